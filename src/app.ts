@@ -1,0 +1,62 @@
+import { Elysia } from 'elysia'
+import { Registry } from 'prom-client'
+import type { TokenVerifier } from './auth/token-verifier.ts'
+import { healthRoutes } from './health.ts'
+import { errorHandler } from './http/error-handler.ts'
+import type { Logger } from './logger.ts'
+import { createMetrics } from './observability/metrics.ts'
+import { metricsRoute } from './observability/metrics-route.ts'
+import { logRequest } from './observability/request-log.ts'
+import { requestObservation } from './observability/request-observation.ts'
+import { docsRoutes } from './openapi/docs-routes.ts'
+import { plantRoutes } from './plants/routes.ts'
+import type { Database } from './store/database.ts'
+
+export type AppDeps = {
+  db: Database
+  verifyToken: TokenVerifier
+  logger: Logger
+  now?: () => Date
+  generateRequestId?: () => string
+  // Where this app's metrics live; a fresh registry per app unless the caller shares one.
+  registry?: Registry
+  // A monotonic clock in milliseconds, for request durations.
+  clock?: () => number
+}
+
+export function createApp({
+  db,
+  verifyToken,
+  logger,
+  now = () => new Date(),
+  generateRequestId,
+  registry = new Registry(),
+  clock,
+}: AppDeps) {
+  const app = new Elysia()
+  const allowedMethods = (path: string) => methodsServing(app, path)
+  const metrics = createMetrics(registry)
+  return app
+    .use(errorHandler({ logger, generateRequestId, allowedMethods }))
+    .use(
+      requestObservation({
+        allowedMethods,
+        clock,
+        onStarted: metrics.requestStarted,
+        onFinished: (record) => {
+          metrics.recordRequest(record)
+          logRequest(logger, record)
+        },
+      }),
+    )
+    .use(healthRoutes({ db }))
+    .use(metricsRoute({ db, metrics }))
+    .use(docsRoutes())
+    .use(plantRoutes({ db, verifyToken, now }))
+}
+
+export type App = ReturnType<typeof createApp>
+
+function methodsServing(app: Elysia, path: string): string[] {
+  return app.routes.filter((route) => route.path === path).map((route) => route.method)
+}

@@ -1,0 +1,31 @@
+import { Elysia } from 'elysia'
+import { HttpError } from '../http/http-error.ts'
+import { readBearerToken } from './bearer-token.ts'
+import { TokenRejected, type TokenVerifier } from './token-verifier.ts'
+
+const REALM = 'Bearer realm="plants"'
+
+// Resolves the caller's identity from the Authorization header only (never the query string),
+// before the body is validated, so anonymous callers learn nothing about the body rules.
+export function authentication(verify: TokenVerifier) {
+  return new Elysia({ name: 'authentication' }).derive({ as: 'scoped' }, async ({ headers }) => {
+    const credentials = readBearerToken(headers.authorization)
+    if (credentials.kind === 'missing') {
+      throw new HttpError(401, 'a bearer token is required', { 'www-authenticate': REALM })
+    }
+    if (credentials.kind === 'malformed') throw rejected(credentials.reason)
+    try {
+      const { subject } = await verify(credentials.token)
+      return { owner: subject }
+    } catch (error) {
+      if (error instanceof TokenRejected) throw rejected(error.message)
+      throw error
+    }
+  })
+}
+
+function rejected(reason: string): HttpError {
+  return new HttpError(401, reason, {
+    'www-authenticate': `${REALM}, error="invalid_token", error_description="${reason.replaceAll('"', "'")}"`,
+  })
+}

@@ -1,0 +1,81 @@
+import { errors, type JWTVerifyGetKey, jwtVerify } from 'jose'
+import { KeySetUnavailable } from './remote-key-set.ts'
+
+export type Identity = { subject: string }
+
+export type TokenVerifier = (token: string) => Promise<Identity>
+
+export type VerifierSettings = {
+  // HS256 secret; at least 32 bytes.
+  secret?: Uint8Array
+  // Asymmetric key set (a later addition: AUTH_JWKS_URL); when set alone, HS256 is refused.
+  keySet?: JWTVerifyGetKey
+  issuer?: string
+  audience?: string
+  clockToleranceSeconds?: number
+}
+
+// Says what was wrong with a token without echoing it.
+export class TokenRejected extends Error {
+  override name = 'TokenRejected'
+}
+
+const ASYMMETRIC_ALGORITHMS = ['RS256', 'ES256', 'EdDSA']
+
+export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
+  const { secret, keySet, issuer, audience, clockToleranceSeconds = 30 } = settings
+  if (!secret && !keySet) throw new Error('a token verifier needs a secret or a key set')
+  // jose checks `alg` against this list before it asks for a key, so `none` never passes and
+  // HS256 is refused when only a key set is configured (no algorithm confusion).
+  const algorithms = [...(secret ? ['HS256'] : []), ...(keySet ? ASYMMETRIC_ALGORITHMS : [])]
+  const getKey: JWTVerifyGetKey = (header, token) =>
+    header.alg === 'HS256' && secret ? secret : (keySet as JWTVerifyGetKey)(header, token)
+  const options = {
+    algorithms,
+    issuer,
+    audience,
+    clockTolerance: Math.min(clockToleranceSeconds, 30),
+    requiredClaims: ['exp', 'sub'],
+  }
+  return async (token) => {
+    let subject: unknown
+    try {
+      ;({
+        payload: { sub: subject },
+      } = await jwtVerify(token, getKey, options))
+    } catch (error) {
+      throw new TokenRejected(describe(error))
+    }
+    if (typeof subject !== 'string' || subject.length < 1 || subject.length > 255) {
+      throw new TokenRejected('the token subject (sub) must be 1 to 255 characters')
+    }
+    return { subject }
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return 'the token has expired'
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case 'aud':
+        return 'the token is for another audience'
+      case 'iss':
+        return 'the token is from another issuer'
+      case 'nbf':
+        return 'the token is not valid yet'
+      case 'exp':
+        return 'the token has no expiry (exp)'
+      case 'sub':
+        return 'the token has no subject (sub)'
+      default:
+        return `the token claim ${error.claim} is invalid`
+    }
+  }
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'the token signature is invalid'
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'the token algorithm is not accepted'
+  if (error instanceof errors.JWKSNoMatchingKey) return 'no key matches the token'
+  if (error instanceof KeySetUnavailable || error instanceof errors.JWKSTimeout) {
+    return "the identity provider's key set is unavailable"
+  }
+  return 'the token is malformed'
+}

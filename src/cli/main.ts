@@ -1,0 +1,56 @@
+import process from 'node:process'
+import { ConfigError, loadConfig } from '../config.ts'
+import { ImportRefused } from '../replay/import-events.ts'
+import { DataDirInUse } from '../store/data-dir-lock.ts'
+import { exportCommand, importCommand } from './events-command.ts'
+import { migrateCommand } from './migrate-command.ts'
+import { rebuildCommand, statusCommand, verifyCommand } from './projection-command.ts'
+import { issueTokenCommand } from './token-command.ts'
+import { UsageError } from './usage-error.ts'
+
+const USAGE = `usage: bun run cli <command>
+
+  token issue <subject> [--ttl 24h]   print an HS256 token for <subject> (local secret or AUTH_JWT_SECRET)
+  db migrate                          apply the migrations to the configured database
+  projection rebuild [--dry-run]      fold the event log into a fresh projection and swap it in
+  projection verify                   exit 1 and show the drift when the projection differs from the log
+  projection status                   the projection's checkpoint against the head of the log
+  events export [--after POSITION]    write the event log as NDJSON to stdout
+  events import [--append]            read exported NDJSON from stdin, then rebuild the projection
+`
+
+type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>
+
+const commands: Record<string, Command> = {
+  'token issue': (args, env) => issueTokenCommand(args, loadConfig(env)),
+  'db migrate': (_args, env) => migrateCommand(loadConfig(env)),
+  'projection rebuild': (args, env) => rebuildCommand(args, loadConfig(env)),
+  'projection verify': (args, env) => verifyCommand(args, loadConfig(env)),
+  'projection status': (args, env) => statusCommand(args, loadConfig(env)),
+  'events export': (args, env) => exportCommand(args, loadConfig(env)),
+  'events import': (args, env) => importCommand(args, loadConfig(env)),
+}
+
+async function run(argv: string[]): Promise<number> {
+  const name = argv.slice(0, 2).join(' ')
+  const command = commands[name]
+  if (!command) {
+    process.stderr.write(USAGE)
+    return 2
+  }
+  try {
+    return await command(argv.slice(2), process.env)
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof DataDirInUse || error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n`)
+      return 2
+    }
+    if (error instanceof ImportRefused) {
+      process.stderr.write(`import refused, nothing was imported: ${error.message}\n`)
+      return 1
+    }
+    throw error
+  }
+}
+
+process.exitCode = await run(process.argv.slice(2))

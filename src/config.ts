@@ -1,0 +1,105 @@
+export type Config = {
+  host: string
+  port: number
+  logLevel: string
+  // The longest a request waits for its response before it is answered 503.
+  requestTimeoutMs: number
+  // 'auto': human-readable lines when stdout is a terminal, JSON lines otherwise.
+  logFormat: 'auto' | 'json' | 'pretty'
+  storage:
+    | { kind: 'postgres'; url: string; poolSize: number; statementTimeoutMs: number }
+    | { kind: 'embedded'; dataDir: string }
+  // The directory of the generated local secret (embedded default) and of the embedded database.
+  dataDir: string
+  auth: {
+    secret?: Uint8Array
+    jwksUrl?: string
+    // The shortest wait between two fetches of the key set, however many unknown `kid`s arrive.
+    jwksCooldownMs: number
+    // How long a fetched key set is trusted before it is fetched again.
+    jwksCacheMaxAgeMs: number
+    issuer?: string
+    audience?: string
+    useLocalSecret: boolean
+  }
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const LOG_FORMATS = ['auto', 'json', 'pretty'] as const
+
+// The only reader of the environment. Every bad value stops the start with the variable's name.
+export function loadConfig(env: Env): Config {
+  const dataDir = nonEmpty(env, 'DATA_DIR') ?? './data'
+  const databaseUrl = nonEmpty(env, 'DATABASE_URL')
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL')
+  }
+  const secretText = nonEmpty(env, 'AUTH_JWT_SECRET')
+  const secret = secretText === undefined ? undefined : new TextEncoder().encode(secretText)
+  if (secret && secret.byteLength < 32)
+    throw new ConfigError('AUTH_JWT_SECRET must be at least 32 bytes long')
+  const jwksUrl = nonEmpty(env, 'AUTH_JWKS_URL')
+  if (jwksUrl !== undefined && !URL.canParse(jwksUrl)) throw new ConfigError('AUTH_JWKS_URL must be a URL')
+  const useLocalSecret = !secret && !jwksUrl
+  if (useLocalSecret && databaseUrl !== undefined) {
+    throw new ConfigError(
+      'DATABASE_URL is set but no token verification is configured: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL',
+    )
+  }
+  const logLevel = nonEmpty(env, 'LOG_LEVEL') ?? 'info'
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+  const logFormat = nonEmpty(env, 'LOG_FORMAT') ?? 'auto'
+  if (!isLogFormat(logFormat)) throw new ConfigError(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}`)
+  return {
+    host: nonEmpty(env, 'HOST') ?? '0.0.0.0',
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    logLevel,
+    logFormat,
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
+    dataDir,
+    storage:
+      databaseUrl === undefined
+        ? { kind: 'embedded', dataDir }
+        : {
+            kind: 'postgres',
+            url: databaseUrl,
+            poolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+            statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
+          },
+    auth: {
+      secret,
+      jwksUrl,
+      jwksCooldownMs: integer(env, 'AUTH_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
+      jwksCacheMaxAgeMs: integer(env, 'AUTH_JWKS_CACHE_MAX_AGE_MS', 600_000, 1000, 86_400_000),
+      issuer: nonEmpty(env, 'AUTH_ISSUER'),
+      audience: nonEmpty(env, 'AUTH_AUDIENCE'),
+      useLocalSecret,
+    },
+  }
+}
+
+function isLogFormat(value: string): value is Config['logFormat'] {
+  return (LOG_FORMATS as readonly string[]).includes(value)
+}
+
+function nonEmpty(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim()
+  return value === undefined || value === '' ? undefined : value
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const text = nonEmpty(env, name)
+  if (text === undefined) return fallback
+  const value = Number(text)
+  if (!/^\d+$/.test(text) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${text}"`)
+  }
+  return value
+}

@@ -1,0 +1,62 @@
+import { Elysia } from 'elysia'
+import type { Logger } from '../logger.ts'
+import { isDatabaseUnavailable } from '../store/unavailable.ts'
+import { errorResponse, HttpError } from './http-error.ts'
+import { chooseRequestId } from './request-id.ts'
+
+export type ErrorHandlerDeps = {
+  logger: Logger
+  // Methods the app serves on a path; drives 405 versus 404.
+  allowedMethods: (path: string) => string[]
+  generateRequestId?: () => string
+}
+
+const RETRY_AFTER_SECONDS = '5'
+
+// Every response carries X-Request-Id, and every error becomes {"error": status, "message": …}.
+export function errorHandler({ logger, allowedMethods, generateRequestId }: ErrorHandlerDeps) {
+  return new Elysia({ name: 'error-handler' })
+    .onRequest(({ request, set }) => {
+      set.headers['x-request-id'] = chooseRequestId(request.headers.get('x-request-id'), generateRequestId)
+    })
+    .onError({ as: 'global' }, ({ code, error, request, path, set }) => {
+      const requestId = String(set.headers['x-request-id'] ?? '')
+      const withId = (headers: Record<string, string> = {}) => ({ ...headers, 'x-request-id': requestId })
+      if (error instanceof HttpError) return errorResponse(error.status, error.message, withId(error.headers))
+      switch (code) {
+        case 'VALIDATION':
+          return errorResponse(400, validationMessage(error), withId())
+        case 'PARSE':
+          return errorResponse(400, 'the body could not be parsed', withId())
+        case 'NOT_FOUND': {
+          const allowed = allowedMethods(path)
+          return allowed.length > 0
+            ? errorResponse(
+                405,
+                `${request.method} is not allowed on ${path}`,
+                withId({ allow: allowed.join(', ') }),
+              )
+            : errorResponse(404, `no such path: ${path}`, withId())
+        }
+      }
+      if (isDatabaseUnavailable(error)) {
+        logger.warn({ requestId, err: error }, 'database unavailable')
+        return errorResponse(
+          503,
+          'the database is unavailable; retry later',
+          withId({ 'retry-after': RETRY_AFTER_SECONDS }),
+        )
+      }
+      logger.error({ requestId, err: error }, 'unexpected error')
+      return errorResponse(500, `internal error (request id ${requestId})`, withId())
+    })
+}
+
+function validationMessage(error: {
+  customError?: unknown
+  valueError?: { path: string; message: string }
+}): string {
+  if (typeof error.customError === 'string') return error.customError
+  const detail = error.valueError
+  return detail ? `${detail.path.slice(1) || 'the request'}: ${detail.message}` : 'the request is invalid'
+}

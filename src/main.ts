@@ -1,0 +1,43 @@
+import process from 'node:process'
+import { createApp } from './app.ts'
+import { verifierFromConfig } from './auth/verifier-from-config.ts'
+import { ConfigError, loadConfig } from './config.ts'
+import { createLogger } from './logger.ts'
+import { serve } from './serve.ts'
+import { DataDirInUse } from './store/data-dir-lock.ts'
+import { openStorage } from './store/open-storage.ts'
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env)
+  const pretty =
+    config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true)
+  const logger = createLogger(config.logLevel, { pretty })
+  const storage = await openStorage(config.storage)
+  const verifyToken = await verifierFromConfig(config)
+  const app = createApp({ db: storage.db, verifyToken, logger })
+  const server = serve(app, {
+    hostname: config.host,
+    port: config.port,
+    requestTimeoutMs: config.requestTimeoutMs,
+  })
+  logger.info({ host: config.host, port: server.port, storage: storage.kind }, 'plant store listening')
+
+  let stopping = false
+  const shutdown = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal }, 'draining requests in flight')
+    await server.stop()
+    await storage.close()
+    logger.info('stopped')
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+}
+
+main().catch((error: unknown) => {
+  const known = error instanceof ConfigError || error instanceof DataDirInUse
+  console.error(known ? `plant store cannot start: ${error.message}` : error)
+  process.exit(1)
+})

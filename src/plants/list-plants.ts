@@ -1,0 +1,72 @@
+import { and, asc, eq, gte, lt } from 'drizzle-orm'
+import type { Executor } from '../store/database.ts'
+import { plants } from '../store/schema.ts'
+import type { Plant } from './schemas.ts'
+
+export type ListRequest = { owner: string; limit?: number; from?: bigint }
+
+// A short page is read at once; a long listing yields batches as they are pulled. `next` is
+// where the following page starts, if any.
+export type PlantListing =
+  | { kind: 'page'; plants: Plant[]; next?: bigint }
+  | { kind: 'stream'; batches: AsyncIterable<Plant[]>; next?: bigint }
+
+const BATCH_SIZE = 1000
+
+// Work grows with the page, not with the store: every query is a range scan of the
+// (owner, position) index. Long listings are read in batches so memory stays flat.
+export async function listPlants(
+  db: Executor,
+  { owner, limit, from = 0n }: ListRequest,
+): Promise<PlantListing> {
+  if (limit !== undefined && limit <= BATCH_SIZE) {
+    const found = await readBatch(db, owner, from, undefined, limit + 1)
+    const next = found.length > limit ? found[limit]?.position : undefined
+    return { kind: 'page', plants: found.slice(0, limit).map(toPlant), next }
+  }
+  const next = limit === undefined ? undefined : await positionAfter(db, owner, from, limit)
+  // The first batch is read before answering, so an unreachable database is still a clean 503.
+  const first = await readBatch(db, owner, from, next, BATCH_SIZE)
+  return { kind: 'stream', batches: batchesFrom(db, owner, first, next), next }
+}
+
+type Row = Awaited<ReturnType<typeof readBatch>>[number]
+
+async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bigint | undefined) {
+  for (let found = first; found.length > 0; ) {
+    yield found.map(toPlant)
+    const last = found.at(-1)
+    if (found.length < BATCH_SIZE || !last) return
+    found = await readBatch(db, owner, last.position + 1n, until, BATCH_SIZE)
+  }
+}
+
+function readBatch(db: Executor, owner: string, from: bigint, until: bigint | undefined, count: number) {
+  return db
+    .select({ name: plants.name, tag: plants.tag, position: plants.position })
+    .from(plants)
+    .where(
+      and(
+        eq(plants.owner, owner),
+        gte(plants.position, from),
+        until === undefined ? undefined : lt(plants.position, until),
+      ),
+    )
+    .orderBy(asc(plants.position))
+    .limit(count)
+}
+
+async function positionAfter(db: Executor, owner: string, from: bigint, skip: number) {
+  const [row] = await db
+    .select({ position: plants.position })
+    .from(plants)
+    .where(and(eq(plants.owner, owner), gte(plants.position, from)))
+    .orderBy(asc(plants.position))
+    .offset(skip)
+    .limit(1)
+  return row?.position
+}
+
+function toPlant(row: { name: string; tag: string | null }): Plant {
+  return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
+}

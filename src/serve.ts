@@ -1,0 +1,55 @@
+import type { App } from './app.ts'
+import { errorResponse } from './http/http-error.ts'
+import { chooseRequestId } from './http/request-id.ts'
+
+export type RunningServer = { port: number; stop: () => Promise<void> }
+
+export type ServeOptions = { hostname: string; port: number; requestTimeoutMs: number }
+
+type Handler = (request: Request) => Response | Promise<Response>
+
+type DenoServe = {
+  serve: (
+    options: { hostname: string; port: number; onListen?: () => void },
+    handler: Handler,
+  ) => { addr: { port: number }; shutdown: () => Promise<void> }
+}
+
+// The runtime edge: Bun.serve under Bun, Deno.serve under Deno, both calling app.fetch. Stopping
+// refuses new connections and resolves once the requests in flight have been answered.
+export function serve(app: App, { hostname, port, requestTimeoutMs }: ServeOptions): RunningServer {
+  const handler = withDeadline((request) => app.fetch(request), requestTimeoutMs)
+  const deno = (globalThis as { Deno?: DenoServe }).Deno
+  if (deno) {
+    const server = deno.serve({ hostname, port, onListen: () => {} }, handler)
+    return { port: server.addr.port, stop: () => server.shutdown() }
+  }
+  // Bun closes a connection idle this long; it must outlast the deadline so the 503 gets out.
+  const idleTimeout = Math.min(255, Math.ceil(requestTimeoutMs / 1000) + 5)
+  const server = Bun.serve({ hostname, port, idleTimeout, fetch: handler })
+  return { port: server.port ?? port, stop: () => server.stop(false) }
+}
+
+// No request waits on a response longer than `timeoutMs`: a database connection that went silent
+// (no reset, no error) would otherwise hold it until TCP gives up. A streamed body may go on.
+export function withDeadline(handler: Handler, timeoutMs: number): Handler {
+  return async (request) => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const deadline = new Promise<Response>((resolve) => {
+      timer = setTimeout(() => {
+        const requestId = chooseRequestId(request.headers.get('x-request-id'))
+        resolve(
+          errorResponse(503, `no answer within ${timeoutMs} ms; retry later`, {
+            'retry-after': '5',
+            'x-request-id': requestId,
+          }),
+        )
+      }, timeoutMs)
+    })
+    try {
+      return await Promise.race([Promise.resolve(handler(request)), deadline])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}

@@ -1,0 +1,15 @@
+// Event data is read as text and parsed here because a JSON number beyond 2^53 (older event
+// shapes stored ids that way) would be rounded by a plain JSON.parse. Such integers come back as
+// bigint; everything else parses as usual.
+type ReviverContext = { source?: string }
+
+const LONG_DIGIT_RUN = /\d{16}/
+
+export function parseEventData(text: string): unknown {
+  if (!LONG_DIGIT_RUN.test(text)) return JSON.parse(text)
+  return JSON.parse(text, (_key, value, context?: ReviverContext) => {
+    if (typeof value !== 'number' || Number.isSafeInteger(value) || context?.source === undefined)
+      return value
+    return /^-?\d+$/.test(context.source) ? BigInt(context.source) : value
+  })
+}

@@ -1,0 +1,77 @@
+import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
+import type { Executor, Transaction } from './database.ts'
+import { type RecordedEvent, recordedColumns } from './event-store.ts'
+import { events } from './schema.ts'
+
+// Where a reader of the global log stands: the last event it has read. The log is read in
+// (transaction id, position) order, not by position alone: a position is taken at insert but
+// becomes visible at commit, so a lower position can appear after a higher one has been read.
+export type LogCursor = { transactionId: bigint; position: bigint }
+
+export const LOG_START: LogCursor = { transactionId: 0n, position: 0n }
+
+export type LoggedEvent = RecordedEvent & { transactionId: bigint }
+
+// `settled` keeps to events whose transaction is older than every transaction still running:
+// nothing can commit before them any more, so the cursor never moves past a late commit. Only a
+// reader that holds the append lock exclusively (see append-lock.ts) may drop it.
+export async function readLog(
+  db: Executor,
+  after: LogCursor,
+  batchSize: number,
+  { settled = true } = {},
+): Promise<LoggedEvent[]> {
+  return db
+    .select({ ...recordedColumns, transactionId: events.transactionId })
+    .from(events)
+    .where(logFilter(after, settled))
+    .orderBy(asc(events.transactionId), asc(events.position))
+    .limit(batchSize)
+}
+
+// The same events as readLog, as exact text for export: jsonb as PostgreSQL prints it (numbers
+// keep every digit) and the timestamp to the microsecond, in UTC.
+export async function readLogText(db: Executor, after: LogCursor, batchSize: number, afterPosition = 0n) {
+  return db
+    .select({
+      transactionId: events.transactionId,
+      position: events.position,
+      streamId: events.streamId,
+      streamVersion: events.streamVersion,
+      type: events.type,
+      schemaVersion: events.schemaVersion,
+      data: sql<string>`${events.data}::text`,
+      metadata: sql<string>`${events.metadata}::text`,
+      recordedAt: sql<string>`to_char(${events.recordedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+    })
+    .from(events)
+    .where(and(logFilter(after, true), gt(events.position, afterPosition)))
+    .orderBy(asc(events.transactionId), asc(events.position))
+    .limit(batchSize)
+}
+
+// Position order is complete only inside one snapshot (a REPEATABLE READ transaction).
+export async function readSnapshotLog(tx: Transaction, afterPosition: bigint, batchSize: number) {
+  return tx
+    .select(recordedColumns)
+    .from(events)
+    .where(gt(events.position, afterPosition))
+    .orderBy(asc(events.position))
+    .limit(batchSize)
+}
+
+export async function logHead(db: Executor): Promise<{ events: number; position: bigint }> {
+  const [row] = await db.select({ events: count(), position: max(events.position) }).from(events)
+  return { events: row?.events ?? 0, position: row?.position ?? 0n }
+}
+
+export async function countEventsAfter(db: Executor, position: bigint): Promise<number> {
+  const [row] = await db.select({ events: count() }).from(events).where(gt(events.position, position))
+  return row?.events ?? 0
+}
+
+function logFilter(after: LogCursor, settled: boolean): SQL | undefined {
+  const afterCursor = sql`(${events.transactionId}, ${events.position}) > (${after.transactionId.toString()}::xid8, ${after.position.toString()}::bigint)`
+  if (!settled) return afterCursor
+  return and(afterCursor, sql`${events.transactionId} < pg_snapshot_xmin(pg_current_snapshot())`)
+}

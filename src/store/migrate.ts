@@ -1,0 +1,28 @@
+import { fileURLToPath } from 'node:url'
+import type { PgliteDatabase } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import postgres from 'postgres'
+import type { DatabaseHandle } from './database.ts'
+
+const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
+// Any constant shared by every instance of the service; 'plantmig' in ASCII.
+const MIGRATION_LOCK = 0x706c616e746d6967n
+
+// Several instances starting together must not run the migrator at once (it collides on its own
+// bookkeeping table), so each takes a session advisory lock on a dedicated connection first.
+export async function migratePostgresDatabase(url: string): Promise<void> {
+  const client = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 })
+  try {
+    await client`select pg_advisory_lock(${MIGRATION_LOCK.toString()}::bigint)`
+    await migratePostgres(drizzlePostgres({ client }), { migrationsFolder })
+  } finally {
+    await client.end({ timeout: 5 })
+  }
+}
+
+// The embedded database belongs to this process alone (see data-dir-lock.ts): no lock needed.
+export async function migrateEmbeddedDatabase(handle: DatabaseHandle): Promise<void> {
+  await migratePglite(handle.db as PgliteDatabase, { migrationsFolder })
+}

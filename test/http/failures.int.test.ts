@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import pino from 'pino'
+import { createApp } from '../../src/app.ts'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { openPostgres } from '../../src/store/database.ts'
+import { TEST_SECRET } from '../support/harness.ts'
+
+// A port nothing listens on: the database is down for this whole file.
+const unreachable = openPostgres({
+  url: 'postgres://postgres@127.0.0.1:1/none',
+  poolSize: 1,
+  statementTimeoutMs: 1000,
+})
+let token: string
+beforeAll(async () => {
+  token = await issueToken(TEST_SECRET, { subject: 'alice', ttlSeconds: 600, now: new Date() })
+})
+afterAll(() => unreachable.close())
+
+function appWith(verifyToken = createTokenVerifier({ secret: TEST_SECRET }), logged: unknown[] = []) {
+  const logger = pino({ level: 'error' }, { write: (line: string) => void logged.push(JSON.parse(line)) })
+  return createApp({ db: unreachable.db, verifyToken, logger })
+}
+const call = (app: ReturnType<typeof appWith>, init: RequestInit, path = '/plants') =>
+  app.handle(new Request(`http://localhost${path}`, init))
+
+test('while the database is unreachable, creating and listing answer 503 with Retry-After', async () => {
+  const app = appWith()
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  for (const init of [{ method: 'POST', headers, body: '{"id": 1, "name": "x"}' }, { headers }]) {
+    const response = await call(app, init)
+    expect(response.status).toBe(503)
+    expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(await response.json()).toEqual({ error: 503, message: expect.stringContaining('database') })
+  }
+})
+
+test('an unexpected error is 500 naming the request id, logged with it, and leaks no internals', async () => {
+  const logged: unknown[] = []
+  const failingVerifier = async () => {
+    throw new Error('secret internals at /srv/app/db.ts: select * from keys')
+  }
+  const app = appWith(failingVerifier, logged)
+  const response = await call(app, {
+    headers: { authorization: `Bearer ${token}`, 'x-request-id': 'req-500' },
+  })
+  expect(response.status).toBe(500)
+  const body = (await response.json()) as { error: number; message: string }
+  expect(body.error).toBe(500)
+  expect(body.message).toContain('req-500')
+  expect(body.message).not.toMatch(/secret|select|\/srv|at /)
+  expect(logged).toEqual([expect.objectContaining({ requestId: 'req-500', msg: 'unexpected error' })])
+})

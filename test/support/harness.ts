@@ -1,0 +1,73 @@
+import { sql } from 'drizzle-orm'
+import { createApp } from '../../src/app.ts'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { silentLogger } from '../../src/logger.ts'
+import { type DatabaseHandle, openEmbedded, openPostgres } from '../../src/store/database.ts'
+import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { createTestDatabase } from './postgres.ts'
+
+export type StorageKind = 'postgres' | 'embedded'
+export const STORAGE_KINDS: StorageKind[] = ['postgres', 'embedded']
+
+export const TEST_SECRET = new TextEncoder().encode('test-secret-that-is-at-least-32-bytes-long!')
+
+export type RequestOptions = {
+  token?: string
+  body?: unknown
+  rawBody?: BodyInit
+  headers?: Record<string, string>
+}
+
+// The app wired to a real database, driven through app.handle (no socket).
+export async function createHarness(kind: StorageKind) {
+  const testDatabase = kind === 'postgres' ? await createTestDatabase('http') : undefined
+  let handle: DatabaseHandle
+  if (testDatabase) {
+    await migratePostgresDatabase(testDatabase.url)
+    handle = openPostgres({ url: testDatabase.url, poolSize: 10, statementTimeoutMs: 10_000 })
+  } else {
+    handle = await openEmbedded(undefined)
+    await migrateEmbeddedDatabase(handle)
+  }
+  const app = createApp({
+    db: handle.db,
+    verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
+    logger: silentLogger(),
+  })
+
+  const request = (method: string, path: string, options: RequestOptions = {}) => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.token !== undefined) headers.authorization ??= `Bearer ${options.token}`
+    let body = options.rawBody
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+      headers['content-type'] ??= 'application/json'
+    }
+    return app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
+  }
+
+  const count = async (table: 'events' | 'plants') => {
+    const result = await handle.db.execute(sql.raw(`select count(*)::int as n from ${table}`))
+    const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { n: number }[]
+    return rows[0]?.n ?? 0
+  }
+
+  return {
+    kind,
+    app,
+    db: handle.db,
+    databaseUrl: testDatabase?.url,
+    request,
+    tokenFor: (subject: string, ttlSeconds = 3600) =>
+      issueToken(TEST_SECRET, { subject, ttlSeconds, now: new Date() }),
+    countEvents: () => count('events'),
+    countPlants: () => count('plants'),
+    close: async () => {
+      await handle.close()
+      await testDatabase?.drop()
+    },
+  }
+}
+
+export type Harness = Awaited<ReturnType<typeof createHarness>>

@@ -1,0 +1,88 @@
+import type { Subprocess } from 'bun'
+
+export type Env = Record<string, string>
+
+export type ServerProcess = {
+  url: string
+  process: Subprocess<'ignore', 'pipe', 'pipe'>
+  // Sends the signal and resolves with the exit code.
+  stop: (signal?: NodeJS.Signals) => Promise<number>
+}
+
+const ROOT = new URL('../..', import.meta.url).pathname
+
+function childEnv(env: Env): Env {
+  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'info', ...env }
+}
+
+// Starts `bun src/main.ts` on a free port and waits until it logs that it listens.
+export async function startServer(env: Env, command = ['bun', 'src/main.ts']): Promise<ServerProcess> {
+  const child = Bun.spawn(command, {
+    cwd: ROOT,
+    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const port = await listeningPort(child)
+  return {
+    url: `http://127.0.0.1:${port}`,
+    process: child,
+    stop: async (signal = 'SIGTERM') => {
+      child.kill(signal)
+      return child.exited
+    },
+  }
+}
+
+async function listeningPort(child: Subprocess<'ignore', 'pipe', 'pipe'>): Promise<number> {
+  const reader = child.stdout.getReader()
+  const decoder = new TextDecoder()
+  let buffered = ''
+  const deadline = Date.now() + 30_000
+  while (Date.now() < deadline) {
+    const { done, value } = await reader.read()
+    if (done) break
+    buffered += decoder.decode(value, { stream: true })
+    for (const line of buffered.split('\n')) {
+      if (line.includes('plant store listening')) {
+        reader.releaseLock()
+        void child.stdout.pipeTo(new WritableStream()).catch(() => {})
+        return (JSON.parse(line) as { port: number }).port
+      }
+    }
+  }
+  child.kill('SIGKILL')
+  throw new Error(`the server did not start: ${buffered}${await new Response(child.stderr).text()}`)
+}
+
+// Runs a command of the CLI to completion.
+export async function runCli(args: string[], env: Env, stdin?: string) {
+  const child = Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdin: stdin === undefined ? 'ignore' : new TextEncoder().encode(stdin),
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  return { stdout, stderr, exitCode }
+}
+
+// Runs the server entry expecting it to refuse to start.
+export async function runServerToExit(env: Env) {
+  const child = Bun.spawn(['bun', 'src/main.ts'], {
+    cwd: ROOT,
+    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+  const [stderr, exitCode] = await Promise.all([new Response(child.stderr).text(), child.exited])
+  clearTimeout(timer)
+  return { stderr, exitCode }
+}

@@ -1,0 +1,91 @@
+import { describe, expect, test } from 'bun:test'
+import { SignJWT, UnsecuredJWT } from 'jose'
+import { createTokenVerifier, TokenRejected } from '../../src/auth/token-verifier.ts'
+
+const secret = new TextEncoder().encode('unit-test-secret-of-at-least-32-bytes')
+const otherSecret = new TextEncoder().encode('another-secret-of-at-least-32-bytes!!')
+const nowSeconds = () => Math.floor(Date.now() / 1000)
+
+function token(claims: Record<string, unknown> = {}, key = secret) {
+  return new SignJWT({ sub: 'alice', exp: nowSeconds() + 600, ...claims })
+    .setProtectedHeader({ alg: 'HS256' })
+    .sign(key)
+}
+
+async function rejection(verify: ReturnType<typeof createTokenVerifier>, jwt: string): Promise<string> {
+  const error = await verify(jwt).then(
+    () => undefined,
+    (failure: unknown) => failure,
+  )
+  expect(error).toBeInstanceOf(TokenRejected)
+  return (error as Error).message
+}
+
+describe('HS256 verification', () => {
+  const verify = createTokenVerifier({ secret })
+
+  test('a valid token yields its subject', async () => {
+    expect(await verify(await token())).toEqual({ subject: 'alice' })
+  })
+
+  test.each([
+    ['expired', { exp: nowSeconds() - 60 }, 'expired'],
+    ['not yet valid', { nbf: nowSeconds() + 600 }, 'not valid yet'],
+    ['without exp', { exp: undefined }, 'exp'],
+    ['without sub', { sub: undefined }, 'sub'],
+    ['with an over-long sub', { sub: 'x'.repeat(256) }, 'sub'],
+    ['with an empty sub', { sub: '' }, 'sub'],
+  ])('a token %s is rejected and the reason is named', async (_label, claims, reason) => {
+    expect(await rejection(verify, await token(claims))).toContain(reason)
+  })
+
+  test('an expiry within the 30 s clock tolerance is still accepted', async () => {
+    expect(await verify(await token({ exp: nowSeconds() - 10 }))).toEqual({ subject: 'alice' })
+  })
+
+  test('a token signed with another secret has a bad signature', async () => {
+    expect(await rejection(verify, await token({}, otherSecret))).toContain('signature')
+  })
+
+  test('alg none is never accepted', async () => {
+    const unsigned = new UnsecuredJWT({ sub: 'alice' }).setExpirationTime('1h').encode()
+    expect(await rejection(verify, unsigned)).toContain('algorithm')
+  })
+
+  test('a tampered payload fails the signature check', async () => {
+    const [header, , signature] = (await token()).split('.')
+    const payload = btoa(JSON.stringify({ sub: 'mallory', exp: nowSeconds() + 600 })).replace(/=+$/, '')
+    expect(await rejection(verify, `${header}.${payload}.${signature}`)).toContain('signature')
+  })
+
+  test.each(['', 'abc', 'a.b.c', '...'])('garbage %p is a malformed token', async (garbage) => {
+    expect(await rejection(verify, garbage)).toContain('malformed')
+  })
+
+  test('the message never echoes the token', async () => {
+    const jwt = await token({ exp: nowSeconds() - 60 })
+    expect(await rejection(verify, jwt)).not.toContain(jwt.split('.')[1] ?? '')
+  })
+})
+
+describe('issuer and audience', () => {
+  const verify = createTokenVerifier({ secret, issuer: 'https://id.example', audience: 'plants' })
+
+  test('matching iss and aud pass', async () => {
+    expect(await verify(await token({ iss: 'https://id.example', aud: 'plants' }))).toEqual({
+      subject: 'alice',
+    })
+  })
+
+  test('another audience is rejected as such', async () => {
+    expect(await rejection(verify, await token({ iss: 'https://id.example', aud: 'other' }))).toContain(
+      'audience',
+    )
+  })
+
+  test('another issuer is rejected as such', async () => {
+    expect(await rejection(verify, await token({ iss: 'https://evil.example', aud: 'plants' }))).toContain(
+      'issuer',
+    )
+  })
+})
