@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import postgres from 'postgres'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { type Env, runCli, startServer } from '../support/server-process.ts'
+
+// What a user moving off the embedded default does: export from DATA_DIR, import into PostgreSQL.
+const BODIES: Record<string, string[]> = {
+  alice: [
+    '{"id": 9007199254740993, "name": "Ficus"}',
+    '{"id": 9007199254740992, "name": "Ficus twin", "tag": null}',
+    '{"id": 9223372036854775807, "name": "Max", "tag": ""}',
+  ],
+  'bob 🌵': ['{"id": -9223372036854775808, "name": "Kaktus 🌵 é 你好 \\ud83d\\ude00", "tag": "ת\\"ג\\\\"}'],
+  carol: ['{"id": 1, "name": "\\u2028sep", "tag": "\\t"}', '{"id": 2, "name": "two"}'],
+}
+
+let dataDir: string
+let database: TestDatabase
+let embedded: Env
+let postgresEnv: Env
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-move-'))
+  database = await createTestDatabase('move')
+  embedded = { DATA_DIR: dataDir }
+  postgresEnv = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }
+})
+afterAll(async () => {
+  await rm(dataDir, { recursive: true, force: true })
+  await database.drop()
+})
+
+async function listings(env: Env): Promise<Record<string, string>> {
+  const server = await startServer(env)
+  try {
+    const found: Record<string, string> = {}
+    for (const owner of Object.keys(BODIES)) {
+      const token = (await runCli(['token', 'issue', owner], env)).stdout.trim()
+      const response = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+      found[owner] = await response.text()
+    }
+    return found
+  } finally {
+    await server.stop()
+  }
+}
+
+test('embedded → export → import into PostgreSQL → the same listing for every owner', async () => {
+  // given: plants created through the embedded server
+  const server = await startServer(embedded)
+  for (const [owner, bodies] of Object.entries(BODIES)) {
+    const token = (await runCli(['token', 'issue', owner], embedded)).stdout.trim()
+    for (const body of bodies) {
+      const response = await fetch(`${server.url}/plants`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      })
+      expect(response.status).toBe(200)
+    }
+  }
+  await server.stop()
+  const before = await listings(embedded)
+  // when
+  const exported = await runCli(['events', 'export'], embedded)
+  const imported = await runCli(['events', 'import'], postgresEnv, exported.stdout)
+  // then
+  expect(exported.exitCode).toBe(0)
+  expect(exported.stdout.trim().split('\n').length).toBe(6)
+  expect(imported.exitCode).toBe(0)
+  expect(imported.stdout).toContain('rebuilt plants: 6 events, 6 plants')
+  expect(await listings(postgresEnv)).toEqual(before)
+  expect(before.alice).toBe('[{"name":"Ficus"},{"name":"Ficus twin"},{"name":"Max","tag":""}]')
+  expect((await runCli(['events', 'export'], postgresEnv)).stdout).toBe(exported.stdout)
+  // and a second import into the now non-empty store is refused
+  const again = await runCli(['events', 'import'], postgresEnv, exported.stdout)
+  expect(again.exitCode).toBe(1)
+  expect(again.stderr).toContain('not empty')
+}, 120_000)
+
+test('verify exits non-zero and names the drift; status shows the checkpoint against the head', async () => {
+  // given
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  await sql`delete from plants where owner = 'carol' and id = 2`
+  await sql.end()
+  // when
+  const verify = await runCli(['projection', 'verify'], postgresEnv)
+  const dryRun = await runCli(['projection', 'rebuild', '--dry-run'], postgresEnv)
+  const status = await runCli(['projection', 'status'], postgresEnv)
+  // then
+  expect(verify.exitCode).toBe(1)
+  expect(verify.stdout).toContain('missing: 1 row(s)')
+  expect(verify.stdout).toContain('owner="carol" id=2 name="two" tag=null')
+  expect(dryRun.exitCode).toBe(1)
+  expect(dryRun.stdout).toContain('nothing swapped')
+  expect(status.stdout).toMatch(
+    /projection plants: position \d+; log head: position \d+ \(6 events\); up to date/,
+  )
+  expect((await runCli(['projection', 'rebuild'], postgresEnv)).exitCode).toBe(0)
+  expect((await runCli(['projection', 'verify'], postgresEnv)).exitCode).toBe(0)
+}, 120_000)

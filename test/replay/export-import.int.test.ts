@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { exportEvents } from '../../src/replay/export-events.ts'
+import { ImportRefused, importEvents } from '../../src/replay/import-events.ts'
+import { readLines } from '../../src/replay/lines.ts'
+import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
+import type { Database } from '../../src/store/database.ts'
+import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
+import { count, create, openTestStorage, rowsOf, type StorageKind, type TestStorage } from './storage.ts'
+
+async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
+  let text = ''
+  await exportEvents(
+    db,
+    async (chunk) => {
+      text += chunk
+    },
+    { afterPosition, batchSize: 4 },
+  )
+  return text
+}
+
+// Chunks cut at awkward places (inside a line, inside a multi-byte character) as a pipe may.
+async function* chunked(text: string) {
+  const bytes = new TextEncoder().encode(text)
+  for (let at = 0; at < bytes.length; at += 7) yield bytes.slice(at, at + 7)
+}
+
+async function importText(db: Database, text: string, append = false) {
+  const imported = await importEvents(db, readLines(chunked(text)), { append, batchSize: 4 })
+  await rebuildProjection(db)
+  return imported
+}
+
+const ROUND_TRIPS: [StorageKind, StorageKind][] = [
+  ['embedded', 'postgres'],
+  ['postgres', 'embedded'],
+]
+
+for (const [from, to] of ROUND_TRIPS) {
+  describe(`export from ${from}, import into ${to}`, () => {
+    let source: TestStorage
+    let target: TestStorage
+    beforeAll(async () => {
+      ;[source, target] = await Promise.all([openTestStorage(from), openTestStorage(to)])
+      await createTrickyPlants(source.db)
+      await source.db.execute(
+        sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+            values ('plant:5:olivia', 1, 'PlantCreated', 0, '{"plantId": 1234567890123456789, "title": "v0"}',
+                    '{"owner": "olivia", "requestId": "r"}', '2020-01-01T00:00:00.123456Z')`,
+      )
+    })
+    afterAll(() => Promise.all([source.close(), target.close()]))
+
+    test('the log arrives unchanged, positions included, and every owner lists the same plants', async () => {
+      // given
+      const exported = await exportText(source.db)
+      // when
+      const imported = await importText(target.db, exported)
+      // then
+      expect(imported).toBe(TRICKY_PLANT_COUNT + 1)
+      expect(await exportText(target.db)).toBe(exported)
+      expect(await listingsByOwner(target.db)).toEqual(await listingsByOwner(source.db))
+      const [v0] = await rowsOf(target.db, `select data::text as data from events where schema_version = 0`)
+      expect(v0?.data).toBe('{"title": "v0", "plantId": 1234567890123456789}')
+    })
+
+    test('new appends after an import take positions above the imported ones', async () => {
+      const decision = await create(target.db, 'alice', { id: 1n, name: 'After import' })
+      const [row] = await rowsOf(target.db, `select max(position)::int as top from events`)
+      expect(decision.outcome).toBe('created')
+      expect(Number(row?.top)).toBe(TRICKY_PLANT_COUNT + 2)
+    })
+
+    test('a non-empty store is refused and nothing is imported', async () => {
+      const before = await count(target.db, 'events')
+      const refused = importEvents(target.db, readLines(chunked(await exportText(source.db))))
+      await expect(refused).rejects.toBeInstanceOf(ImportRefused)
+      expect(await count(target.db, 'events')).toBe(before)
+    })
+
+    test('--append that would repeat a stream version is refused whole', async () => {
+      const before = await count(target.db, 'events')
+      const refused = importEvents(target.db, readLines(chunked(await exportText(source.db))), {
+        append: true,
+      })
+      await expect(refused).rejects.toThrow('clashes')
+      expect(await count(target.db, 'events')).toBe(before)
+    })
+
+    test('--append of new streams places them after the head, in exported order', async () => {
+      // given
+      const other = await openTestStorage(from)
+      await create(other.db, 'zoe', { id: 1n, name: 'First' })
+      await create(other.db, 'zoe', { id: 2n, name: 'Second', tag: '' })
+      const exported = await exportText(other.db)
+      await other.close()
+      // when
+      await importText(target.db, exported, true)
+      // then
+      expect(await listingsByOwner(target.db)).toEqual(await listingsByOwner(source.db).then(withAfterImport))
+      const zoe = await rowsOf(target.db, `select name from plants where owner = 'zoe' order by position`)
+      expect(zoe.map((row) => row.name)).toEqual(['First', 'Second'])
+    })
+
+    test('a malformed line is refused with its line number', async () => {
+      const refused = importEvents(target.db, readLines(chunked('\n{"position": "1", "streamId": "s"}\n')), {
+        append: true,
+      })
+      await expect(refused).rejects.toThrow('line 2: /streamVersion')
+    })
+
+    test('--after exports only the events past a position', async () => {
+      const lines = (await exportText(source.db, 2n)).trim().split('\n')
+      expect(lines.length).toBe(TRICKY_PLANT_COUNT + 1 - 2)
+      expect(lines[0]).toStartWith('{"position":"3",')
+    })
+  })
+}
+
+function withAfterImport(listings: Record<string, unknown>) {
+  const alice = listings.alice as unknown[]
+  return { ...listings, alice: [...alice, { name: 'After import' }] }
+}

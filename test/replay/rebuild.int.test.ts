@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { isInSync } from '../../src/replay/projection-diff.ts'
+import { projectionStatus } from '../../src/replay/projection-status.ts'
+import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
+import { verifyProjection } from '../../src/replay/verify-projection.ts'
+import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
+import { count, create, openTestStorage, rowsOf, STORAGE_KINDS, type TestStorage } from './storage.ts'
+
+const INDEXES = `select indexname, indexdef from pg_indexes where tablename = 'plants' order by indexname`
+const CONSTRAINTS = `select conname, contype from pg_constraint where conrelid = 'plants'::regclass order by conname`
+
+for (const kind of STORAGE_KINDS) {
+  describe(`projection rebuild on ${kind}`, () => {
+    let storage: TestStorage
+    beforeAll(async () => {
+      storage = await openTestStorage(kind)
+      await createTrickyPlants(storage.db)
+    })
+    afterAll(() => storage.close())
+
+    test('every value survives a rebuild exactly, and the table keeps the names the migrations gave it', async () => {
+      // given
+      const { db } = storage
+      const listings = await listingsByOwner(db)
+      const shape = [await rowsOf(db, INDEXES), await rowsOf(db, CONSTRAINTS)]
+      // when
+      const result = await rebuildProjection(db, { batchSize: 2 })
+      // then
+      expect(result).toMatchObject({ events: TRICKY_PLANT_COUNT, plants: TRICKY_PLANT_COUNT, swapped: true })
+      expect(await listingsByOwner(db)).toEqual(listings)
+      expect(listings.alice).toEqual([
+        { name: 'Ficus' },
+        { name: 'Ficus twin' },
+        { name: 'Max', tag: '' },
+        { name: 'Min', tag: 'edge' },
+      ])
+      expect([await rowsOf(db, INDEXES), await rowsOf(db, CONSTRAINTS)]).toEqual(shape)
+      expect(isInSync((await verifyProjection(db)).diff)).toBe(true)
+    })
+
+    test('after a rebuild a retry is still accepted unchanged and a changed body is still a conflict', async () => {
+      // given
+      await rebuildProjection(storage.db)
+      // when
+      const retry = await create(storage.db, 'alice', { id: 9007199254740993n, name: 'Ficus' })
+      const changed = await create(storage.db, 'alice', { id: 9007199254740993n, name: 'Ficus', tag: '' })
+      // then
+      expect(retry.outcome).toBe('unchanged')
+      expect(changed.outcome).toBe('conflict')
+      expect(await count(storage.db, 'events')).toBe(TRICKY_PLANT_COUNT)
+    })
+
+    test('the checkpoint stands at the head of the log after a rebuild and after live writes', async () => {
+      // given
+      await rebuildProjection(storage.db)
+      const afterRebuild = await projectionStatus(storage.db)
+      // when
+      await create(storage.db, 'carol', { id: 1n, name: 'New' })
+      // then
+      expect(afterRebuild).toMatchObject({ events: TRICKY_PLANT_COUNT, behind: 0 })
+      expect(afterRebuild.checkpoint).toBe(afterRebuild.head)
+      const afterWrite = await projectionStatus(storage.db)
+      expect(afterWrite).toMatchObject({ events: TRICKY_PLANT_COUNT + 1, behind: 0 })
+      expect(afterWrite.checkpoint).toBe(afterWrite.head)
+    })
+
+    test('a dry run reports the drift a rebuild would fix and changes nothing', async () => {
+      // given
+      const { db } = storage
+      await db.execute(sql.raw(`delete from plants where name = 'Max'`))
+      const before = await count(db, 'plants')
+      // when
+      const result = await rebuildProjection(db, { dryRun: true })
+      // then
+      expect(result.swapped).toBe(false)
+      expect(result.diff?.missing.count).toBe(1)
+      expect(result.diff?.missing.examples[0]).toMatchObject({ owner: 'alice', name: 'Max', tag: '' })
+      expect(await count(db, 'plants')).toBe(before)
+      expect(
+        await rowsOf(db, `select tablename from pg_tables where tablename like 'plants_rebuild%'`),
+      ).toEqual([])
+      // and a real rebuild repairs it
+      await rebuildProjection(db)
+      expect(await count(db, 'plants')).toBe(before + 1)
+    })
+  })
+}

@@ -1,0 +1,27 @@
+import { sql } from 'drizzle-orm'
+import type { Database } from '../../src/store/database.ts'
+
+export type ProjectionReport = { events: number; plants: number; mismatches: number }
+
+// The projection compared with the fold of the log, in SQL: every PlantCreated event must have
+// exactly its row in `plants` (owner, id, name, tag, position) and no row may lack its event.
+export async function checkProjection(db: Database): Promise<ProjectionReport> {
+  const result = await db.execute(
+    sql.raw(`
+      select
+        (select count(*)::int from events) as events,
+        (select count(*)::int from plants) as plants,
+        (select count(*)::int
+           from (select * from events where type = 'PlantCreated') e
+           full outer join plants p
+             on p.owner = e.metadata->>'owner' and p.id = (e.data->>'id')::bigint
+          where e.position is null or p.owner is null
+             or p.name is distinct from e.data->>'name'
+             or p.tag is distinct from e.data->>'tag'
+             or p.position <> e.position) as mismatches`),
+  )
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as ProjectionReport[]
+  const [report] = rows
+  if (!report) throw new Error('the projection check returned no row')
+  return report
+}
