@@ -1,0 +1,82 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import type { RequestRecord } from './request-observation.ts'
+import type { StoreState } from './store-state.ts'
+
+export type Metrics = ReturnType<typeof createMetrics>
+
+// Every metric lives in the registry handed in: two apps in one process never share counters.
+export function createMetrics(registry: Registry) {
+  const registers = [registry]
+  const requests = new Counter({
+    name: 'plant_store_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  })
+  const duration = new Histogram({
+    name: 'plant_store_http_request_duration_seconds',
+    help: 'Time from receiving a request to handing back its response (a streamed body may go on)',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  })
+  const inFlight = new Gauge({
+    name: 'plant_store_http_requests_in_flight',
+    help: 'Requests received and not yet answered',
+    registers,
+  })
+  const eventsAppended = new Counter({
+    name: 'plant_store_events_appended_total',
+    help: 'Events appended to the log by any process, as seen at each scrape (the growth of the head position)',
+    registers,
+  })
+  const head = new Gauge({
+    name: 'plant_store_events_head_position',
+    help: 'Position of the newest event in the log',
+    registers,
+  })
+  const projected = new Gauge({
+    name: 'plant_store_projection_position',
+    help: 'Position of the newest event reflected in the plants projection',
+    registers,
+  })
+  const lag = new Gauge({
+    name: 'plant_store_projection_lag_events',
+    help: 'Events head position minus projected position; above 0 only while the projection catches up',
+    registers,
+  })
+  const databaseUp = new Gauge({
+    name: 'plant_store_database_up',
+    help: '1 when the database answered the last scrape, else 0',
+    registers,
+  })
+  const connections = new Gauge({
+    name: 'plant_store_database_connections',
+    help: 'PostgreSQL connections held by plant-store processes on this database, by state (active = running a query), not counting the one answering the scrape; none for the embedded store',
+    labelNames: ['state'] as const,
+    registers,
+  })
+  let lastHead: number | undefined
+
+  return {
+    registry,
+    requestStarted: () => inFlight.inc(),
+    recordRequest: ({ method, route, status, durationMs }: RequestRecord) => {
+      const labels = { method, route, status: String(status) }
+      inFlight.dec()
+      requests.inc(labels)
+      duration.observe(labels, durationMs / 1000)
+    },
+    recordStore: (state: StoreState | undefined) => {
+      databaseUp.set(state ? 1 : 0)
+      if (!state) return
+      eventsAppended.inc(Math.max(0, state.headPosition - (lastHead ?? 0)))
+      lastHead = Math.max(lastHead ?? 0, state.headPosition)
+      head.set(state.headPosition)
+      projected.set(state.projectedPosition)
+      lag.set(Math.max(0, state.headPosition - state.projectedPosition))
+      connections.reset()
+      for (const [name, count] of Object.entries(state.connections)) connections.set({ state: name }, count)
+    },
+  }
+}
