@@ -1,0 +1,127 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { readLocalSecret } from '../../src/auth/local-secret.ts'
+import { type DatabaseHandle, openEmbedded, openPostgres } from '../../src/store/database.ts'
+import { listEveryPlant, postPlant } from '../support/plant-client.ts'
+import { createTestDatabase } from '../support/postgres.ts'
+import { checkProjection } from '../support/projection-check.ts'
+import { type Env, runCli, startServer } from '../support/server-process.ts'
+
+const OWNERS = ['ada', 'bo', 'cy']
+const WORKERS = 24
+// The kill lands once this many creations were acknowledged, with many more in flight.
+const ACKNOWLEDGED_BEFORE_KILL = 60
+
+type Acknowledged = { owner: string; name: string }
+
+// Concurrent creations until the process dies under them; returns the ones answered 200.
+async function burstUntilKilled(url: string, tokens: Map<string, string>, kill: () => void) {
+  const acknowledged: Acknowledged[] = []
+  const unexpected: number[] = []
+  let nextId = 1
+  let killed = false
+  const worker = async () => {
+    while (!killed) {
+      const id = nextId++
+      const owner = OWNERS[id % OWNERS.length] as string
+      const name = `plant-${id}`
+      try {
+        const response = await postPlant(url, tokens.get(owner) ?? '', { id, name, tag: `t${id % 7}` })
+        if (response.status === 200) acknowledged.push({ owner, name })
+        else unexpected.push(response.status)
+      } catch {
+        // The connection died with the process: this creation was never acknowledged.
+      }
+      if (!killed && acknowledged.length >= ACKNOWLEDGED_BEFORE_KILL) {
+        killed = true
+        kill()
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: WORKERS }, worker))
+  return { acknowledged, unexpected, attempted: nextId - 1 }
+}
+
+type Setup = {
+  env: Env
+  tokenFor: (owner: string) => Promise<string>
+  openDatabase: () => Promise<DatabaseHandle>
+}
+
+async function crashAndRecover({ env, tokenFor, openDatabase }: Setup) {
+  // given a server taking a burst of concurrent creations
+  let server = await startServer(env)
+  const tokens = new Map(await Promise.all(OWNERS.map(async (o) => [o, await tokenFor(o)] as const)))
+  // when it is killed with SIGKILL mid-burst and started again on the same storage
+  const { acknowledged, unexpected, attempted } = await burstUntilKilled(server.url, tokens, () =>
+    server.process.kill('SIGKILL'),
+  )
+  expect(await server.process.exited).not.toBe(0)
+  expect(unexpected).toEqual([])
+  expect(attempted).toBeGreaterThan(acknowledged.length)
+  server = await startServer(env)
+  try {
+    // then every acknowledged plant is listed, and no plant is listed twice
+    for (const owner of OWNERS) {
+      const names = (await listEveryPlant(server.url, tokens.get(owner) ?? '')).map((plant) => plant.name)
+      expect(new Set(names).size).toBe(names.length)
+      for (const plant of acknowledged.filter((ack) => ack.owner === owner)) {
+        expect(names).toContain(plant.name)
+      }
+    }
+  } finally {
+    expect(await server.stop('SIGTERM')).toBe(0)
+  }
+  // and the projection is exactly the fold of the log
+  const handle = await openDatabase()
+  try {
+    const report = await checkProjection(handle.db)
+    expect(report.mismatches).toBe(0)
+    expect(report.events).toBe(report.plants)
+    expect(report.events).toBeGreaterThanOrEqual(acknowledged.length)
+  } finally {
+    await handle.close()
+  }
+  // and the service's own check agrees
+  const verify = await runCli(['projection', 'verify'], env)
+  expect({ exitCode: verify.exitCode, stdout: verify.stdout }).toEqual({
+    exitCode: 0,
+    stdout: expect.stringContaining('matches the fold of the log'),
+  })
+}
+
+describe('a SIGKILL in the middle of a burst of creations loses no acknowledged write', () => {
+  const cleanups: (() => Promise<void>)[] = []
+  afterAll(async () => {
+    for (const cleanup of cleanups) await cleanup()
+  })
+
+  test('on PostgreSQL', async () => {
+    const database = await createTestDatabase('crash')
+    cleanups.push(database.drop)
+    const secret = 'crash-test-secret-of-at-least-32-bytes'
+    await crashAndRecover({
+      env: { DATABASE_URL: database.url, AUTH_JWT_SECRET: secret, DATABASE_POOL_SIZE: '5' },
+      tokenFor: (subject) =>
+        issueToken(new TextEncoder().encode(secret), { subject, ttlSeconds: 600, now: new Date() }),
+      openDatabase: async () => openPostgres({ url: database.url, poolSize: 1, statementTimeoutMs: 10_000 }),
+    })
+  })
+
+  test('on the embedded default, where the stale pid-file lock is taken over', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-crash-'))
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
+    await crashAndRecover({
+      env: { DATA_DIR: dataDir },
+      tokenFor: async (subject) => {
+        const secret = await readLocalSecret(dataDir)
+        if (!secret) throw new Error('the server made no local secret')
+        return issueToken(secret, { subject, ttlSeconds: 600, now: new Date() })
+      },
+      openDatabase: () => openEmbedded(dataDir),
+    })
+  })
+})

@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { createHarness, type Harness } from '../support/harness.ts'
+import { type HostileRequest, hostileRequest, tamperToken } from '../support/hostile-requests.ts'
+
+// At least 10,000 generated requests per run; each one is checked against every invariant.
+const RUNS = 10_000
+
+let h: Harness
+let requests: fc.Arbitrary<HostileRequest>
+beforeAll(async () => {
+  h = await createHarness('postgres')
+  const valid = await Promise.all(['alice', 'bob', 'x'.repeat(255), 'ünï 🌱'].map((sub) => h.tokenFor(sub)))
+  requests = hostileRequest({ valid, tamper: tamperToken })
+})
+afterAll(() => h.close())
+
+const counts = async () => ({ events: await h.countEvents(), plants: await h.countPlants() })
+
+function toRequest({ method, path, headers, body }: HostileRequest): Request {
+  return new Request(`http://localhost${path}`, { method, headers, body: body as BodyInit | undefined })
+}
+
+test(`${RUNS} hostile requests: never a 5xx, always the Error body, and a rejected request changes nothing`, async () => {
+  let before = await counts()
+  const statuses = new Map<number, number>()
+  await fc.assert(
+    fc.asyncProperty(requests, async (hostile) => {
+      // given any request at all
+      // when the app handles it
+      const response = await h.app.handle(toRequest(hostile))
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
+      // then it is never a server error
+      expect(response.status).toBeLessThan(500)
+      // and every error is the Error body, naming its own status with a message
+      if (response.status >= 400) {
+        expect(response.headers.get('content-type')).toStartWith('application/json')
+        if (hostile.method !== 'HEAD') {
+          const body = (await response.json()) as { error: unknown; message: unknown }
+          expect(body.error).toBe(response.status)
+          expect(typeof body.message === 'string' && body.message.length > 0).toBe(true)
+        }
+      } else {
+        await response.arrayBuffer()
+      }
+      // and only an accepted creation may change the stored data
+      const after = await counts()
+      const mayWrite = hostile.method === 'POST' && response.status === 200
+      if (!mayWrite) expect(after).toEqual(before)
+      expect(after.events).toBe(after.plants)
+      before = after
+    }),
+    { numRuns: RUNS },
+  )
+  // the generators reach past authentication and validation, not only the front door
+  expect(statuses.get(200)).toBeGreaterThan(100)
+  for (const status of [400, 401, 404, 415]) expect(statuses.get(status)).toBeGreaterThan(10)
+}, 120_000)

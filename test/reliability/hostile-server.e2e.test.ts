@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { hostileRequest, tamperToken } from '../support/hostile-requests.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { type ServerProcess, startServer } from '../support/server-process.ts'
+
+const SECRET = 'hostile-server-secret-of-at-least-32-bytes'
+const REQUESTS = 300
+const REQUEST_BOUND_MS = 15_000
+
+let database: TestDatabase
+let server: ServerProcess
+let token: string
+beforeAll(async () => {
+  database = await createTestDatabase('hostile')
+  server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, DATABASE_POOL_SIZE: '4' })
+  token = await issueToken(new TextEncoder().encode(SECRET), {
+    subject: 'eve',
+    ttlSeconds: 600,
+    now: new Date(),
+  })
+})
+afterAll(async () => {
+  await server?.stop('SIGTERM')
+  await database?.drop()
+})
+
+// Writes raw bytes to the server and returns whatever it answers before closing or going quiet.
+async function rawExchange(bytes: Uint8Array | string): Promise<string> {
+  const { hostname, port } = new URL(server.url)
+  let received = ''
+  const { promise: closed, resolve } = Promise.withResolvers<void>()
+  const socket = await Bun.connect({
+    hostname,
+    port: Number(port),
+    socket: {
+      data: (_socket, chunk) => {
+        received += new TextDecoder().decode(chunk)
+      },
+      close: () => resolve(),
+      error: () => resolve(),
+    },
+  })
+  socket.write(bytes)
+  await Promise.race([closed, Bun.sleep(2_000)])
+  socket.end()
+  return received
+}
+
+const statusOf = (answer: string) => Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0)
+
+test(`${REQUESTS} hostile requests over real sockets never get a 5xx, and the process stays up`, async () => {
+  // given a running server and a sample of generated hostile requests
+  const samples = fc.sample(hostileRequest({ valid: [token], tamper: tamperToken }), {
+    numRuns: REQUESTS,
+    seed: 6,
+  })
+  const statuses: number[] = []
+  // when they are sent over HTTP, ten at a time
+  for (let start = 0; start < samples.length; start += 10) {
+    const batch = samples.slice(start, start + 10).map(async ({ method, path, headers, body }) => {
+      const response = await fetch(`${server.url}${path}`, {
+        method,
+        headers,
+        body: body as BodyInit | undefined,
+        signal: AbortSignal.timeout(REQUEST_BOUND_MS),
+      })
+      await response.arrayBuffer()
+      statuses.push(response.status)
+    })
+    await Promise.all(batch)
+  }
+  // then none is a server error
+  expect(statuses).toHaveLength(REQUESTS)
+  expect(statuses.filter((status) => status >= 500)).toEqual([])
+  // and the process still serves
+  expect(server.process.exitCode).toBeNull()
+  expect((await fetch(`${server.url}/health`)).status).toBe(200)
+}, 60_000)
+
+test('malformed HTTP on a raw socket gets a 4xx or a closed connection, never a 5xx', async () => {
+  // given bytes no HTTP client would send
+  const garbage = [
+    'GARBAGE\r\n\r\n',
+    'POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n',
+    'POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    'POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n',
+    `GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(200_000)}\r\n\r\n`,
+    `GET /${'a'.repeat(100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    'GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \u0000\u0001\r\n\r\n',
+    crypto.getRandomValues(new Uint8Array(4096)),
+  ]
+  for (const bytes of garbage) {
+    // when each is written to the socket
+    const answer = await rawExchange(bytes)
+    // then the answer, if any, is a client error
+    const status = statusOf(answer)
+    if (answer !== '') expect(status >= 400 && status < 500).toBe(true)
+  }
+  expect(server.process.exitCode).toBeNull()
+  expect((await fetch(`${server.url}/health`)).status).toBe(200)
+})
+
+test('an unknown HTTP version is refused by the HTTP layer as 505, the one 5xx RFC 9110 prescribes', async () => {
+  expect(statusOf(await rawExchange('GET /plants HTTP/9.9\r\nHost: x\r\n\r\n'))).toBe(505)
+  expect((await fetch(`${server.url}/health`)).status).toBe(200)
+})
+
+test('a 100 KB bearer token is a 4xx from the real server, not a 5xx or a hang', async () => {
+  // given a token-shaped credential of 100 KB
+  const huge = `${'a'.repeat(50_000)}.${'b'.repeat(50_000)}.c`
+  // when it is sent
+  const response = await fetch(`${server.url}/plants`, {
+    headers: { authorization: `Bearer ${huge}` },
+    signal: AbortSignal.timeout(REQUEST_BOUND_MS),
+  })
+  // then the server refuses it as a client error and keeps serving
+  expect(response.status).toBeGreaterThanOrEqual(400)
+  expect(response.status).toBeLessThan(500)
+  expect((await fetch(`${server.url}/health`)).status).toBe(200)
+})

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { listEveryPlant, postPlant } from '../support/plant-client.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { type ServerProcess, startServer } from '../support/server-process.ts'
+
+const SECRET = 'scale-out-secret-of-at-least-32-bytes'
+const OWNERS = ['ann', 'ben', 'cat']
+const IDS = Array.from({ length: 12 }, (_, index) => index + 1)
+// Each owner+id is posted this many times, spread over the instances, with two competing names.
+const ATTEMPTS = 4
+
+let database: TestDatabase
+let servers: ServerProcess[] = []
+const tokens = new Map<string, string>()
+
+beforeAll(async () => {
+  database = await createTestDatabase('scale')
+  const env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, DATABASE_POOL_SIZE: '4' }
+  // All three start at once on an empty database: each applies the migrations at start.
+  servers = await Promise.all([startServer(env), startServer(env), startServer(env)])
+  for (const owner of OWNERS) {
+    tokens.set(
+      owner,
+      await issueToken(new TextEncoder().encode(SECRET), {
+        subject: owner,
+        ttlSeconds: 600,
+        now: new Date(),
+      }),
+    )
+  }
+})
+afterAll(async () => {
+  await Promise.all(servers.map((server) => server.stop('SIGTERM')))
+  await database?.drop()
+})
+
+test('three instances on one database append exactly one event per owner+id and list the same plants', async () => {
+  // given three instances that started together on one fresh database
+  expect(servers).toHaveLength(3)
+  // when concurrent creations with overlapping owner+id pairs arrive through all three
+  const requests = OWNERS.flatMap((owner) =>
+    IDS.flatMap((id) =>
+      Array.from({ length: ATTEMPTS }, (_, attempt) => ({
+        owner,
+        id,
+        name: attempt % 2 === 0 ? `even-${id}` : `odd-${id}`,
+        server: servers[(id + attempt) % servers.length] as ServerProcess,
+      })),
+    ),
+  )
+  const statuses = await Promise.all(
+    requests.map(({ owner, id, name, server }) =>
+      postPlant(server.url, tokens.get(owner) ?? '', { id, name }).then((response) => response.status),
+    ),
+  )
+
+  // then every answer is 200 or 409, never 500
+  expect(new Set(statuses)).toEqual(new Set([200, 409]))
+  // and the log holds exactly one event per owner+id
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  try {
+    const perPlant = await sql<{ owner: string; id: string; n: number }[]>`
+      select metadata->>'owner' as owner, data->>'id' as id, count(*)::int as n
+      from events group by 1, 2`
+    expect(perPlant).toHaveLength(OWNERS.length * IDS.length)
+    expect(perPlant.every((row) => row.n === 1)).toBe(true)
+  } finally {
+    await sql.end()
+  }
+  // and every instance lists the same plants, one per id
+  for (const owner of OWNERS) {
+    const listings = await Promise.all(
+      servers.map((server) => listEveryPlant(server.url, tokens.get(owner) ?? '', 5)),
+    )
+    expect(listings[0]).toHaveLength(IDS.length)
+    expect(listings[1]).toEqual(listings[0] ?? [])
+    expect(listings[2]).toEqual(listings[0] ?? [])
+  }
+})
