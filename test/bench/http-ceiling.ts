@@ -1,0 +1,38 @@
+import { Type } from '@sinclair/typebox'
+import { Elysia } from 'elysia'
+import { authentication } from '../../src/auth/authentication.ts'
+import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { HttpError } from '../../src/http/http-error.ts'
+import { readJsonBody } from '../../src/http/json-body.ts'
+import { ListQuery, NewPlant, Plant } from '../../src/plants/schemas.ts'
+
+// The HTTP ceiling: the service's routes with the same body reading, TypeBox schemas and JWT
+// check, and no database. Whatever the service does beyond this is storage and bookkeeping.
+const secret = new TextEncoder().encode(process.env.AUTH_JWT_SECRET ?? '')
+const page = JSON.stringify(
+  Array.from({ length: 20 }, (_, index) => ({ name: `plant ${index}`, tag: 'bench' })),
+)
+
+const app = new Elysia()
+  .use(authentication(createTokenVerifier({ secret })))
+  .post(
+    '/plants',
+    ({ body }) => (typeof body.tag === 'string' ? { name: body.name, tag: body.tag } : { name: body.name }),
+    {
+      parse: ({ request }) => readJsonBody(request),
+      transform: ({ body }) => {
+        if (body instanceof HttpError) throw body
+      },
+      body: NewPlant,
+      response: { 200: Plant },
+    },
+  )
+  .get('/plants', () => new Response(page, { headers: { 'content-type': 'application/json' } }), {
+    query: ListQuery,
+    response: { 200: Type.Array(Plant) },
+  })
+  .listen({ hostname: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
+
+console.log(
+  JSON.stringify({ msg: 'plant store listening (http ceiling, no database)', port: app.server?.port }),
+)

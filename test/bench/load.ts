@@ -1,0 +1,83 @@
+import { existsSync } from 'node:fs'
+import { sampleMemory } from './memory.ts'
+
+// One load run: throughput, latency percentiles and the target's resident memory meanwhile.
+export type LoadResult = {
+  requestsPerSecond: number
+  p50Ms: number
+  p99Ms: number
+  // Peak resident set of the process under test while the load ran, in MB.
+  rssMb: number
+  errors: number
+}
+
+export type WrkRun = {
+  url: string
+  mode: 'create' | 'page'
+  tokensFile: string
+  idBase: number
+  connections: number
+  seconds: number
+  pid: number
+}
+
+const SCRIPT = new URL('./load.lua', import.meta.url).pathname
+
+// wrk comes from Debian's packages; a fresh machine gets it on first use.
+export function ensureWrk(): void {
+  if (Bun.which('wrk')) return
+  console.log('wrk is missing: installing it with apt-get')
+  const sudo = process.getuid?.() === 0 || !existsSync('/usr/bin/sudo') ? [] : ['sudo']
+  for (const command of [
+    ['apt-get', 'update'],
+    ['apt-get', 'install', '-y', 'wrk'],
+  ]) {
+    const result = Bun.spawnSync([...sudo, ...command], { stdout: 'inherit', stderr: 'inherit' })
+    if (result.exitCode !== 0) throw new Error(`${command.join(' ')} failed: install wrk and run again`)
+  }
+}
+
+export async function runWrk(run: WrkRun): Promise<LoadResult> {
+  const memory = sampleMemory(run.pid)
+  const child = Bun.spawn(
+    [
+      'wrk',
+      '-t1',
+      `-c${run.connections}`,
+      `-d${run.seconds}s`,
+      '--timeout',
+      '10s',
+      '-s',
+      SCRIPT,
+      run.url,
+      '--',
+      run.mode,
+      run.tokensFile,
+      String(run.idBase),
+    ],
+    { stdout: 'pipe', stderr: 'pipe' },
+  )
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  const rssMb = memory.stop()
+  const line = stdout.split('\n').find((text) => text.startsWith('{"requests"'))
+  if (exitCode !== 0 || !line) throw new Error(`wrk failed (${exitCode}): ${stderr}${stdout}`)
+  const summary = JSON.parse(line) as {
+    requests: number
+    durationUs: number
+    p50Us: number
+    p99Us: number
+    errors: number
+    non2xx: number
+  }
+  return {
+    requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
+    p50Ms: summary.p50Us / 1000,
+    p99Ms: summary.p99Us / 1000,
+    rssMb,
+    errors: summary.errors + summary.non2xx,
+  }
+}

@@ -1,0 +1,64 @@
+// Rebuilds the projection from 1,000,000 events on PostgreSQL and prints events/s next to the
+// ceiling measured in the same run: the same rows made by one set-based INSERT … SELECT.
+// Run: bun test/bench/rebuild.ts [events]   (needs the PostgreSQL of the tests)
+import process from 'node:process'
+import postgres from 'postgres'
+import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
+import { openPostgres } from '../../src/store/database.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { createTestDatabase } from '../support/postgres.ts'
+
+const EVENTS = Number(process.argv[2] ?? 1_000_000)
+const OWNERS = 1000
+
+const database = await createTestDatabase('bench_rebuild')
+await migratePostgresDatabase(database.url)
+const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+const handle = openPostgres({ url: database.url, poolSize: 4, statementTimeoutMs: 600_000 })
+const seconds = (since: number) => (performance.now() - since) / 1000
+const rate = (events: number, elapsed: number) =>
+  `${Math.round(events / elapsed).toLocaleString('en')} events/s`
+
+try {
+  let started = performance.now()
+  await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+            select 'plant:' || n || ':owner-' || (n % ${OWNERS}), 1, 'PlantCreated', 1,
+                   jsonb_build_object('id', (n * 9007199254740)::text, 'name', 'plant ' || n,
+                                      'tag', case when n % 3 = 0 then null else 'tag ' || (n % 7) end),
+                   jsonb_build_object('owner', 'owner-' || (n % ${OWNERS}), 'requestId', 'bench'),
+                   now()
+            from generate_series(1, ${EVENTS}) as n`
+  await sql`vacuum analyze events`
+  console.log(`seeded ${EVENTS.toLocaleString('en')} events in ${seconds(started).toFixed(1)} s`)
+
+  // The ceiling: the same rows and keys, made inside the database with no round trip.
+  started = performance.now()
+  await sql`create table plants_ceiling (like plants including defaults)`
+  await sql`insert into plants_ceiling (owner, id, name, tag, position)
+            select metadata->>'owner', (data->>'id')::bigint, data->>'name', data->>'tag', position from events`
+  const insertOnly = seconds(started)
+  await sql`alter table plants_ceiling add primary key (owner, id)`
+  await sql`create index on plants_ceiling (owner, position)`
+  const ceiling = seconds(started)
+  await sql`drop table plants_ceiling`
+
+  const rss = { before: process.memoryUsage().rss, peak: 0 }
+  const sampler = setInterval(() => {
+    rss.peak = Math.max(rss.peak, process.memoryUsage().rss)
+  }, 50)
+  const result = await rebuildProjection(handle.db)
+  clearInterval(sampler)
+
+  const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`
+  console.log(`ceiling (INSERT … SELECT only):     ${rate(EVENTS, insertOnly)} (${insertOnly.toFixed(2)} s)`)
+  console.log(`ceiling (INSERT … SELECT + keys):   ${rate(EVENTS, ceiling)} (${ceiling.toFixed(2)} s)`)
+  console.log(
+    `rebuild (fold, keys, swap):         ${rate(result.events, result.seconds)} (${result.seconds.toFixed(2)} s, ${result.plants.toLocaleString('en')} plants)`,
+  )
+  console.log(`rebuild / ceiling with keys:        ${(ceiling / result.seconds).toFixed(2)}`)
+  console.log(`rss before ${mb(rss.before)}, peak during the rebuild ${mb(rss.peak)}`)
+} finally {
+  await handle.close()
+  await sql.end()
+  await database.drop()
+}

@@ -1,0 +1,105 @@
+import { existsSync, mkdirSync } from 'node:fs'
+import os from 'node:os'
+import { parseArgs } from 'node:util'
+import postgres from 'postgres'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { createTestDatabase } from '../support/postgres.ts'
+import { measureGrowth } from './growth.ts'
+import { ensureWrk } from './load.ts'
+import { printReport } from './report.ts'
+import type { Bench } from './services.ts'
+import { measureThroughput } from './throughput.ts'
+
+// `bun run bench`: the service on a fresh PostgreSQL database, side by side with its ceilings.
+const { values: flags } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '64' },
+    pool: { type: 'string', default: '10' },
+    'log-level': { type: 'string', default: 'info' },
+    'large-store': { type: 'string', default: '1000000' },
+    'listing-plants': { type: 'string', default: '200000' },
+    'skip-growth': { type: 'boolean', default: false },
+    'skip-rebuild': { type: 'boolean', default: false },
+  },
+})
+
+ensureWrk()
+const bench: Bench = {
+  secret: crypto.randomUUID() + crypto.randomUUID(),
+  poolSize: Number(flags.pool),
+  logLevel: flags['log-level'] ?? 'info',
+}
+const rounds = Number(flags.rounds)
+const seconds = Number(flags.seconds)
+
+async function withDatabase<T>(
+  label: string,
+  use: (url: string, sql: postgres.Sql) => Promise<T>,
+): Promise<T> {
+  const database = await createTestDatabase(label)
+  await migratePostgresDatabase(database.url)
+  const sql = postgres(database.url, { max: 2, onnotice: () => {} })
+  try {
+    return await use(database.url, sql)
+  } finally {
+    await sql.end()
+    await database.drop()
+  }
+}
+
+console.log(
+  `throughput: ${rounds} rounds of ${seconds} s, ${flags.connections} connections, pool ${bench.poolSize}`,
+)
+const throughput = await withDatabase('bench', (url, sql) =>
+  measureThroughput(bench, url, sql, { rounds, seconds, connections: Number(flags.connections) }),
+)
+let growth: Awaited<ReturnType<typeof measureGrowth>> | undefined
+if (!flags['skip-growth']) {
+  console.log('growth: page latency by store size, full streamed listing')
+  growth = await withDatabase('bench_growth', (url, sql) =>
+    measureGrowth(bench, url, sql, {
+      rounds,
+      seconds: Math.max(3, Math.round(seconds / 2)),
+      largeStore: Number(flags['large-store']),
+      listingPlants: Number(flags['listing-plants']),
+    }),
+  )
+}
+const rebuild = flags['skip-rebuild'] ? undefined : await runRebuildBench()
+
+const machine = {
+  cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
+  memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+  kernel: os.release(),
+  bun: Bun.version,
+  postgres: await withDatabase('bench_version', async (_url, sql) => {
+    const [row] = await sql.unsafe('show server_version')
+    return String(row?.server_version ?? '')
+  }),
+  loadAverage: os.loadavg().map((load) => Number(load.toFixed(2))),
+}
+const results = { at: new Date().toISOString(), machine, flags, throughput, growth, rebuild }
+printReport(results)
+const directory = new URL('./results/', import.meta.url).pathname
+mkdirSync(directory, { recursive: true })
+const file = `${directory}${results.at.replaceAll(':', '-')}.json`
+await Bun.write(file, `${JSON.stringify(results, null, 2)}\n`)
+console.log(`\nfigures written to ${file}`)
+
+// The projection rebuild bench lives beside this one (another engineer's); it runs when present.
+async function runRebuildBench() {
+  const script = new URL('./rebuild.ts', import.meta.url).pathname
+  if (!existsSync(script)) return undefined
+  console.log('rebuild: bun test/bench/rebuild.ts')
+  const child = Bun.spawn(['bun', script], { stdout: 'pipe', stderr: 'inherit' })
+  const [output, exitCode] = await Promise.all([new Response(child.stdout).text(), child.exited])
+  process.stdout.write(output)
+  const lastJson = output
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((line) => line.startsWith('{'))
+  return { exitCode, output, figures: lastJson ? (JSON.parse(lastJson) as unknown) : undefined }
+}
