@@ -1,4 +1,4 @@
-import type { NewEvent, RecordedEvent } from '../store/event-store.ts'
+import type { FoldableEvent, NewEvent } from '../store/event-store.ts'
 import type { PlantEvent } from './domain.ts'
 
 export const PLANT_CREATED_SCHEMA_VERSION = 1
@@ -39,7 +39,7 @@ export function encodePlantEvent(event: PlantEvent): NewEvent {
   }
 }
 
-export function decodePlantEvent(recorded: RecordedEvent): PlantEvent {
+export function decodePlantEvent(recorded: FoldableEvent): PlantEvent {
   const where = `${recorded.type} v${recorded.schemaVersion} at position ${recorded.position}`
   if (
     recorded.type !== 'PlantCreated' ||

@@ -1,6 +1,6 @@
 import { getTableName, sql } from 'drizzle-orm'
 import type { Executor } from '../store/database.ts'
-import type { RecordedEvent } from '../store/event-store.ts'
+import type { FoldableEvent } from '../store/event-store.ts'
 import { type PlantsTable, plants, projectionCheckpoints } from '../store/schema.ts'
 import { decodePlantEvent } from './plant-events.ts'
 
@@ -11,7 +11,7 @@ type PlantRow = PlantsTable['$inferInsert']
 // checkpoint moves in the same transaction as its rows.
 export async function projectEvents(
   tx: Executor,
-  recorded: RecordedEvent[],
+  recorded: FoldableEvent[],
   table: PlantsTable = plants,
 ): Promise<void> {
   if (recorded.length === 0) return
@@ -33,7 +33,8 @@ export async function projectEvents(
 
 // The rows travel as one JSON parameter that PostgreSQL unpacks itself: a replay inserts tens of
 // thousands of rows per statement, which as bind parameters would cost far more to build and send.
-// Ids and positions go as decimal strings, so they stay exact.
+// Ids and positions go as decimal strings, so they stay exact. `json`, not `jsonb`: it is unpacked
+// once, so building a jsonb value first only costs time (a third of a rebuild's inserts).
 async function insertRows(tx: Executor, table: PlantsTable, rows: PlantRow[]): Promise<void> {
   const json = JSON.stringify(
     rows.map((row) => ({ ...row, id: row.id.toString(), position: row.position.toString() })),
@@ -41,10 +42,10 @@ async function insertRows(tx: Executor, table: PlantsTable, rows: PlantRow[]): P
   await tx.execute(sql`
     insert into ${table} (owner, id, name, tag, position)
     select owner, id, name, tag, position
-    from jsonb_to_recordset(${json}::jsonb) as rows(owner text, id bigint, name text, tag text, position bigint)`)
+    from json_to_recordset(${json}::json) as rows(owner text, id bigint, name text, tag text, position bigint)`)
 }
 
-function toRows(recorded: RecordedEvent): PlantRow[] {
+function toRows(recorded: FoldableEvent): PlantRow[] {
   const event = decodePlantEvent(recorded)
   switch (event.type) {
     case 'PlantCreated':

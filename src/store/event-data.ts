@@ -3,10 +3,12 @@
 // bigint; everything else parses as usual.
 type ReviverContext = { source?: string }
 
-const LONG_DIGIT_RUN = /\d{16}/
+// A number of 16 digits or more, not a string of digits: the reviver is slow, so it runs only
+// where it may matter (text that merely looks like this costs time, never exactness).
+const LONG_NUMBER = /[[:,]\s*-?\d{16}/
 
 export function parseEventData(text: string): unknown {
-  if (!LONG_DIGIT_RUN.test(text)) return JSON.parse(text)
+  if (!LONG_NUMBER.test(text)) return JSON.parse(text)
   return JSON.parse(text, (_key, value, context?: ReviverContext) => {
     if (typeof value !== 'number' || Number.isSafeInteger(value) || context?.source === undefined)
       return value

@@ -1,6 +1,7 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { Executor, Transaction } from './database.ts'
-import { type RecordedEvent, recordedColumns } from './event-store.ts'
+import { parseEventData } from './event-data.ts'
+import { type FoldableEvent, recordedColumns } from './event-store.ts'
 import { events } from './schema.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
@@ -10,7 +11,7 @@ export type LogCursor = { transactionId: bigint; position: bigint }
 
 export const LOG_START: LogCursor = { transactionId: 0n, position: 0n }
 
-export type LoggedEvent = RecordedEvent & { transactionId: bigint }
+export type LoggedEvent = FoldableEvent & { transactionId: bigint }
 
 // `settled` keeps to events whose transaction is older than every transaction still running:
 // nothing can commit before them any more, so the cursor never moves past a late commit. Only a
@@ -21,12 +22,40 @@ export async function readLog(
   batchSize: number,
   { settled = true } = {},
 ): Promise<LoggedEvent[]> {
-  return db
-    .select({ ...recordedColumns, transactionId: events.transactionId })
+  const rows = await db
+    .select({ event: loggedEventText })
     .from(events)
     .where(logFilter(after, settled))
     .orderBy(asc(events.transactionId), asc(events.position))
     .limit(batchSize)
+  return rows.map((row) => row.event)
+}
+
+// A replay reads each event as one JSON array, parsed once: mapping a column at a time through
+// the ORM cost more than the rest of the reading. Only the owner is taken from the metadata.
+const loggedEventText = sql<string>`json_build_array(
+    ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
+    ${events.metadata}->>'owner', ${events.recordedAt}, ${events.data})::text`.mapWith(parseLoggedEvent)
+
+function parseLoggedEvent(text: string): LoggedEvent {
+  const [transactionId, position, type, schemaVersion, owner, recordedAt, data] = parseEventData(text) as [
+    string,
+    string,
+    string,
+    number,
+    string,
+    string,
+    unknown,
+  ]
+  return {
+    transactionId: BigInt(transactionId),
+    position: BigInt(position),
+    type,
+    schemaVersion,
+    metadata: { owner },
+    recordedAt: new Date(recordedAt),
+    data,
+  }
 }
 
 // The same events as readLog, as exact text for export: jsonb as PostgreSQL prints it (numbers

@@ -14,6 +14,14 @@ export type RecordedEvent = NewEvent & {
   metadata: EventMetadata
 }
 
+// What folding an event into a projection needs; a replay reads only this much of each event.
+export type FoldableEvent = Pick<
+  RecordedEvent,
+  'position' | 'type' | 'schemaVersion' | 'data' | 'recordedAt'
+> & {
+  metadata: Pick<EventMetadata, 'owner'>
+}
+
 export async function readStream(tx: Executor, streamId: string): Promise<RecordedEvent[]> {
   return tx
     .select(recordedColumns)

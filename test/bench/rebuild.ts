@@ -57,6 +57,19 @@ try {
   )
   console.log(`rebuild / ceiling with keys:        ${(ceiling / result.seconds).toFixed(2)}`)
   console.log(`rss before ${mb(rss.before)}, peak during the rebuild ${mb(rss.peak)}`)
+  // The last line is for machines: `bun run bench` reads it into its report.
+  console.log(
+    JSON.stringify({
+      events: result.events,
+      plants: result.plants,
+      rebuildEventsPerSecond: Math.round(result.events / result.seconds),
+      ceilingEventsPerSecond: Math.round(EVENTS / ceiling),
+      ceilingInsertOnlyEventsPerSecond: Math.round(EVENTS / insertOnly),
+      ratioToCeiling: Number((ceiling / result.seconds).toFixed(2)),
+      rssBeforeMb: Math.round(rss.before / 2 ** 20),
+      rssPeakMb: Math.round(rss.peak / 2 ** 20),
+    }),
+  )
 } finally {
   await handle.close()
   await sql.end()

@@ -21,9 +21,10 @@ afterAll(async () => {
   await storage.close()
 })
 
-const append = (connection: postgres.ReservedSql, streamId: string) =>
+// Each event is named by its plant's name, which a reader of the log gets back.
+const append = (connection: postgres.ReservedSql, name: string) =>
   connection`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-             values (${streamId}, 1, 'PlantCreated', 1, '{"id":"1","name":"n","tag":null}',
+             values (${`plant:1:${name}`}, 1, 'PlantCreated', 1, ${connection.json({ id: '1', name, tag: null })},
                      '{"owner":"o","requestId":"r"}', now()) returning position`
 
 async function readToEnd(from: LogCursor) {
@@ -33,7 +34,7 @@ async function readToEnd(from: LogCursor) {
     const batch = await readLog(storage.db, cursor, 1)
     const last = batch.at(-1)
     if (!last) return { cursor, seen }
-    seen.push(last.streamId)
+    seen.push((last.data as { name: string }).name)
     cursor = { transactionId: last.transactionId, position: last.position }
   }
 }
