@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type Browser, chromium } from 'playwright-core'
+import { type ServerProcess, startServer } from '../support/server-process.ts'
+
+// Debian's chromium, installed by .ci/run. Without it the test fails: it never skips.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+// As root in a sandboxed machine: no setuid sandbox, no GPU, and none of the background
+// connections to Google that a closed network refuses.
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+
+let dataDir: string
+let server: ServerProcess
+let browser: Browser
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-docs-'))
+  server = await startServer({ DATA_DIR: dataDir })
+  // Playwright gives each launch a fresh, empty profile of its own.
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
+}, 60_000)
+afterAll(async () => {
+  await browser?.close()
+  server?.process.kill('SIGKILL')
+  await rm(dataDir, { recursive: true, force: true })
+})
+
+test('GET /docs loads in a real browser with no failed or outside requests and shows both operations', async () => {
+  // given a fresh page that records every request, failure and console error
+  const page = await browser.newPage()
+  const requested: string[] = []
+  const failed: string[] = []
+  const consoleErrors: string[] = []
+  page.on('request', (request) => requested.push(request.url()))
+  page.on('requestfailed', (request) => failed.push(`${request.url()} ${request.failure()?.errorText}`))
+  page.on('response', (response) => {
+    if (response.status() >= 400) failed.push(`${response.url()} ${response.status()}`)
+  })
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text())
+  })
+  page.on('pageerror', (error) => consoleErrors.push(error.message))
+
+  // when it opens the reference page
+  const response = await page.goto(`${server.url}/docs`, { waitUntil: 'networkidle' })
+  expect(response?.status()).toBe(200)
+
+  // then both operations are shown, rendered from the service's own OpenAPI document
+  const operations = page.locator('.opblock-summary')
+  await operations.first().waitFor({ timeout: 15_000 })
+  const summaries = (await operations.allInnerTexts()).map((text) => text.replace(/\s+/g, ' '))
+  expect(summaries.some((text) => /POST \/plants/.test(text))).toBe(true)
+  expect(summaries.some((text) => /GET \/plants/.test(text))).toBe(true)
+  expect(requested).toContain(`${server.url}/openapi.json`)
+  // and everything came from the service itself, with nothing failing
+  expect(requested.filter((url) => !url.startsWith(server.url) && !url.startsWith('data:'))).toEqual([])
+  expect(failed).toEqual([])
+  expect(consoleErrors).toEqual([])
+}, 60_000)
