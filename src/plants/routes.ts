@@ -28,7 +28,7 @@ export function plantRoutes({ db, verifyToken, now }: PlantRoutesDeps) {
     .post(
       '/plants',
       async ({ body, owner, set }) => {
-        const plant = { id: body.id, name: body.name, tag: body.tag ?? null }
+        const plant = { id: BigInt(body.id), name: body.name, tag: body.tag ?? null }
         const requestId = String(set.headers['x-request-id'])
         const decision = await createPlant(db, { type: 'CreatePlant', owner, plant, now: now() }, requestId)
         if (decision.outcome === 'conflict') {

@@ -45,7 +45,9 @@ const idRule = 'id is required and must be an integer from -9223372036854775808 
 
 export const NewPlant = Type.Object(
   {
-    id: Type.Unsafe<bigint>({ [Kind]: 'Int64', type: 'integer', format: 'int64', error: idRule }),
+    // Parsed ids are always bigint; the type also admits a number so that typed clients (Eden,
+    // which writes bodies with JSON.stringify) can send ids up to 2^53 as plain numbers.
+    id: Type.Unsafe<bigint | number>({ [Kind]: 'Int64', type: 'integer', format: 'int64', error: idRule }),
     name: text('name', 1, 1024),
     tag: Type.Optional(
       Type.Union([text('tag', 0, 1024), Type.Null()], {
