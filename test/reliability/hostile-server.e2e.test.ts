@@ -20,7 +20,7 @@ beforeAll(async () => {
     ttlSeconds: 600,
     now: new Date(),
   })
-})
+}, 30_000)
 afterAll(async () => {
   await server?.stop('SIGTERM')
   await database?.drop()
@@ -79,7 +79,7 @@ test(`${REQUESTS} hostile requests over real sockets never get a 5xx, and the pr
   expect((await fetch(`${server.url}/health`)).status).toBe(200)
 }, 60_000)
 
-test('malformed HTTP on a raw socket gets a 4xx or a closed connection, never a 5xx', async () => {
+test('malformed HTTP on a raw socket gets a 4xx, a 505 or a closed connection, never another 5xx', async () => {
   // given bytes no HTTP client would send
   const garbage = [
     'GARBAGE\r\n\r\n',
@@ -94,20 +94,21 @@ test('malformed HTTP on a raw socket gets a 4xx or a closed connection, never a 
   for (const bytes of garbage) {
     // when each is written to the socket
     const answer = await rawExchange(bytes)
-    // then the answer, if any, is a client error
+    // then the answer, if any, is a client error, or the HTTP layer's 505 for bytes whose first
+    // line does not read as HTTP/1.x (random bytes get it about half the time)
     const status = statusOf(answer)
-    if (answer !== '') expect(status >= 400 && status < 500).toBe(true)
+    if (answer !== '') expect((status >= 400 && status < 500) || status === 505).toBe(true)
   }
   expect(server.process.exitCode).toBeNull()
   expect((await fetch(`${server.url}/health`)).status).toBe(200)
-})
+}, 30_000)
 
 test('an unknown HTTP version is refused by the HTTP layer as 505, the one 5xx RFC 9110 prescribes', async () => {
   expect(statusOf(await rawExchange('GET /plants HTTP/9.9\r\nHost: x\r\n\r\n'))).toBe(505)
   expect((await fetch(`${server.url}/health`)).status).toBe(200)
 })
 
-test('a 100 KB bearer token is a 4xx from the real server, not a 5xx or a hang', async () => {
+test('a 100 KB bearer token is a 401 with the Error body from the real server, not a 5xx or a hang', async () => {
   // given a token-shaped credential of 100 KB
   const huge = `${'a'.repeat(50_000)}.${'b'.repeat(50_000)}.c`
   // when it is sent
@@ -115,8 +116,9 @@ test('a 100 KB bearer token is a 4xx from the real server, not a 5xx or a hang',
     headers: { authorization: `Bearer ${huge}` },
     signal: AbortSignal.timeout(REQUEST_BOUND_MS),
   })
-  // then the server refuses it as a client error and keeps serving
-  expect(response.status).toBeGreaterThanOrEqual(400)
-  expect(response.status).toBeLessThan(500)
+  // then the app refuses it like any other bad token (the server admits headers up to 128 KiB)
+  expect(response.status).toBe(401)
+  expect(await response.json()).toMatchObject({ error: 401 })
+  expect(response.headers.get('www-authenticate')).toContain('invalid_token')
   expect((await fetch(`${server.url}/health`)).status).toBe(200)
-})
+}, 30_000)

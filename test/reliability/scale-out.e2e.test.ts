@@ -6,6 +6,11 @@ import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 
 const SECRET = 'scale-out-secret-of-at-least-32-bytes'
+const MIGRATIONS = (
+  (await Bun.file(new URL('../../db/migrations/meta/_journal.json', import.meta.url)).json()) as {
+    entries: unknown[]
+  }
+).entries
 const OWNERS = ['ann', 'ben', 'cat']
 const IDS = Array.from({ length: 12 }, (_, index) => index + 1)
 // Each owner+id is posted this many times, spread over the instances, with two competing names.
@@ -30,7 +35,7 @@ beforeAll(async () => {
       }),
     )
   }
-})
+}, 30_000)
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop('SIGTERM')))
   await database?.drop()
@@ -50,22 +55,36 @@ test('three instances on one database append exactly one event per owner+id and 
       })),
     ),
   )
-  const statuses = await Promise.all(
-    requests.map(({ owner, id, name, server }) =>
-      postPlant(server.url, tokens.get(owner) ?? '', { id, name }).then((response) => response.status),
-    ),
+  const answers = await Promise.all(
+    requests.map(async ({ owner, id, name, server }) => {
+      const response = await postPlant(server.url, tokens.get(owner) ?? '', { id, name })
+      return { owner, id, name, status: response.status, body: await response.json() }
+    }),
   )
 
   // then every answer is 200 or 409, never 500
-  expect(new Set(statuses)).toEqual(new Set([200, 409]))
+  expect(new Set(answers.map((answer) => answer.status))).toEqual(new Set([200, 409]))
   // and the log holds exactly one event per owner+id
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
   try {
-    const perPlant = await sql<{ owner: string; id: string; n: number }[]>`
-      select metadata->>'owner' as owner, data->>'id' as id, count(*)::int as n
+    const perPlant = await sql<{ owner: string; id: string; n: number; name: string }[]>`
+      select metadata->>'owner' as owner, data->>'id' as id, count(*)::int as n, min(data->>'name') as name
       from events group by 1, 2`
     expect(perPlant).toHaveLength(OWNERS.length * IDS.length)
     expect(perPlant.every((row) => row.n === 1)).toBe(true)
+    // and each 200 answered with the plant that was stored, each 409 came from the other name
+    const stored = new Map(perPlant.map((row) => [`${row.owner}/${row.id}`, row.name]))
+    for (const { owner, id, name, status, body } of answers) {
+      const winner = stored.get(`${owner}/${id}`)
+      expect({ status, body }).toEqual(
+        name === winner
+          ? { status: 200, body: { name } }
+          : { status: 409, body: { error: 409, message: expect.any(String) } },
+      )
+    }
+    // and the migrations, run by three processes at once, were each applied exactly once
+    const applied = await sql<{ n: number }[]>`select count(*)::int as n from drizzle.__drizzle_migrations`
+    expect(applied[0]?.n).toBe(MIGRATIONS.length)
   } finally {
     await sql.end()
   }
@@ -78,4 +97,4 @@ test('three instances on one database append exactly one event per owner+id and 
     expect(listings[1]).toEqual(listings[0] ?? [])
     expect(listings[2]).toEqual(listings[0] ?? [])
   }
-})
+}, 60_000)

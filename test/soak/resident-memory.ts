@@ -1,0 +1,49 @@
+import { readFile } from 'node:fs/promises'
+
+export type MemorySample = { atMs: number; rssMb: number }
+
+// Resident set size of a process in MB, from /proc/<pid>/status (Linux only).
+export async function residentMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1]
+  if (kb === undefined) throw new Error(`no VmRSS for process ${pid}`)
+  return Number(kb) / 1024
+}
+
+// Samples a process's RSS every `everyMs` until stopped; `atMs` is on the performance.now() clock.
+export function sampleResidentMemory(pid: number, everyMs = 250) {
+  const samples: MemorySample[] = []
+  const sample = async () => {
+    try {
+      samples.push({ atMs: performance.now(), rssMb: await residentMb(pid) })
+    } catch {
+      // The process is gone (or not yet visible); the samples so far stand.
+    }
+  }
+  void sample()
+  const timer = setInterval(sample, everyMs)
+  return {
+    samples,
+    stop: () => clearInterval(timer),
+  }
+}
+
+// The median RSS over the `windowMs` that end at `endMs`: one sample can sit on a GC sawtooth's
+// peak or trough, a few seconds' median does not.
+export function settledRss(samples: MemorySample[], endMs: number, windowMs: number): number {
+  return median(samples.filter((s) => s.atMs > endMs - windowMs && s.atMs <= endMs).map((s) => s.rssMb))
+}
+
+export function median(values: number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  )
+}
+
+// The value below which `fraction` of the sorted values lie (nearest rank).
+export function percentile(sorted: number[], fraction: number): number {
+  if (sorted.length === 0) return Number.NaN
+  const rank = Math.ceil(sorted.length * fraction) - 1
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))] as number
+}
