@@ -14,6 +14,7 @@ const CONNECTION_CODES = new Set([
   '57P03', // cannot_connect_now
   '57014', // query_canceled (statement_timeout)
   '53300', // too_many_connections
+  '25006', // read_only_sql_transaction: a standby during a failover, until DNS points at the primary
 ])
 
 export function isDatabaseUnavailable(error: unknown): boolean {

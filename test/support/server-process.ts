@@ -15,8 +15,12 @@ function childEnv(env: Env): Env {
   return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'info', ...env }
 }
 
-// Starts `bun src/main.ts` on a free port and waits until it logs that it listens.
-export async function startServer(env: Env, command = ['bun', 'src/main.ts']): Promise<ServerProcess> {
+// The server as `bun run start` runs it: request headers up to 128 KiB reach the app (Bun's own
+// limit is 16 KiB, answered with a bare 431), so an oversized token still gets the 401 Error body.
+export const SERVER_COMMAND = ['bun', '--max-http-header-size=131072', 'src/main.ts']
+
+// Starts the server on a free port and waits until it logs that it listens.
+export async function startServer(env: Env, command = SERVER_COMMAND): Promise<ServerProcess> {
   const child = Bun.spawn(command, {
     cwd: ROOT,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
@@ -75,7 +79,7 @@ export async function runCli(args: string[], env: Env, stdin?: string) {
 
 // Runs the server entry expecting it to refuse to start.
 export async function runServerToExit(env: Env) {
-  const child = Bun.spawn(['bun', 'src/main.ts'], {
+  const child = Bun.spawn(SERVER_COMMAND, {
     cwd: ROOT,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
     stdout: 'pipe',
