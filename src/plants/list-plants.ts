@@ -1,5 +1,5 @@
-import { and, asc, eq, gte, lt } from 'drizzle-orm'
-import type { Executor } from '../store/database.ts'
+import { and, asc, eq, gte, sql } from 'drizzle-orm'
+import { type Executor, preparedStatement } from '../store/database.ts'
 import { plants } from '../store/schema.ts'
 import type { Plant } from './schemas.ts'
 
@@ -21,7 +21,8 @@ export async function listPlants(
 ): Promise<PlantListing> {
   if (limit !== undefined && limit <= BATCH_SIZE) {
     const found = await readBatch(db, owner, from, undefined, limit + 1)
-    const next = found.length > limit ? found[limit]?.position : undefined
+    const after = found.length > limit ? found[limit]?.position : undefined
+    const next = after === undefined ? undefined : BigInt(after)
     return { kind: 'page', plants: found.slice(0, limit).map(toPlant), next }
   }
   const next = limit === undefined ? undefined : await positionAfter(db, owner, from, limit)
@@ -30,30 +31,36 @@ export async function listPlants(
   return { kind: 'stream', batches: batchesFrom(db, owner, first, next), next }
 }
 
-type Row = Awaited<ReturnType<typeof readBatch>>[number]
-
 async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bigint | undefined) {
   for (let found = first; found.length > 0; ) {
     yield found.map(toPlant)
     const last = found.at(-1)
     if (found.length < BATCH_SIZE || !last) return
-    found = await readBatch(db, owner, last.position + 1n, until, BATCH_SIZE)
+    found = await readBatch(db, owner, BigInt(last.position) + 1n, until, BATCH_SIZE)
   }
 }
 
+type Row = { name: string; tag: string | null; position: string }
+
+// Prepared, and built once per executor: a page is one round trip, with no query building and no
+// mapping of rows beyond toPlant. Positions travel as decimal text, exact whatever the driver does.
+const batchStatement = (bounded: boolean) =>
+  preparedStatement<Row>(
+    bounded ? 'plants_range' : 'plants_page',
+    sql`select ${plants.name} as name, ${plants.tag} as tag, ${plants.position}::text as position
+        from ${plants}
+        where ${plants.owner} = ${sql.placeholder('owner')} and ${plants.position} >= ${sql.placeholder('from')}
+          ${bounded ? sql`and ${plants.position} < ${sql.placeholder('until')}` : sql``}
+        order by ${plants.position}
+        limit ${sql.placeholder('count')}`,
+  )
+const readPage = batchStatement(false)
+const readRange = batchStatement(true)
+
 function readBatch(db: Executor, owner: string, from: bigint, until: bigint | undefined, count: number) {
-  return db
-    .select({ name: plants.name, tag: plants.tag, position: plants.position })
-    .from(plants)
-    .where(
-      and(
-        eq(plants.owner, owner),
-        gte(plants.position, from),
-        until === undefined ? undefined : lt(plants.position, until),
-      ),
-    )
-    .orderBy(asc(plants.position))
-    .limit(count)
+  return until === undefined
+    ? readPage(db, { owner, from: from.toString(), count })
+    : readRange(db, { owner, from: from.toString(), until: until.toString(), count })
 }
 
 async function positionAfter(db: Executor, owner: string, from: bigint, skip: number) {

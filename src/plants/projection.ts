@@ -1,13 +1,15 @@
-import { getTableName, sql } from 'drizzle-orm'
+import { getTableName, type SQL, sql } from 'drizzle-orm'
 import type { Executor } from '../store/database.ts'
 import type { FoldableEvent } from '../store/event-store.ts'
 import { type PlantsTable, plants, projectionCheckpoints } from '../store/schema.ts'
+import type { PlantEvent } from './domain.ts'
 import { decodePlantEvent } from './plant-events.ts'
 
 type PlantRow = PlantsTable['$inferInsert']
 
-// The one place that turns events into plant rows: the live write path calls it with `plants`,
-// a rebuild with the table it is filling, a verification with a scratch table. The table's
+// The one place that turns events into plant rows (plantRows below). A rebuild calls
+// projectEvents with the table it is filling, a verification with a scratch table; the live write
+// path folds projectAppended into the statement that appends the events. Either way the table's
 // checkpoint moves in the same transaction as its rows.
 export async function projectEvents(
   tx: Executor,
@@ -15,7 +17,12 @@ export async function projectEvents(
   table: PlantsTable = plants,
 ): Promise<void> {
   if (recorded.length === 0) return
-  const rows = recorded.flatMap(toRows)
+  const rows = recorded.flatMap((event) =>
+    plantRows(event.metadata.owner, decodePlantEvent(event)).map((row) => ({
+      ...row,
+      position: event.position,
+    })),
+  )
   if (rows.length > 0) await insertRows(tx, table, rows)
   const position = recorded.reduce(
     // biome-ignore lint/complexity/useMathMinMax: positions are bigints, which Math.max refuses
@@ -45,10 +52,38 @@ async function insertRows(tx: Executor, table: PlantsTable, rows: PlantRow[]): P
     from json_to_recordset(${json}::json) as rows(owner text, id bigint, name text, tag text, position bigint)`)
 }
 
-function toRows(recorded: FoldableEvent): PlantRow[] {
-  const event = decodePlantEvent(recorded)
+// The live path: the plant rows of events being appended, as more of the appending statement
+// (event-store.ts, AppendOptions). Positions come from `appended`, by stream version; the events
+// are numbered from `firstVersion`. Every create updates the checkpoint's row; inside the one
+// statement its lock is held from there to the commit, with no round trip to the client between.
+export function projectAppended(owner: string, events: PlantEvent[], firstVersion: number) {
+  const rows = JSON.stringify(
+    events.flatMap((event, index) =>
+      plantRows(owner, event).map((row) => ({
+        ...row,
+        id: row.id.toString(),
+        version: firstVersion + index,
+      })),
+    ),
+  )
+  return (appended: SQL): SQL => sql`
+    projected as (
+      insert into ${plants} (owner, id, name, tag, position)
+      select rows.owner, rows.id, rows.name, rows.tag, appended.position
+      from json_to_recordset(${rows}::json) as rows(owner text, id bigint, name text, tag text, version int)
+      join ${appended} as appended on appended.stream_version = rows.version
+    ),
+    checkpointed as (
+      insert into ${projectionCheckpoints} (projection, position)
+      select ${getTableName(plants)}::text, max(position) from ${appended} having count(*) > 0
+      on conflict (projection) do update
+        set position = greatest(${projectionCheckpoints}.position, excluded.position)
+    )`
+}
+
+function plantRows(owner: string, event: PlantEvent): Omit<PlantRow, 'position'>[] {
   switch (event.type) {
     case 'PlantCreated':
-      return [{ owner: recorded.metadata.owner, ...event.data, position: recorded.position }]
+      return [{ owner, ...event.data }]
   }
 }

@@ -1,5 +1,6 @@
 import { PGlite } from '@electric-sql/pglite'
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import type { SQL } from 'drizzle-orm'
+import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
@@ -9,6 +10,45 @@ export type Database = PgDatabase<PgQueryResultHKT>
 export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
 // Reads run on either; writes always run inside a transaction.
 export type Executor = Database | Transaction
+
+// Drizzle hands postgres.js every statement unprepared unless it is named, and postgres.js then
+// parses and describes it in one round trip and binds it in a second, every time. A named query is
+// parsed once per connection and then costs one round trip. Drizzle also rebuilds a query's text
+// on every call; a query built once per executor, with placeholders, skips that too.
+export function preparedQuery<Query>(build: (db: Executor) => Query): (db: Executor) => Query {
+  const built = new WeakMap<Executor, Query>()
+  return (db) => {
+    let query = built.get(db)
+    if (query === undefined) {
+      query = build(db)
+      built.set(db, query)
+    }
+    return query
+  }
+}
+
+const dialect = new PgDialect()
+
+// A raw statement, named so that it is prepared. Rows come back as the driver reads them.
+export async function executePrepared<Row>(db: Executor, name: string, statement: SQL): Promise<Row[]> {
+  return rowsOf<Row>(await prepareRaw(db, name, statement).execute())
+}
+
+// The same for a statement whose values are placeholders: its text is built once per executor.
+export function preparedStatement<Row>(name: string, statement: SQL) {
+  const prepared = preparedQuery((db) => prepareRaw(db, name, statement))
+  return async (db: Executor, values: Record<string, unknown>): Promise<Row[]> =>
+    rowsOf<Row>(await prepared(db).execute(values))
+}
+
+function prepareRaw(db: Executor, name: string, statement: SQL) {
+  return db._.session.prepareQuery(dialect.sqlToQuery(statement), undefined, name, false)
+}
+
+// postgres.js answers with an array of rows, PGlite with a result that holds them.
+function rowsOf<Row>(result: unknown): Row[] {
+  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
+}
 
 export type DatabaseHandle = { db: Database; kind: 'postgres' | 'embedded'; close: () => Promise<void> }
 

@@ -1,5 +1,5 @@
-import { asc, eq, sql } from 'drizzle-orm'
-import type { Executor, Transaction } from './database.ts'
+import { asc, eq, type SQL, sql } from 'drizzle-orm'
+import { type Executor, executePrepared, preparedQuery } from './database.ts'
 import { parseEventData } from './event-data.ts'
 import { events } from './schema.ts'
 
@@ -22,38 +22,72 @@ export type FoldableEvent = Pick<
   metadata: Pick<EventMetadata, 'owner'>
 }
 
-export async function readStream(tx: Executor, streamId: string): Promise<RecordedEvent[]> {
-  return tx
+const streamQuery = preparedQuery((db) =>
+  db
     .select(recordedColumns)
     .from(events)
-    .where(eq(events.streamId, streamId))
+    .where(eq(events.streamId, sql.placeholder('streamId')))
     .orderBy(asc(events.streamVersion))
+    .prepare('read_stream'),
+)
+
+export async function readStream(db: Executor, streamId: string): Promise<RecordedEvent[]> {
+  return streamQuery(db).execute({ streamId })
 }
 
-// Appends after `expectedVersion`. A concurrent writer that got there first makes the insert fail
-// on the (stream_id, stream_version) unique key: at most one of them wins.
+export type AppendOptions = {
+  // Advisory locks (SQL calls) taken in this order before the new events get their positions.
+  locks?: SQL[]
+  // More of the same statement: common table expressions that run with the append, in its
+  // transaction, given `appended`, the new events' (position, stream_version) rows.
+  with?: (appended: SQL) => SQL
+}
+
+// Appends after `expectedVersion` in one statement, which commits on its own unless `db` is a
+// transaction. A concurrent writer that got there first makes the insert fail on the
+// (stream_id, stream_version) unique key: at most one of them wins.
 export async function appendToStream(
-  tx: Transaction,
+  db: Executor,
   streamId: string,
   expectedVersion: number,
   newEvents: NewEvent[],
   metadata: EventMetadata,
+  options: AppendOptions = {},
 ): Promise<RecordedEvent[]> {
   if (newEvents.length === 0) return []
-  return tx
-    .insert(events)
-    .values(
-      newEvents.map((event, index) => ({
-        streamId,
-        streamVersion: expectedVersion + index + 1,
-        type: event.type,
-        schemaVersion: event.schemaVersion,
-        data: event.data,
-        metadata,
-        recordedAt: event.recordedAt,
-      })),
-    )
-    .returning(recordedColumns)
+  const { locks = [], with: alongside } = options
+  const encoded = JSON.stringify(
+    newEvents.map((event) => ({
+      type: event.type,
+      schemaVersion: event.schemaVersion,
+      data: event.data,
+      recordedAt: event.recordedAt.toISOString(),
+    })),
+  )
+  // The events' rows come out of the locks' row, so the locks are held before a position is taken.
+  const rows = await executePrepared<{ position: string; stream_version: number }>(
+    db,
+    'append_to_stream',
+    sql`
+      with locked as (select ${locks.length > 0 ? sql.join(locks, sql`, `) : sql`1`}),
+      appended as (
+        insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+        select ${streamId}::text, ${expectedVersion}::int + event.n::int, event.value->>'type',
+               (event.value->>'schemaVersion')::int, event.value->'data', ${JSON.stringify(metadata)}::jsonb,
+               (event.value->>'recordedAt')::timestamptz
+        from locked, jsonb_array_elements(${encoded}::jsonb) with ordinality as event(value, n)
+        order by event.n
+        returning position, stream_version
+      )${alongside ? sql`, ${alongside(sql`appended`)}` : sql``}
+      select position::text as position, stream_version from appended order by stream_version`,
+  )
+  return rows.map((row, index) => ({
+    ...(newEvents[index] as NewEvent),
+    position: BigInt(row.position),
+    streamId,
+    streamVersion: row.stream_version,
+    metadata,
+  }))
 }
 
 export const recordedColumns = {

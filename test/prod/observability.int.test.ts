@@ -119,9 +119,15 @@ describe('request logs', () => {
 
   test('given an unexpected failure, then it is logged with the request id and the cause chain', async () => {
     const cause = Object.assign(new Error('driver exploded'), { code: 'XX000' })
-    const failing = {
-      transaction: () => Promise.reject(new Error('query failed', { cause })),
-    } as unknown as Database
+    // A database whose every use fails with a driver error wrapped the way Drizzle wraps it.
+    const failing = new Proxy(
+      {},
+      {
+        get: () => () => {
+          throw new Error('query failed', { cause })
+        },
+      },
+    ) as Database
     const { send, lines } = appWithLogs(failing)
 
     const response = await send('/plants', {
