@@ -6,15 +6,18 @@ import type { Database } from '../../src/store/database.ts'
 
 // A statement as the service sent it. `wave` groups statements sent together before any answer
 // came back (pipelined); waves run one after the other.
-export type Statement = { query: string; parameters: unknown[]; wave: number }
+// `prepared` tells whether the driver sent it as a named prepared statement (one round trip once
+// prepared) or unnamed (parse and describe first, then bind and execute: two round trips).
+export type Statement = { query: string; parameters: unknown[]; wave: number; prepared: boolean }
 
-// Markers in the captured parameters that a replay swaps for its own owner and id.
-export const CAPTURED_OWNER = 'captured~owner'
+// Markers in the captured parameters that a replay swaps for its own owner and id. The owner is
+// new in every capture: a plant that exists already would capture a retry, which appends nothing.
 export const CAPTURED_ID = 987654321987n
 
 // Runs the service's own create and page functions once, with postgres.js reporting every
 // statement: the SQL ceiling replays exactly these, whatever the service issues today.
 export async function captureStatements(url: string) {
+  const capturedOwner = `captured~${crypto.randomUUID()}`
   let recording: Statement[] | undefined
   let wave = 0
   let waveOpen = false
@@ -30,7 +33,7 @@ export async function captureStatements(url: string) {
           waveOpen = false
         })
       }
-      recording.push({ query, parameters: [...parameters], wave })
+      recording.push({ query, parameters: [...parameters], wave, prepared: false })
     },
   })
   const db = drizzle({ client }) as unknown as Database
@@ -49,9 +52,18 @@ export async function captureStatements(url: string) {
       { type: 'CreatePlant', owner, plant: { id, name: `plant ${id}`, tag: 'bench' }, now: new Date() },
       'captured~request',
     )
-  const createStatements = await record(create('captured~warmup', 1n), create(CAPTURED_OWNER, CAPTURED_ID))
-  const page = () => listPlants(db, { owner: CAPTURED_OWNER, limit: 20 })
+  const createStatements = await record(
+    create(`${capturedOwner}~warm-up`, 1n),
+    create(capturedOwner, CAPTURED_ID),
+  )
+  const page = () => listPlants(db, { owner: capturedOwner, limit: 20 })
   const pageStatements = await record(page, page)
+  // One connection: what it holds prepared is what the service prepares.
+  const prepared = new Set(
+    (await client.unsafe('select statement from pg_prepared_statements')).map((row) => String(row.statement)),
+  )
   await client.end()
-  return { create: createStatements, page: pageStatements }
+  for (const statement of [...createStatements, ...pageStatements])
+    statement.prepared = prepared.has(statement.query)
+  return { owner: capturedOwner, create: createStatements, page: pageStatements }
 }

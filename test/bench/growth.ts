@@ -60,11 +60,11 @@ export async function measureGrowth(
   console.log(`  page with ${large.events} events: p50 ${large.p50Ms.toFixed(2)} ms`)
 
   const start = options.largeStore + 1
-  await seedEvents(sql, start, start + options.listingPlants - 1, `'bulk'`)
-  const [bulk] = (await writeFixture(bench.secret, 'bulk', 1)).tokens
+  const bulk = await writeFixture(bench.secret, 'bulk', 1)
+  await seedEvents(sql, start, start + options.listingPlants - 1, `'${bulk.owners[0]}'`)
   const listings = []
   for (let round = 0; round < options.rounds; round++)
-    listings.push(await streamListing(bench, databaseUrl, bulk ?? ''))
+    listings.push(await streamListing(bench, databaseUrl, bulk.tokens[0] ?? '', options.listingPlants))
   return {
     page: { small, large, ratio: large.p50Ms / small.p50Ms },
     listing: {
@@ -79,7 +79,7 @@ export async function measureGrowth(
 }
 
 // A fresh service process per listing, so the peak belongs to this listing alone.
-async function streamListing(bench: Bench, databaseUrl: string, token: string) {
+async function streamListing(bench: Bench, databaseUrl: string, token: string, expected: number) {
   const service = await startService(bench, databaseUrl)
   try {
     const headers = { authorization: `Bearer ${token}` }
@@ -102,6 +102,7 @@ async function streamListing(bench: Bench, databaseUrl: string, token: string) {
     const seconds = (performance.now() - started) / 1000
     const peakRssMb = memory.stop()
     if (response.status !== 200) throw new Error(`the full listing answered ${response.status}`)
+    if (plants !== expected) throw new Error(`the full listing returned ${plants} plants, not ${expected}`)
     return { plants, seconds, plantsPerSecond: plants / seconds, baselineRssMb, peakRssMb }
   } finally {
     await service.stop()

@@ -9,18 +9,22 @@ export function residentMb(pid: number): number {
 
 // Samples a process's resident memory until stopped; stop() gives the peak in MB.
 export function sampleMemory(pid: number, everyMs = 50) {
-  let peak = residentMb(pid)
-  const timer = setInterval(() => {
+  let peak = 0
+  const sample = () => {
     try {
-      peak = Math.max(peak, residentMb(pid))
+      // Right after a spawn /proc may not show VmRSS yet (NaN): such samples are skipped.
+      const now = residentMb(pid)
+      if (now > peak) peak = now
     } catch {
       // The process has gone; keep the peak seen so far.
     }
-  }, everyMs)
+  }
+  sample()
+  const timer = setInterval(sample, everyMs)
   return {
     stop: () => {
       clearInterval(timer)
-      return peak
+      return peak > 0 ? peak : Number.NaN
     },
   }
 }

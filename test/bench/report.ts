@@ -5,12 +5,21 @@ type Results = {
   machine: Record<string, unknown>
   throughput: { create: Scenario; page: Scenario }
   growth?: Awaited<ReturnType<typeof measureGrowth>>
+  rebuild?: { exitCode: number; figures?: unknown }
+}
+
+type RebuildFigures = {
+  events: number
+  rebuildEventsPerSecond: number
+  ceilingEventsPerSecond: number
+  ratioToCeiling: number
+  rssPeakMb: number
 }
 
 const fixed = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : '–')
 
 // The table, then each target with the ratio it is judged on (all figures from this one run).
-export function printReport({ machine, throughput, growth }: Results) {
+export function printReport({ machine, throughput, growth, rebuild }: Results) {
   console.log(`\nmachine: ${Object.values(machine).join(' | ')}`)
   console.log(
     '\n| endpoint | target | req/s | p50 ms | p99 ms | RSS MB | req/s vs HTTP | req/s vs SQL | p50 vs HTTP | p50 vs SQL |',
@@ -74,6 +83,14 @@ export function printReport({ machine, throughput, growth }: Results) {
       ['listing RSS growth < 50 MB', `${fixed(growth.listing.growthMb, 1)} MB`, growth.listing.growthMb < 50],
     )
   }
+  const rebuilt = rebuild?.figures as RebuildFigures | undefined
+  if (rebuild && !rebuilt) console.log(`\nrebuild bench failed (exit ${rebuild.exitCode})`)
+  if (rebuilt)
+    console.log(
+      `\nprojection rebuild of ${rebuilt.events} events: ${fixed(rebuilt.rebuildEventsPerSecond, 0)} events/s, ` +
+        `set-based ceiling ${fixed(rebuilt.ceilingEventsPerSecond, 0)} events/s (ratio ${fixed(rebuilt.ratioToCeiling)}), ` +
+        `peak RSS ${fixed(rebuilt.rssPeakMb, 0)} MB`,
+    )
   console.log('\n| target | measured | met |\n|---|---:|---|')
   for (const [target, measured, met] of targets)
     console.log(`| ${target} | ${measured} | ${met ? 'yes' : 'NO'} |`)

@@ -25,6 +25,11 @@ const { values: flags } = parseArgs({
   },
 })
 
+// A server is known to be up by the line it logs at info; above that level it would never be seen.
+if (!['info', 'debug', 'trace'].includes(flags['log-level'] ?? 'info'))
+  throw new Error(
+    '--log-level must be info, debug or trace: the bench waits for the line the server logs at info',
+  )
 ensureWrk()
 const bench: Bench = {
   secret: crypto.randomUUID() + crypto.randomUUID(),

@@ -8,18 +8,30 @@ export type Bench = {
   logLevel: string
 }
 
-export function startService(bench: Bench, databaseUrl: string, extra: Env = {}): Promise<ServerProcess> {
-  return startServer({
-    DATABASE_URL: databaseUrl,
-    AUTH_JWT_SECRET: bench.secret,
-    DATABASE_POOL_SIZE: String(bench.poolSize),
-    LOG_LEVEL: bench.logLevel,
-    ...extra,
-  })
+export async function startService(
+  bench: Bench,
+  databaseUrl: string,
+  extra: Env = {},
+): Promise<ServerProcess> {
+  return drained(
+    await startServer({
+      DATABASE_URL: databaseUrl,
+      AUTH_JWT_SECRET: bench.secret,
+      DATABASE_POOL_SIZE: String(bench.poolSize),
+      LOG_LEVEL: bench.logLevel,
+      ...extra,
+    }),
+  )
 }
 
-export function startHttpCeiling(bench: Bench): Promise<ServerProcess> {
-  return startServer({ AUTH_JWT_SECRET: bench.secret }, ['bun', 'test/bench/http-ceiling.ts'])
+export async function startHttpCeiling(bench: Bench): Promise<ServerProcess> {
+  return drained(await startServer({ AUTH_JWT_SECRET: bench.secret }, ['bun', 'test/bench/http-ceiling.ts']))
+}
+
+// Nobody reads a bench server's stderr: drain it, so a full pipe never stalls the server.
+function drained(server: ServerProcess): ServerProcess {
+  void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
+  return server
 }
 
 export type SqlRun = {
@@ -38,7 +50,7 @@ export type SqlResult = {
   p99Ms: number
   rssMb: number
   errors: number
-  statements: { wave: number; query: string }[]
+  statements: { wave: number; prepared: boolean; query: string }[]
 }
 
 export async function runSqlCeiling(run: SqlRun): Promise<SqlResult> {

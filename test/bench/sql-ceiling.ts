@@ -1,5 +1,7 @@
-import postgres from 'postgres'
-import { CAPTURED_ID, CAPTURED_OWNER, captureStatements, type Statement } from './capture.ts'
+import type postgres from 'postgres'
+import { loadConfig } from '../../src/config.ts'
+import { openPostgres } from '../../src/store/database.ts'
+import { CAPTURED_ID, captureStatements, type Statement } from './capture.ts'
 import { percentile } from './memory.ts'
 
 // The SQL ceiling: the statements the service issues for one create or one page, replayed with
@@ -18,7 +20,13 @@ const [
 const owners = (await Bun.file(ownersFile).text()).split('\n').filter((line) => line.length > 0)
 const captured = await captureStatements(url)
 const statements = mode === 'page' ? captured.page : captured.create
-const client = postgres(url, { max: Number(pool), onnotice: () => {} })
+if (mode === 'create' && !statements.some((statement) => /insert into "events"/i.test(statement.query)))
+  throw new Error('the captured create appended no event: the ceiling would replay a retry')
+// The service's own connection settings (pool, timeouts, session parameters), from its own config.
+const config = loadConfig({ DATABASE_URL: url, DATABASE_POOL_SIZE: pool, AUTH_JWT_SECRET: 'x'.repeat(32) })
+if (config.storage.kind !== 'postgres') throw new Error('the SQL ceiling needs a PostgreSQL url')
+const handle = openPostgres(config.storage)
+const client = (handle.db as unknown as { $client: postgres.Sql }).$client
 
 const isBoundary = (query: string) => /^(begin|commit|rollback)\b/i.test(query.trim())
 const inTransaction = statements.some((statement) => /^begin\b/i.test(statement.query.trim()))
@@ -32,7 +40,7 @@ function groupWaves(list: Statement[]): Statement[][] {
 
 function substitute(value: unknown, owner: string, id: bigint): unknown {
   const ids = (text: string) =>
-    text.replaceAll(CAPTURED_OWNER, owner).replaceAll(CAPTURED_ID.toString(), id.toString())
+    text.replaceAll(captured.owner, owner).replaceAll(CAPTURED_ID.toString(), id.toString())
   if (typeof value === 'string') return ids(value)
   if (typeof value === 'bigint') return value === CAPTURED_ID ? id : value
   return value
@@ -47,7 +55,7 @@ async function runOnce(sql: postgres.Sql | postgres.TransactionSql, owner: strin
           statement.parameters.map((value) =>
             substitute(value, owner, id),
           ) as postgres.ParameterOrJSON<never>[],
-          { prepare: true },
+          { prepare: statement.prepared },
         ),
       ),
     )
@@ -80,7 +88,7 @@ await Promise.all(
   }),
 )
 const elapsed = (performance.now() - started) / 1000
-await client.end()
+await handle.close()
 latencies.sort((a, b) => a - b)
 console.log(
   JSON.stringify({
@@ -88,6 +96,6 @@ console.log(
     p50Ms: percentile(latencies, 0.5),
     p99Ms: percentile(latencies, 0.99),
     errors,
-    statements: statements.map(({ query, wave }) => ({ wave, query })),
+    statements: statements.map(({ query, wave, prepared }) => ({ wave, prepared, query })),
   }),
 )
