@@ -116,3 +116,9 @@ function logFilter(after: LogCursor, settled: boolean): SQL | undefined {
   if (!settled) return afterCursor
   return and(afterCursor, sql`${events.transactionId} < pg_snapshot_xmin(pg_current_snapshot())`)
 }
+
+// Events after `after` in log order, settled or not: how far a reader of the log is behind.
+export async function countLogAfter(db: Executor, after: LogCursor): Promise<number> {
+  const [row] = await db.select({ events: count() }).from(events).where(logFilter(after, false))
+  return row?.events ?? 0
+}
