@@ -5,6 +5,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import { lockDataDir } from './data-dir-lock.ts'
+import { keepTextExact } from './exact-text.ts'
 
 export type Database = PgDatabase<PgQueryResultHKT>
 export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
@@ -73,7 +74,7 @@ export function openPostgres({ url, poolSize, statementTimeoutMs }: PostgresSett
 export async function openEmbedded(dataDir: string | undefined): Promise<DatabaseHandle> {
   const unlock = dataDir ? await lockDataDir(dataDir) : async () => {}
   try {
-    const client = dataDir ? await PGlite.create(`${dataDir}/pgdata`) : await PGlite.create()
+    const client = keepTextExact(dataDir ? await PGlite.create(`${dataDir}/pgdata`) : await PGlite.create())
     return {
       db: drizzlePglite({ client }),
       kind: 'embedded',
