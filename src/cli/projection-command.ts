@@ -62,8 +62,11 @@ export async function verifyCommand(args: string[], config: Config): Promise<num
 export async function statusCommand(args: string[], config: Config): Promise<number> {
   if (args.length > 0) throw new UsageError('usage: projection status')
   return withStorage(config, async (db) => {
-    const { checkpoint, head, events, behind } = await projectionStatus(db)
-    const at = checkpoint === undefined ? 'no checkpoint' : `position ${checkpoint}`
+    const { checkpoint, head, events, sinceCheckpoint, behind } = await projectionStatus(db)
+    const at =
+      checkpoint === undefined
+        ? 'never rebuilt'
+        : `rebuilt at position ${checkpoint}, ${sinceCheckpoint} event(s) since`
     const state = behind === 0 ? 'up to date' : `${behind} event(s) behind: run projection rebuild`
     process.stdout.write(
       `projection plants: ${at}; log head: position ${head} (${events} events); ${state}\n`,

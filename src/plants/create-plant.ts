@@ -1,46 +1,44 @@
 import { sql } from 'drizzle-orm'
-import { appendLockShared } from '../store/append-lock.ts'
 import type { Database } from '../store/database.ts'
-import { appendToStream, type EventMetadata, readStream } from '../store/event-store.ts'
+import { appendStatement, type EventMetadata, type RecordedEvent, readStream } from '../store/event-store.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 import { type CreatePlant, type Decision, decide, evolve, initialState } from './domain.ts'
 import { decodePlantEvent, encodePlantEvent, plantStreamId } from './plant-events.ts'
-import { projectAppended } from './projection.ts'
+import { projectInto } from './projection.ts'
 
 const UNIQUE_VIOLATION = '23505'
-// The statement locks `plants` when it is planned, then waits for the append lock. A projection
-// swap holds that lock and then drops `plants`: PostgreSQL finds the cycle and, as this statement
-// waited first, aborts it, having changed nothing. After the swap it goes through.
+// A projection swap holds the events table exclusively and then drops `plants`; a create whose
+// plan had locked `plants` first would wait on the swap in a cycle, and PostgreSQL aborts one of
+// the two, having changed nothing. After the swap the create goes through.
 const DEADLOCK_DETECTED = '40P01'
 const RETRYABLE = [UNIQUE_VIOLATION, DEADLOCK_DETECTED]
 const MAX_ATTEMPTS = 3
 
-// Read, decide, then append and project in one statement: one transaction, so a GET after a 200
-// sees the plant, and two round trips in all. The read takes no lock: the append states the
-// version it expects, and a writer that got there first makes it fail on the stream's unique key,
-// after which the command is decided again on the stream as it now stands.
+// Appends and projects in one statement, so one transaction: a GET after a 200 sees the plant.
+const appendPlantEvents = appendStatement('append_plant_events', {
+  // Serialises one owner's appends, so the owner's positions commit in order and paging never
+  // skips a late commit.
+  locks: (metadata) => [sql`pg_advisory_xact_lock(hashtextextended(${metadata}->>'owner', 0))`],
+  with: (appended) => sql`projected as (${projectInto()(appended)})`,
+})
+
+// Most creates are of a plant that does not exist yet, so the first attempt decides on an empty
+// stream and appends at once: one round trip. If the stream already has events the append fails on
+// its unique key, having changed nothing; only then is the stream read and the command decided again on
+// it (a retry is unchanged, a different plant a conflict). A writer racing on the same stream ends
+// the same way, as does a deadlock with a projection swap.
 export async function createPlant(db: Database, command: CreatePlant, requestId: string): Promise<Decision> {
   const streamId = plantStreamId(command.owner, command.plant.id)
   const metadata: EventMetadata = { owner: command.owner, requestId }
+  let history: RecordedEvent[] = []
   for (let attempt = 1; ; attempt++) {
+    const decision = decide(command, history.map(decodePlantEvent).reduce(evolve, initialState))
     try {
-      const history = await readStream(db, streamId)
-      const decision = decide(command, history.map(decodePlantEvent).reduce(evolve, initialState))
-      await appendToStream(db, streamId, history.length, decision.events.map(encodePlantEvent), metadata, {
-        locks: [
-          // First: a projection swap waits for appends in flight (append-lock.ts).
-          appendLockShared,
-          // Serialises one owner's appends, so the owner's positions commit in order and paging
-          // never skips a late commit.
-          sql`pg_advisory_xact_lock(hashtextextended(${command.owner}::text, 0))`,
-        ],
-        with: projectAppended(command.owner, decision.events, history.length + 1),
-      })
+      await appendPlantEvents(db, streamId, history.length, decision.events.map(encodePlantEvent), metadata)
       return decision
     } catch (error) {
-      // Another writer appended to the stream first, or a swap was under way: decide again.
-      if (attempt < MAX_ATTEMPTS && RETRYABLE.includes(postgresErrorCode(error) ?? '')) continue
-      throw error
+      if (attempt >= MAX_ATTEMPTS || !RETRYABLE.includes(postgresErrorCode(error) ?? '')) throw error
+      history = await readStream(db, streamId)
     }
   }
 }

@@ -1,8 +1,10 @@
-import { eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Executor } from '../store/database.ts'
 import { projectionCheckpoints } from '../store/schema.ts'
 
-// projectEvents keeps a table's checkpoint with its rows; these move it along with the table.
+// Where the log stood when a projection table was last rebuilt: the highest position it folded.
+// Live appends project in their own transaction and move no checkpoint, so that no row is written
+// by every create; projection-status.ts counts what came after.
 
 export async function readCheckpoint(db: Executor, projection: string): Promise<bigint | undefined> {
   const [row] = await db
@@ -12,11 +14,9 @@ export async function readCheckpoint(db: Executor, projection: string): Promise<
   return row?.position
 }
 
-export async function replaceCheckpoint(db: Executor, from: string, to: string, position: bigint) {
-  await db.delete(projectionCheckpoints).where(inArray(projectionCheckpoints.projection, [from, to]))
-  await db.insert(projectionCheckpoints).values({ projection: to, position })
-}
-
-export async function dropCheckpoint(db: Executor, projection: string): Promise<void> {
-  await db.delete(projectionCheckpoints).where(eq(projectionCheckpoints.projection, projection))
+export async function writeCheckpoint(db: Executor, projection: string, position: bigint): Promise<void> {
+  await db
+    .insert(projectionCheckpoints)
+    .values({ projection, position })
+    .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
 }

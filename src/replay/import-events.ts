@@ -1,13 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { holdAppendLock } from '../store/append-lock.ts'
+import { blockAppends } from '../store/append-lock.ts'
 import type { Database } from '../store/database.ts'
-import {
-  advancePositionSequence,
-  appendExported,
-  isLogEmpty,
-  lockLogForImport,
-} from '../store/event-import.ts'
+import { advancePositionSequence, appendExported, isLogEmpty } from '../store/event-import.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 
 export class ImportRefused extends Error {
@@ -39,9 +34,9 @@ export async function importEvents(
 ): Promise<number> {
   try {
     return await db.transaction(async (tx) => {
-      await holdAppendLock(tx)
       if (!append) {
-        await lockLogForImport(tx)
+        // Keeps every other writer out while the empty store is filled.
+        await blockAppends(tx)
         if (!(await isLogEmpty(tx))) {
           throw new ImportRefused('the event log is not empty: import into an empty store, or pass --append')
         }

@@ -1,32 +1,24 @@
 import { sql, TransactionRollbackError } from 'drizzle-orm'
-import { projectEvents } from '../plants/projection.ts'
+import { projectInto } from '../plants/projection.ts'
 import type { Database } from '../store/database.ts'
-import { readSnapshotLog } from '../store/event-log.ts'
+import { projectWholeLog } from '../store/event-log.ts'
 import { plants, plantsTable } from '../store/schema.ts'
 import { diffProjection, type ProjectionDiff } from './projection-diff.ts'
 
 export type Verification = { events: number; diff: ProjectionDiff }
 
-// Folds the log through the live projection function into a temporary table and compares it with
+// Folds the log through the live projection into a temporary table and compares it with
 // `plants`. One REPEATABLE READ snapshot sees the log and the projection at the same instant
 // (appends project in their own transaction), so writes landing meanwhile cause no false drift.
 // Nothing is kept: the transaction is rolled back.
-export async function verifyProjection(db: Database, batchSize = 10_000): Promise<Verification> {
+export async function verifyProjection(db: Database): Promise<Verification> {
   let verification: Verification | undefined
   try {
     await db.transaction(
       async (tx) => {
         await tx.execute(sql`create temp table plants_expected (like plants including all)`)
         const expected = plantsTable('plants_expected')
-        let events = 0
-        for (let after = 0n; ; ) {
-          const batch = await readSnapshotLog(tx, after, batchSize)
-          const last = batch.at(-1)
-          if (!last) break
-          await projectEvents(tx, batch, expected)
-          events += batch.length
-          after = last.position
-        }
+        const events = await projectWholeLog(tx, projectInto(expected))
         verification = { events, diff: await diffProjection(tx, expected, plants) }
         tx.rollback()
       },

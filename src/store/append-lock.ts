@@ -1,19 +1,11 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import type { Transaction } from './database.ts'
+import { events } from './schema.ts'
 
-// Any constant shared by every instance of the service; 'plantapp' in ASCII.
-const APPEND_LOCK = 0x706c616e74617070n
-
-// Every transaction that appends events holds this lock, shared, before its events take their
-// positions (create-plant.ts takes it inside its one statement), so appends never wait for each
-// other on it. A projection swap takes it exclusively: once it has
-// it, no append is in flight and every event in the table is committed.
-export const appendLockShared: SQL = sql`pg_advisory_xact_lock_shared(${sql.raw(APPEND_LOCK.toString())}::bigint)`
-
-export async function holdAppendLock(tx: Transaction): Promise<void> {
-  await tx.execute(sql`select ${appendLockShared}`)
-}
-
+// Every append holds the events table's ROW EXCLUSIVE lock, as any insert does, at no extra cost.
+// A projection swap, or an import into an empty store, takes it EXCLUSIVE: once that is granted no
+// append is in flight, none starts until the transaction ends, and every event in the table is
+// committed. Readers carry on.
 export async function blockAppends(tx: Transaction): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(${APPEND_LOCK.toString()}::bigint)`)
+  await tx.execute(sql`lock table ${events} in exclusive mode`)
 }

@@ -28,8 +28,3 @@ export async function isLogEmpty(tx: Transaction): Promise<boolean> {
   const found = await tx.select({ position: events.position }).from(events).limit(1)
   return found.length === 0
 }
-
-// Keeps every other writer out while an import into an empty store runs; readers carry on.
-export async function lockLogForImport(tx: Transaction): Promise<void> {
-  await tx.execute(sql`lock table events in exclusive mode`)
-}

@@ -1,7 +1,7 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { Executor, Transaction } from './database.ts'
 import { parseEventData } from './event-data.ts'
-import { type FoldableEvent, recordedColumns } from './event-store.ts'
+import type { FoldableEvent } from './event-store.ts'
 import { events } from './schema.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
@@ -91,14 +91,48 @@ export async function readLogText(db: Executor, after: LogCursor, batchSize: num
     .limit(batchSize)
 }
 
-// Position order is complete only inside one snapshot (a REPEATABLE READ transaction).
-export async function readSnapshotLog(tx: Transaction, afterPosition: bigint, batchSize: number) {
-  return tx
-    .select(recordedColumns)
-    .from(events)
-    .where(gt(events.position, afterPosition))
-    .orderBy(asc(events.position))
-    .limit(batchSize)
+// Runs `project` (given `batch`: rows shaped like the events table) over the next events of the
+// log after `after`, in log order, in one statement: the events never leave the database. Returns
+// how many it read and where the reader now stands. `settled` as for readLog.
+export async function projectLogBatch(
+  db: Executor,
+  after: LogCursor,
+  batchSize: number,
+  project: (batch: SQL) => SQL,
+  { settled = true } = {},
+): Promise<{ events: number; highest: bigint; cursor: LogCursor }> {
+  const result = await db.execute<{ events: number; highest: string | null; last: string[] | null }>(sql`
+    with batch as (
+      select * from ${events}
+      where ${logFilter(after, settled)}
+      order by ${events.transactionId}, ${events.position}
+      limit ${batchSize}
+    ),
+    projected as (${project(sql`batch`)})
+    select count(*)::int as events, max(position)::text as highest,
+           (select array[transaction_id::text, position::text] from batch
+            order by transaction_id desc, position desc limit 1) as last
+    from batch`)
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
+    events: number
+    highest: string | null
+    last: string[] | null
+  }[]
+  const [transactionId, position] = rows[0]?.last ?? []
+  return {
+    events: rows[0]?.events ?? 0,
+    highest: BigInt(rows[0]?.highest ?? 0),
+    cursor:
+      transactionId === undefined || position === undefined
+        ? after
+        : { transactionId: BigInt(transactionId), position: BigInt(position) },
+  }
+}
+
+// The whole log as it stands in this transaction's snapshot, through `project` (given `log`).
+export async function projectWholeLog(tx: Transaction, project: (log: SQL) => SQL): Promise<number> {
+  await tx.execute(sql`with projected as (${project(sql`${events}`)}) select 1`)
+  return (await logHead(tx)).events
 }
 
 export async function logHead(db: Executor): Promise<{ events: number; position: bigint }> {
@@ -106,8 +140,16 @@ export async function logHead(db: Executor): Promise<{ events: number; position:
   return { events: row?.events ?? 0, position: row?.position ?? 0n }
 }
 
-export async function countEventsAfter(db: Executor, position: bigint): Promise<number> {
-  const [row] = await db.select({ events: count() }).from(events).where(gt(events.position, position))
+// Events after `position` for which `condition` (given `event`, a row of the events table) holds.
+export async function countEventsAfter(
+  db: Executor,
+  position: bigint,
+  condition: (event: SQL) => SQL = () => sql`true`,
+): Promise<number> {
+  const [row] = await db
+    .select({ events: count() })
+    .from(events)
+    .where(and(gt(events.position, position), condition(sql`${events}`)))
   return row?.events ?? 0
 }
 

@@ -1,5 +1,5 @@
 import { asc, eq, type SQL, sql } from 'drizzle-orm'
-import { type Executor, executePrepared, preparedQuery } from './database.ts'
+import { type Executor, preparedQuery, preparedStatement } from './database.ts'
 import { parseEventData } from './event-data.ts'
 import { events } from './schema.ts'
 
@@ -36,58 +36,71 @@ export async function readStream(db: Executor, streamId: string): Promise<Record
 }
 
 export type AppendOptions = {
-  // Advisory locks (SQL calls) taken in this order before the new events get their positions.
-  locks?: SQL[]
+  // Advisory locks (SQL calls) taken in this order before the new events get their positions,
+  // given the metadata (jsonb) of the events being appended.
+  locks?: (metadata: SQL) => SQL[]
   // More of the same statement: common table expressions that run with the append, in its
-  // transaction, given `appended`, the new events' (position, stream_version) rows.
+  // transaction, given `appended`, the new events' rows as stored (shaped like the events table).
   with?: (appended: SQL) => SQL
 }
 
-// Appends after `expectedVersion` in one statement, which commits on its own unless `db` is a
-// transaction. A concurrent writer that got there first makes the insert fail on the
-// (stream_id, stream_version) unique key: at most one of them wins.
-export async function appendToStream(
+export type Append = (
   db: Executor,
   streamId: string,
   expectedVersion: number,
   newEvents: NewEvent[],
   metadata: EventMetadata,
-  options: AppendOptions = {},
-): Promise<RecordedEvent[]> {
-  if (newEvents.length === 0) return []
-  const { locks = [], with: alongside } = options
-  const encoded = JSON.stringify(
-    newEvents.map((event) => ({
-      type: event.type,
-      schemaVersion: event.schemaVersion,
-      data: event.data,
-      recordedAt: event.recordedAt.toISOString(),
-    })),
-  )
+) => Promise<RecordedEvent[]>
+
+// An append after `expectedVersion` in one prepared statement, which commits on its own unless
+// `db` is a transaction: one round trip, its text built once. A concurrent writer that got there
+// first makes the insert fail on the (stream_id, stream_version) unique key: at most one wins.
+export function appendStatement(
+  name: string,
+  { locks = () => [], with: alongside }: AppendOptions = {},
+): Append {
+  const metadataParameter = sql`${sql.placeholder('metadata')}::jsonb`
+  const held = locks(metadataParameter)
   // The events' rows come out of the locks' row, so the locks are held before a position is taken.
-  const rows = await executePrepared<{ position: string; stream_version: number }>(
-    db,
-    'append_to_stream',
+  const execute = preparedStatement<{ position: string; stream_version: number }>(
+    name,
     sql`
-      with locked as (select ${locks.length > 0 ? sql.join(locks, sql`, `) : sql`1`}),
+      with locked as (select ${held.length > 0 ? sql.join(held, sql`, `) : sql`1`}),
       appended as (
         insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        select ${streamId}::text, ${expectedVersion}::int + event.n::int, event.value->>'type',
-               (event.value->>'schemaVersion')::int, event.value->'data', ${JSON.stringify(metadata)}::jsonb,
-               (event.value->>'recordedAt')::timestamptz
-        from locked, jsonb_array_elements(${encoded}::jsonb) with ordinality as event(value, n)
+        select ${sql.placeholder('streamId')}::text, ${sql.placeholder('expectedVersion')}::int + event.n::int,
+               event.value->>'type', (event.value->>'schemaVersion')::int, event.value->'data',
+               ${metadataParameter}, (event.value->>'recordedAt')::timestamptz
+        from locked, jsonb_array_elements(${sql.placeholder('events')}::jsonb) with ordinality as event(value, n)
         order by event.n
-        returning position, stream_version
+        returning position, stream_version, type, schema_version, data, metadata
       )${alongside ? sql`, ${alongside(sql`appended`)}` : sql``}
       select position::text as position, stream_version from appended order by stream_version`,
   )
-  return rows.map((row, index) => ({
-    ...(newEvents[index] as NewEvent),
-    position: BigInt(row.position),
-    streamId,
-    streamVersion: row.stream_version,
-    metadata,
-  }))
+  return async (db, streamId, expectedVersion, newEvents, metadata) => {
+    if (newEvents.length === 0) return []
+    const encoded = JSON.stringify(
+      newEvents.map((event) => ({
+        type: event.type,
+        schemaVersion: event.schemaVersion,
+        data: event.data,
+        recordedAt: event.recordedAt.toISOString(),
+      })),
+    )
+    const rows = await execute(db, {
+      streamId,
+      expectedVersion,
+      events: encoded,
+      metadata: JSON.stringify(metadata),
+    })
+    return rows.map((row, index) => ({
+      ...(newEvents[index] as NewEvent),
+      position: BigInt(row.position),
+      streamId,
+      streamVersion: row.stream_version,
+      metadata,
+    }))
+  }
 }
 
 export const recordedColumns = {

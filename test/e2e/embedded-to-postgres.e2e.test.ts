@@ -80,7 +80,7 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
   expect(again.stderr).toContain('not empty')
 }, 120_000)
 
-test('verify exits non-zero and names the drift; status shows the checkpoint against the head', async () => {
+test('verify exits non-zero and names the drift; status shows the last rebuild against the head', async () => {
   // given
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
   await sql`delete from plants where owner = 'carol' and id = 2`
@@ -96,7 +96,7 @@ test('verify exits non-zero and names the drift; status shows the checkpoint aga
   expect(dryRun.exitCode).toBe(1)
   expect(dryRun.stdout).toContain('nothing swapped')
   expect(status.stdout).toMatch(
-    /projection plants: position \d+; log head: position \d+ \(6 events\); up to date/,
+    /projection plants: rebuilt at position \d+, 0 event\(s\) since; log head: position \d+ \(6 events\); up to date/,
   )
   expect((await runCli(['projection', 'rebuild'], postgresEnv)).exitCode).toBe(0)
   expect((await runCli(['projection', 'verify'], postgresEnv)).exitCode).toBe(0)

@@ -5,7 +5,15 @@ import { projectionStatus } from '../../src/replay/projection-status.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { verifyProjection } from '../../src/replay/verify-projection.ts'
 import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
-import { count, create, openTestStorage, rowsOf, STORAGE_KINDS, type TestStorage } from './storage.ts'
+import {
+  count,
+  create,
+  listing,
+  openTestStorage,
+  rowsOf,
+  STORAGE_KINDS,
+  type TestStorage,
+} from './storage.ts'
 
 const INDEXES = `select indexname, indexdef from pg_indexes where tablename = 'plants' order by indexname`
 const CONSTRAINTS = `select conname, contype from pg_constraint where conrelid = 'plants'::regclass order by conname`
@@ -51,18 +59,36 @@ for (const kind of STORAGE_KINDS) {
       expect(await count(storage.db, 'events')).toBe(TRICKY_PLANT_COUNT)
     })
 
-    test('the checkpoint stands at the head of the log after a rebuild and after live writes', async () => {
+    test('the checkpoint stands at the head after a rebuild; live writes are projected, not behind', async () => {
       // given
       await rebuildProjection(storage.db)
       const afterRebuild = await projectionStatus(storage.db)
       // when
       await create(storage.db, 'carol', { id: 1n, name: 'New' })
       // then
-      expect(afterRebuild).toMatchObject({ events: TRICKY_PLANT_COUNT, behind: 0 })
+      expect(afterRebuild).toMatchObject({ events: TRICKY_PLANT_COUNT, sinceCheckpoint: 0, behind: 0 })
       expect(afterRebuild.checkpoint).toBe(afterRebuild.head)
       const afterWrite = await projectionStatus(storage.db)
-      expect(afterWrite).toMatchObject({ events: TRICKY_PLANT_COUNT + 1, behind: 0 })
-      expect(afterWrite.checkpoint).toBe(afterWrite.head)
+      expect(afterWrite).toMatchObject({ events: TRICKY_PLANT_COUNT + 1, sinceCheckpoint: 1, behind: 0 })
+      expect(afterWrite.checkpoint).toBe(afterRebuild.head)
+      expect(await count(storage.db, 'projection_checkpoints')).toBe(1)
+    })
+
+    test('an event written around the projection counts as behind until a rebuild folds it in', async () => {
+      // given: an event appended without its row, as an import does
+      await storage.db.execute(
+        sql.raw(`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+                 values ('plant:5:dave', 1, 'PlantCreated', 1, '{"id": "5", "name": "Side door", "tag": null}',
+                         '{"owner": "dave", "requestId": "r"}', now())`),
+      )
+      // when
+      const before = await projectionStatus(storage.db)
+      await rebuildProjection(storage.db)
+      const after = await projectionStatus(storage.db)
+      // then
+      expect(before.behind).toBe(1)
+      expect(after).toMatchObject({ sinceCheckpoint: 0, behind: 0 })
+      expect(await listing(storage.db, 'dave')).toEqual([{ name: 'Side door' }])
     })
 
     test('a dry run reports the drift a rebuild would fix and changes nothing', async () => {
@@ -83,6 +109,25 @@ for (const kind of STORAGE_KINDS) {
       // and a real rebuild repairs it
       await rebuildProjection(db)
       expect(await count(db, 'plants')).toBe(before + 1)
+    })
+
+    test('an event of an unknown type stops the rebuild, which then changes nothing', async () => {
+      // given
+      const plantsBefore = await count(storage.db, 'plants')
+      await storage.db.execute(
+        sql.raw(`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+                 values ('plant:6:dave', 1, 'PlantWatered', 1, '{}', '{"owner": "dave", "requestId": "r"}', now())`),
+      )
+      // when
+      const refusal = await rebuildProjection(storage.db).catch((error: unknown) => error)
+      // then: the database's own message, below the ORM's wrapping
+      expect(String((refusal as { cause?: unknown }).cause)).toMatch(
+        /unknown event PlantWatered v1 at position \d+/,
+      )
+      expect(await count(storage.db, 'plants')).toBe(plantsBefore)
+      expect(
+        await rowsOf(storage.db, `select tablename from pg_tables where tablename like 'plants_rebuild%'`),
+      ).toEqual([])
     })
   })
 }

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import {
+  count,
+  create,
+  listing,
+  openTestStorage,
+  rowsOf,
+  STORAGE_KINDS,
+  type TestStorage,
+} from '../replay/storage.ts'
+
+// The command handler appends optimistically, as if the plant were new, and reads the stream only
+// when that append finds the stream taken. These are the paths that start from such a failure.
+for (const kind of STORAGE_KINDS) {
+  describe(`creating a plant on ${kind}`, () => {
+    let storage: TestStorage
+    beforeAll(async () => {
+      storage = await openTestStorage(kind)
+      await create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: 'green' })
+    })
+    afterAll(() => storage.close())
+
+    test('a new plant is appended and projected in the same statement', async () => {
+      // when
+      const decision = await create(storage.db, 'ada', { id: 2n, name: 'Palm' })
+      // then
+      expect(decision.outcome).toBe('created')
+      const [event] = await rowsOf(
+        storage.db,
+        `select stream_version, data->>'name' as name from events where stream_id = 'plant:2:ada'`,
+      )
+      expect(event).toEqual({ stream_version: 1, name: 'Palm' })
+      expect(await listing(storage.db, 'ada')).toContainEqual({ name: 'Palm' })
+    })
+
+    test('a retry of an existing plant is unchanged and appends nothing', async () => {
+      // given
+      const events = await count(storage.db, 'events')
+      // when
+      const decision = await create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: 'green' })
+      // then
+      expect(decision).toMatchObject({ outcome: 'unchanged', plant: { name: 'Fern', tag: 'green' } })
+      expect(await count(storage.db, 'events')).toBe(events)
+    })
+
+    test('a different plant under an existing id is a conflict naming what is stored', async () => {
+      // given
+      const events = await count(storage.db, 'events')
+      // when
+      const decision = await create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: null })
+      // then
+      expect(decision).toMatchObject({ outcome: 'conflict', existing: { name: 'Fern', tag: 'green' } })
+      expect(await count(storage.db, 'events')).toBe(events)
+      expect(await listing(storage.db, 'ada')).toContainEqual({ name: 'Fern', tag: 'green' })
+    })
+
+    test('retries and conflicts racing on an existing stream each get their answer and append nothing', async () => {
+      // given
+      const events = await count(storage.db, 'events')
+      // when
+      const decisions = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: index % 2 === 0 ? 'green' : 'blue' }),
+        ),
+      )
+      // then
+      expect(decisions.map((decision) => decision.outcome)).toEqual(
+        Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? 'unchanged' : 'conflict')),
+      )
+      expect(await count(storage.db, 'events')).toBe(events)
+      expect(await count(storage.db, 'plants')).toBe(events)
+    })
+
+    test('the same id under another owner is another plant', async () => {
+      // when
+      const decision = await create(storage.db, 'bea', { id: 1n, name: 'Moss' })
+      // then
+      expect(decision.outcome).toBe('created')
+      expect(await listing(storage.db, 'bea')).toEqual([{ name: 'Moss' }])
+    })
+  })
+}
