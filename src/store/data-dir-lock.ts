@@ -1,38 +1,42 @@
-import { mkdir, open, readFile, rm } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
+import { tryLockFile } from './file-lock.ts'
 
 export class DataDirInUse extends Error {
   override name = 'DataDirInUse'
 }
 
-// An exclusive pid file. A stale one (its process is gone, e.g. after SIGKILL) is taken over.
-export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  await mkdir(dataDir, { recursive: true })
-  const path = join(dataDir, 'server.pid')
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const file = await open(path, 'wx', 0o600)
-      await file.writeFile(String(process.pid))
-      await file.close()
-      return () => rm(path, { force: true })
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    }
-    const holder = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10)
-    if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
-      throw new DataDirInUse(`DATA_DIR ${dataDir} is in use by process ${holder}; stop it first`)
-    }
-    await rm(path, { force: true })
-  }
-  throw new DataDirInUse(`could not lock DATA_DIR ${dataDir}`)
+export type DataDirLockOptions = {
+  // How long a busy lock is tried again before the start is refused. A process killed together
+  // with its parent (a whole process group) may still be closing its files for a few
+  // milliseconds after the parent has been reaped; a live holder is refused once this is up.
+  waitMs?: number
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
+// One process at a time per data directory: two PGlite instances on one directory silently lose
+// writes. The lock is the operating system's, on `server.pid`, and ends with its holder's life;
+// the process id written into the file is only for people (`kill $(cat data/server.pid)`).
+export async function lockDataDir(
+  dataDir: string,
+  { waitMs = 1000 }: DataDirLockOptions = {},
+): Promise<() => Promise<void>> {
+  await mkdir(dataDir, { recursive: true })
+  const path = join(dataDir, 'server.pid')
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    const lock = await tryLockFile(path)
+    if (lock) {
+      await lock.note(`${process.pid}\n`)
+      return lock.release
+    }
+    if (Date.now() >= deadline) throw new DataDirInUse(await inUseMessage(dataDir, path))
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
+}
+
+async function inUseMessage(dataDir: string, path: string): Promise<string> {
+  const holder = (await readFile(path, 'utf8').catch(() => '')).trim()
+  const by = /^\d+$/.test(holder) ? `process ${holder}` : 'another process'
+  return `DATA_DIR ${dataDir} is in use by ${by}; stop it first (one process at a time)`
 }

@@ -119,7 +119,7 @@ describe('a SIGKILL in the middle of a burst of creations loses no acknowledged 
     })
   }, 60_000)
 
-  test('on the embedded default, where the stale pid-file lock is taken over', async () => {
+  test('on the embedded default, where the lock went with the killed server', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-crash-'))
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
     await crashAndRecover({

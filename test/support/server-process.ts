@@ -19,10 +19,16 @@ function childEnv(env: Env): Env {
 // limit is 16 KiB, answered with a bare 431), so an oversized token still gets the 401 Error body.
 export const SERVER_COMMAND = ['bun', '--max-http-header-size=131072', 'src/main.ts']
 
-// Starts the server on a free port and waits until it logs that it listens.
-export async function startServer(env: Env, command = SERVER_COMMAND): Promise<ServerProcess> {
+// Starts the server on a free port and waits until it logs that it listens. `ownGroup` puts it in a
+// process group of its own (the child leads it), as a supervisor does, so `-pid` signals all of it.
+export async function startServer(
+  env: Env,
+  command = SERVER_COMMAND,
+  { ownGroup = false }: { ownGroup?: boolean } = {},
+): Promise<ServerProcess> {
   const child = Bun.spawn(command, {
     cwd: ROOT,
+    detached: ownGroup,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
     stdin: 'ignore',
     stdout: 'pipe',
