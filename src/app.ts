@@ -22,6 +22,8 @@ export type AppDeps = {
   registry?: Registry
   // A monotonic clock in milliseconds, for request durations.
   clock?: () => number
+  // Called after a create appended an event.
+  onAppended?: () => void
 }
 
 export function createApp({
@@ -32,6 +34,7 @@ export function createApp({
   generateRequestId,
   registry = new Registry(),
   clock,
+  onAppended,
 }: AppDeps) {
   const app = new Elysia()
   const allowedMethods = (path: string) => methodsServing(app, path)
@@ -52,7 +55,7 @@ export function createApp({
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes())
-    .use(plantRoutes({ db, verifyToken, now }))
+    .use(plantRoutes({ db, verifyToken, now, onAppended }))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -22,7 +22,11 @@ export type Config = {
     audience?: string
     useLocalSecret: boolean
   }
+  // The event feed to NATS JetStream (CONTRACT §8); undefined when EVENTS_NATS_URL is unset.
+  feed?: FeedConfig
 }
+
+export type FeedConfig = { servers: string[]; stream: string; subjectPrefix: string; source: string }
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -82,7 +86,36 @@ export function loadConfig(env: Env): Config {
       audience: nonEmpty(env, 'AUTH_AUDIENCE'),
       useLocalSecret,
     },
+    feed: feedConfig(env),
   }
+}
+
+function feedConfig(env: Env): FeedConfig | undefined {
+  const urls = nonEmpty(env, 'EVENTS_NATS_URL')
+  if (urls === undefined) return undefined
+  const servers = urls.split(',').map((url) => url.trim())
+  if (!servers.every(isNatsUrl)) {
+    throw new ConfigError(
+      `EVENTS_NATS_URL must be nats:// or tls:// URLs with host and port, comma-separated, got "${urls}"`,
+    )
+  }
+  const stream = nonEmpty(env, 'EVENTS_NATS_STREAM') ?? 'PLANT_STORE'
+  if (!/^[^\s.*>/\\]+$/.test(stream)) {
+    throw new ConfigError(`EVENTS_NATS_STREAM must be a stream name without spaces, ".", "*", ">" or slashes`)
+  }
+  const subjectPrefix = nonEmpty(env, 'EVENTS_NATS_SUBJECT_PREFIX') ?? 'plant-store'
+  if (!subjectPrefix.split('.').every((token) => /^[^\s*>]+$/.test(token))) {
+    throw new ConfigError(
+      'EVENTS_NATS_SUBJECT_PREFIX must be subject tokens joined by ".", without spaces or wildcards',
+    )
+  }
+  return { servers, stream, subjectPrefix, source: nonEmpty(env, 'EVENTS_SOURCE') ?? 'plant-store' }
+}
+
+function isNatsUrl(text: string): boolean {
+  if (!URL.canParse(text)) return false
+  const url = new URL(text)
+  return (url.protocol === 'nats:' || url.protocol === 'tls:') && url.hostname !== '' && url.port !== ''
 }
 
 function isLogFormat(value: string): value is Config['logFormat'] {

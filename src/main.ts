@@ -1,7 +1,9 @@
 import process from 'node:process'
+import { Registry } from 'prom-client'
 import { createApp } from './app.ts'
 import { verifierFromConfig } from './auth/verifier-from-config.ts'
 import { ConfigError, loadConfig } from './config.ts'
+import { startFeed } from './feed/start-feed.ts'
 import { createLogger } from './logger.ts'
 import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
@@ -14,7 +16,11 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, { pretty })
   const storage = await openStorage(config.storage)
   const verifyToken = await verifierFromConfig(config)
-  const app = createApp({ db: storage.db, verifyToken, logger })
+  const registry = new Registry()
+  const feed = config.feed
+    ? await startFeed({ config: config.feed, storage: config.storage, db: storage.db, logger, registry })
+    : undefined
+  const app = createApp({ db: storage.db, verifyToken, logger, registry, onAppended: feed?.wake })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,
@@ -28,6 +34,7 @@ async function main(): Promise<void> {
     stopping = true
     logger.info({ signal }, 'draining requests in flight')
     await server.stop()
+    await feed?.close()
     await storage.close()
     logger.info('stopped')
     process.exit(0)

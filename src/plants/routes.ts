@@ -11,7 +11,13 @@ import { decodeCursor, encodeCursor } from './cursor.ts'
 import { listPlants } from './list-plants.ts'
 import { ErrorBody, ListQuery, NEW_PLANT_RULE, NewPlant, Plant } from './schemas.ts'
 
-export type PlantRoutesDeps = { db: Database; verifyToken: TokenVerifier; now: () => Date }
+export type PlantRoutesDeps = {
+  db: Database
+  verifyToken: TokenVerifier
+  now: () => Date
+  // Told after each create that appended an event (the event feed wakes on it).
+  onAppended?: () => void
+}
 
 const errors = {
   400: ErrorBody,
@@ -22,7 +28,7 @@ const errors = {
   503: ErrorBody,
 }
 
-export function plantRoutes({ db, verifyToken, now }: PlantRoutesDeps) {
+export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDeps) {
   return new Elysia({ name: 'plants' })
     .use(authentication(verifyToken))
     .post(
@@ -31,6 +37,7 @@ export function plantRoutes({ db, verifyToken, now }: PlantRoutesDeps) {
         const plant = { id: BigInt(body.id), name: body.name, tag: body.tag ?? null }
         const requestId = String(set.headers['x-request-id'])
         const decision = await createPlant(db, { type: 'CreatePlant', owner, plant, now: now() }, requestId)
+        if (decision.outcome === 'created') onAppended?.()
         if (decision.outcome === 'conflict') {
           throw new HttpError(409, `plant ${plant.id} already exists with a different name or tag`)
         }

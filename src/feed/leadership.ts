@@ -1,0 +1,41 @@
+import postgres from 'postgres'
+
+// Whether this process is the one that publishes. Only an optimisation: a second publisher is
+// refused by the stream (see nats-stream.ts), never duplicated; the lock keeps them from racing.
+export type Leadership = { isLeader: () => Promise<boolean>; close: () => Promise<void> }
+
+// The embedded store is opened by one process only, so that process leads.
+export const soleLeadership: Leadership = { isLeader: async () => true, close: async () => {} }
+
+// 'plan' and 'feed' in ASCII: the two keys of the session advisory lock that makes a leader.
+const LOCK_KEYS = [0x706c616e, 0x66656564] as const
+
+// A session lock on a connection of its own: it is released the moment the leader's connection
+// ends, by a crash included, and another instance takes it at its next try.
+export function advisoryLockLeadership(url: string): Leadership {
+  const client = postgres(url, {
+    max: 1,
+    idle_timeout: 0,
+    connect_timeout: 5,
+    backoff: () => 1,
+    onnotice: () => {},
+    connection: { application_name: 'plant-store-feed', statement_timeout: 5000 },
+  })
+  const [classId, objectId] = LOCK_KEYS
+  return {
+    isLeader: async () => {
+      try {
+        // Asks for the lock only when this connection does not hold it already (a reconnected
+        // connection has lost it): taking a session lock again would stack it.
+        const [row] = await client<{ leader: boolean }[]>`select coalesce(
+          (select granted from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()
+             and classid = ${classId}::oid and objid = ${objectId}::oid and objsubid = 2),
+          pg_try_advisory_lock(${classId}::int, ${objectId}::int)) as leader`
+        return row?.leader === true
+      } catch {
+        return false
+      }
+    },
+    close: () => client.end({ timeout: 2 }),
+  }
+}

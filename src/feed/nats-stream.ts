@@ -1,0 +1,119 @@
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+} from '@nats-io/jetstream'
+import { headers, type NatsConnection } from '@nats-io/transport-node'
+import { ConfigError, type FeedConfig } from '../config.ts'
+import { LOG_START, type LogCursor } from '../store/event-log.ts'
+import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage } from './cloud-event.ts'
+import { feedFilter, subjectCovers } from './subjects.ts'
+
+// Where the stream ends: its last sequence (any subject), and the log cursor of the last feed
+// message in it. The stream, not the database, remembers how far the feed has gone.
+export type Tail = { sequence: number; cursor: LogCursor }
+
+export type FeedStream = {
+  // Creates the stream when it is missing; refuses one whose subjects miss the feed's.
+  ensure: () => Promise<void>
+  readTail: () => Promise<Tail>
+  publish: (messages: FeedMessage[], after: Tail) => Promise<Published>
+}
+
+// `tail` is where the stream ends after the messages that went in; `failure` is why the rest
+// did not (the tail must then be read again).
+export type Published = { tail: Tail; published: number; failure?: unknown }
+
+const TRANSACTION_HEADER = 'Plant-Store-Log-Transaction'
+const PUBLISH_TIMEOUT_MS = 5000
+
+export class StaleTail extends Error {
+  override name = 'StaleTail'
+}
+
+export async function feedStream(
+  nc: NatsConnection,
+  { stream, subjectPrefix }: Pick<FeedConfig, 'stream' | 'subjectPrefix'>,
+): Promise<FeedStream> {
+  const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
+  const js = jetstream(nc, { timeout: PUBLISH_TIMEOUT_MS })
+  const filter = feedFilter(subjectPrefix)
+  return {
+    ensure: () => ensureStream(jsm, stream, filter),
+    readTail: () => readTail(jsm, stream, filter),
+    publish: (messages, after) => publishInOrder(js, messages, after),
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, stream: string, filter: string): Promise<void> {
+  try {
+    const info = await jsm.streams.info(stream)
+    const subjects = info.config.subjects ?? []
+    if (!subjects.some((pattern) => subjectCovers(pattern, filter))) {
+      throw new ConfigError(
+        `EVENTS_NATS_STREAM: the stream "${stream}" captures ${JSON.stringify(subjects)}, which does not cover "${filter}"`,
+      )
+    }
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error
+    await jsm.streams.add({ name: stream, subjects: [filter], storage: StorageType.File })
+  }
+}
+
+async function readTail(jsm: JetStreamManager, stream: string, filter: string): Promise<Tail> {
+  const { state } = await jsm.streams.info(stream)
+  if (state.messages === 0) return { sequence: state.last_seq, cursor: LOG_START }
+  const last = await jsm.streams.getMessage(stream, { last_by_subj: filter })
+  if (last === null) return { sequence: state.last_seq, cursor: LOG_START }
+  const position = last.header.get('Nats-Msg-Id')
+  const transactionId = last.header.get(TRANSACTION_HEADER)
+  if (!/^\d+$/.test(position) || !/^\d+$/.test(transactionId)) {
+    throw new Error(`the last message of "${stream}" on ${filter} (sequence ${last.seq}) has no log cursor`)
+  }
+  return {
+    sequence: state.last_seq,
+    cursor: { transactionId: BigInt(transactionId), position: BigInt(position) },
+  }
+}
+
+// All messages go out at once, each stating the stream sequence it must follow, so the server
+// stores them in order or refuses the rest: a publisher whose idea of the tail is stale (another
+// instance got there first) can never add anything. NATS checks Nats-Msg-Id before that
+// expectation, so a message already in the stream comes back as a duplicate rather than refused;
+// it counts as in place only at the sequence this publisher expected.
+async function publishInOrder(js: JetStreamClient, messages: FeedMessage[], after: Tail): Promise<Published> {
+  const acks = await Promise.allSettled(
+    messages.map((message, index) => {
+      const messageHeaders = headers()
+      messageHeaders.set('Content-Type', CLOUD_EVENTS_CONTENT_TYPE)
+      messageHeaders.set(TRANSACTION_HEADER, message.transactionId)
+      return js.publish(message.subject, message.body, {
+        msgID: message.id,
+        headers: messageHeaders,
+        expect: { lastSequence: after.sequence + index },
+      })
+    }),
+  )
+  let tail = after
+  let published = 0
+  for (const [index, ack] of acks.entries()) {
+    const message = messages[index] as FeedMessage
+    if (ack.status === 'rejected') return { tail, published, failure: ack.reason }
+    if (ack.value.seq !== tail.sequence + 1) {
+      const failure = new StaleTail(
+        `message ${message.id} is already in the stream at sequence ${ack.value.seq}`,
+      )
+      return { tail, published, failure }
+    }
+    if (!ack.value.duplicate) published++
+    tail = {
+      sequence: ack.value.seq,
+      cursor: { transactionId: BigInt(message.transactionId), position: BigInt(message.id) },
+    }
+  }
+  return { tail, published }
+}

@@ -1,0 +1,63 @@
+import { describe, expect, test } from 'bun:test'
+import { toFeedMessage } from '../../src/feed/cloud-event.ts'
+import { subjectCovers } from '../../src/feed/subjects.ts'
+import type { LoggedEvent } from '../../src/store/event-log.ts'
+
+const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }
+
+function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
+  return {
+    transactionId: 7n,
+    position: 12n,
+    type: 'PlantCreated',
+    schemaVersion: 1,
+    metadata: { owner: 'alice' },
+    recordedAt: new Date('2026-01-02T03:04:05.678Z'),
+    data: { id: '9223372036854775807', name: 'Max', tag: null },
+    ...overrides,
+  }
+}
+
+describe('toFeedMessage', () => {
+  test('builds the CloudEvents message of the contract, ids as decimal strings', () => {
+    const message = toFeedMessage(logged({}), settings)
+    expect(message).toMatchObject({
+      subject: 'plant-store.events.PlantCreated',
+      id: '12',
+      transactionId: '7',
+    })
+    expect(message.body).toBe(
+      '{"specversion":"1.0","id":"12","source":"plant-store","type":"PlantCreated","subject":"9223372036854775807",' +
+        '"time":"2026-01-02T03:04:05.678Z","datacontenttype":"application/json","owner":"alice",' +
+        '"data":{"id":"9223372036854775807","name":"Max"}}',
+    )
+  })
+
+  test('an empty tag is kept, distinct from no tag', () => {
+    const body = JSON.parse(toFeedMessage(logged({ data: { id: '1', name: 'n', tag: '' } }), settings).body)
+    expect(body.data).toEqual({ id: '1', name: 'n', tag: '' })
+  })
+
+  test('an event in the v0 shape goes out in the current shape', () => {
+    const v0 = logged({ schemaVersion: 0, data: { plantId: 9007199254740993n, title: 'Old fern' } })
+    expect(JSON.parse(toFeedMessage(v0, settings).body).data).toEqual({
+      id: '9007199254740993',
+      name: 'Old fern',
+    })
+  })
+})
+
+describe('subjectCovers', () => {
+  test.each([
+    ['plant-store.events.>', true],
+    ['plant-store.>', true],
+    ['>', true],
+    ['*.events.>', true],
+    ['plant-store.events.*', false],
+    ['plant-store.events.PlantCreated', false],
+    ['other.events.>', false],
+    ['plant-store.events', false],
+  ])('%s covers plant-store.events.> : %p', (pattern, covers) => {
+    expect(subjectCovers(pattern, 'plant-store.events.>')).toBe(covers)
+  })
+})
