@@ -1,5 +1,12 @@
-import { errors, type JWTVerifyGetKey, jwtVerify } from 'jose'
+import {
+  type CompactJWSHeaderParameters,
+  decodeProtectedHeader,
+  errors,
+  type JWTVerifyGetKey,
+  jwtVerify,
+} from 'jose'
 import { KeySetUnavailable } from './remote-key-set.ts'
+import { verifiedTokens } from './verified-tokens.ts'
 
 export type Identity = { subject: string }
 
@@ -13,6 +20,9 @@ export type VerifierSettings = {
   issuer?: string
   audience?: string
   clockToleranceSeconds?: number
+  // How many verified tokens are remembered (0: none), and the clock their expiry is read against.
+  cacheSize?: number
+  now?: () => number
 }
 
 // Says what was wrong with a token without echoing it.
@@ -23,13 +33,19 @@ export class TokenRejected extends Error {
 const ASYMMETRIC_ALGORITHMS = ['RS256', 'ES256', 'EdDSA']
 
 export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
-  const { secret, keySet, issuer, audience, clockToleranceSeconds = 30 } = settings
+  const { secret, keySet, issuer, audience, clockToleranceSeconds = 30, cacheSize, now = Date.now } = settings
   if (!secret && !keySet) throw new Error('a token verifier needs a secret or a key set')
   // jose checks `alg` against this list before it asks for a key, so `none` never passes and
   // HS256 is refused when only a key set is configured (no algorithm confusion).
   const algorithms = [...(secret ? ['HS256'] : []), ...(keySet ? ASYMMETRIC_ALGORITHMS : [])]
+  // Imported once: jose would import a raw secret again on every verification.
+  const hmacKey = secret
+    ? crypto.subtle.importKey('raw', new Uint8Array(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+        'verify',
+      ])
+    : undefined
   const getKey: JWTVerifyGetKey = (header, token) =>
-    header.alg === 'HS256' && secret ? secret : (keySet as JWTVerifyGetKey)(header, token)
+    header.alg === 'HS256' && hmacKey ? hmacKey : (keySet as JWTVerifyGetKey)(header, token)
   const options = {
     algorithms,
     issuer,
@@ -37,19 +53,33 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
     clockTolerance: Math.min(clockToleranceSeconds, 30),
     requiredClaims: ['exp', 'sub'],
   }
+  const verified = verifiedTokens<unknown>({ maxEntries: cacheSize, now })
   return async (token) => {
-    let subject: unknown
+    const remembered = await verified.find(token, async (key) => (await currentKey(getKey, token)) === key)
+    if (remembered !== undefined) return { subject: remembered }
+    let result: Awaited<ReturnType<typeof jwtVerify>>
     try {
-      ;({
-        payload: { sub: subject },
-      } = await jwtVerify(token, getKey, options))
+      result = await jwtVerify(token, getKey, { ...options, currentDate: new Date(now()) })
     } catch (error) {
       throw new TokenRejected(describe(error))
     }
+    const { sub: subject, exp } = result.payload
     if (typeof subject !== 'string' || subject.length < 1 || subject.length > 255) {
       throw new TokenRejected('the token subject (sub) must be 1 to 255 characters')
     }
+    verified.remember(token, { subject, expiresAtMs: (exp ?? 0) * 1000, key: result.key })
     return { subject }
+  }
+}
+
+// The key the key source hands out for this token now, if any.
+async function currentKey(getKey: JWTVerifyGetKey, token: string): Promise<unknown> {
+  const [header = '', payload = '', signature = ''] = token.split('.')
+  try {
+    const parameters = decodeProtectedHeader(token) as CompactJWSHeaderParameters
+    return await getKey(parameters, { protected: header, payload, signature })
+  } catch {
+    return undefined
   }
 }
 

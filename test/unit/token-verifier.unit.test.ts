@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { SignJWT, UnsecuredJWT } from 'jose'
+import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose'
 import { createTokenVerifier, TokenRejected } from '../../src/auth/token-verifier.ts'
 
 const secret = new TextEncoder().encode('unit-test-secret-of-at-least-32-bytes')
@@ -87,5 +87,47 @@ describe('issuer and audience', () => {
     expect(await rejection(verify, await token({ iss: 'https://evil.example', aud: 'plants' }))).toContain(
       'issuer',
     )
+  })
+})
+
+describe('remembered tokens', () => {
+  test('a remembered token is refused once its exp has passed, beyond the tolerance', async () => {
+    // given
+    let clock = Date.now()
+    const verify = createTokenVerifier({ secret, now: () => clock })
+    const jwt = await token({ exp: Math.floor(clock / 1000) + 60 })
+    expect(await verify(jwt)).toEqual({ subject: 'alice' })
+    // when
+    clock += 95_000
+    // then
+    expect(await rejection(verify, jwt)).toContain('expired')
+  })
+
+  test('a remembered token is refused once the key that verified it has left the key set', async () => {
+    // given
+    const first = await generateKeyPair('ES256')
+    const second = await generateKeyPair('ES256')
+    let current = first.publicKey
+    const verify = createTokenVerifier({ keySet: async () => current })
+    const jwt = await new SignJWT({ sub: 'alice', exp: nowSeconds() + 600 })
+      .setProtectedHeader({ alg: 'ES256' })
+      .sign(first.privateKey)
+    expect(await verify(jwt)).toEqual({ subject: 'alice' })
+    // when
+    current = second.publicKey
+    // then
+    expect(await rejection(verify, jwt)).toContain('signature')
+  })
+
+  test('a remembered token still names its own subject, and another token is verified afresh', async () => {
+    // given
+    const verify = createTokenVerifier({ secret })
+    const alice = await token()
+    await verify(alice)
+    // when
+    const forged = await token({ sub: 'alice' }, otherSecret)
+    // then
+    expect(await verify(alice)).toEqual({ subject: 'alice' })
+    expect(await rejection(verify, forged)).toContain('signature')
   })
 })
