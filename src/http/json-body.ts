@@ -10,9 +10,14 @@ export async function readJsonBody(request: Request): Promise<unknown> {
   if (!isJsonContentType(contentType)) {
     return new HttpError(415, 'Content-Type must be application/json')
   }
-  const declaredLength = Number(request.headers.get('content-length') ?? 0)
-  if (declaredLength > MAX_BODY_BYTES) return tooLarge()
-  const bytes = await readAtMost(request, MAX_BODY_BYTES)
+  const declaredLength = request.headers.get('content-length')
+  if (Number(declaredLength ?? 0) > MAX_BODY_BYTES) return tooLarge()
+  // With a declared length the server delivers exactly that many bytes: read them at once. A
+  // chunked body has none, and is read chunk by chunk up to the limit.
+  const bytes =
+    declaredLength === null
+      ? await readAtMost(request, MAX_BODY_BYTES)
+      : new Uint8Array(await request.arrayBuffer())
   if (!bytes) return tooLarge()
   let text: string
   try {
