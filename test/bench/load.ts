@@ -3,6 +3,7 @@ import { sampleMemory } from './memory.ts'
 
 // One load run: throughput, latency percentiles and the target's resident memory meanwhile.
 export type LoadResult = {
+  requests: number
   requestsPerSecond: number
   p50Ms: number
   p99Ms: number
@@ -74,6 +75,7 @@ export async function runWrk(run: WrkRun): Promise<LoadResult> {
     non2xx: number
   }
   return {
+    requests: summary.requests,
     requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
     p50Ms: summary.p50Us / 1000,
     p99Ms: summary.p99Us / 1000,

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { measureEmbedded } from './embedded.ts'
 import { measureGrowth } from './growth.ts'
 import { ensureWrk } from './load.ts'
 import { printReport } from './report.ts'
@@ -22,6 +23,9 @@ const { values: flags } = parseArgs({
     'listing-plants': { type: 'string', default: '200000' },
     'skip-growth': { type: 'boolean', default: false },
     'skip-rebuild': { type: 'boolean', default: false },
+    'skip-embedded': { type: 'boolean', default: false },
+    // Another checkout of the service to measure with this harness (before and after a change).
+    'service-root': { type: 'string' },
   },
 })
 
@@ -35,6 +39,7 @@ const bench: Bench = {
   secret: crypto.randomUUID() + crypto.randomUUID(),
   poolSize: Number(flags.pool),
   logLevel: flags['log-level'] ?? 'info',
+  serviceRoot: flags['service-root'],
 }
 const rounds = Number(flags.rounds)
 const seconds = Number(flags.seconds)
@@ -72,6 +77,11 @@ if (!flags['skip-growth']) {
     }),
   )
 }
+let embedded: Awaited<ReturnType<typeof measureEmbedded>> | undefined
+if (!flags['skip-embedded']) {
+  console.log('embedded default (PGlite): POST and GET')
+  embedded = await measureEmbedded(bench, { rounds, seconds, connections: Number(flags.connections) })
+}
 const rebuild = flags['skip-rebuild'] ? undefined : await runRebuildBench()
 
 const machine = {
@@ -85,7 +95,7 @@ const machine = {
   }),
   loadAverage: os.loadavg().map((load) => Number(load.toFixed(2))),
 }
-const results = { at: new Date().toISOString(), machine, flags, throughput, growth, rebuild }
+const results = { at: new Date().toISOString(), machine, flags, throughput, growth, embedded, rebuild }
 printReport(results)
 const directory = new URL('./results/', import.meta.url).pathname
 mkdirSync(directory, { recursive: true })
@@ -93,9 +103,11 @@ const file = `${directory}${results.at.replaceAll(':', '-')}.json`
 await Bun.write(file, `${JSON.stringify(results, null, 2)}\n`)
 console.log(`\nfigures written to ${file}`)
 
-// The projection rebuild bench lives beside this one (another engineer's); it runs when present.
+// The projection rebuild bench, from the checkout under measure.
 async function runRebuildBench() {
-  const script = new URL('./rebuild.ts', import.meta.url).pathname
+  const script = bench.serviceRoot
+    ? `${bench.serviceRoot}/test/bench/rebuild.ts`
+    : new URL('./rebuild.ts', import.meta.url).pathname
   if (!existsSync(script)) return undefined
   console.log('rebuild: bun test/bench/rebuild.ts')
   const child = Bun.spawn(['bun', script], { stdout: 'pipe', stderr: 'inherit' })

@@ -1,26 +1,40 @@
-import { type Env, type ServerProcess, startServer } from '../support/server-process.ts'
-import { sampleMemory } from './memory.ts'
+import { join } from 'node:path'
+import { type Env, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
 
 // The processes under test, started the way an operator would start them.
 export type Bench = {
   secret: string
   poolSize: number
   logLevel: string
+  // The checkout whose service is measured: this one unless another is named (`--service-root`),
+  // so that an earlier version can be measured by the same harness, before and after a change.
+  serviceRoot?: string
 }
 
+// The service on PostgreSQL.
 export async function startService(
   bench: Bench,
   databaseUrl: string,
   extra: Env = {},
 ): Promise<ServerProcess> {
+  return startServiceWith(bench, {
+    DATABASE_URL: databaseUrl,
+    DATABASE_POOL_SIZE: String(bench.poolSize),
+    ...extra,
+  })
+}
+
+// The service on the embedded default, in `dataDir`.
+export async function startEmbeddedService(bench: Bench, dataDir: string): Promise<ServerProcess> {
+  return startServiceWith(bench, { DATA_DIR: dataDir })
+}
+
+async function startServiceWith(bench: Bench, env: Env): Promise<ServerProcess> {
+  const command = bench.serviceRoot
+    ? SERVER_COMMAND.map((part) => (part === 'src/main.ts' ? join(bench.serviceRoot ?? '', part) : part))
+    : SERVER_COMMAND
   return drained(
-    await startServer({
-      DATABASE_URL: databaseUrl,
-      AUTH_JWT_SECRET: bench.secret,
-      DATABASE_POOL_SIZE: String(bench.poolSize),
-      LOG_LEVEL: bench.logLevel,
-      ...extra,
-    }),
+    await startServer({ AUTH_JWT_SECRET: bench.secret, LOG_LEVEL: bench.logLevel, ...env }, command),
   )
 }
 
@@ -32,50 +46,4 @@ export async function startHttpCeiling(bench: Bench): Promise<ServerProcess> {
 function drained(server: ServerProcess): ServerProcess {
   void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
   return server
-}
-
-export type SqlRun = {
-  mode: 'create' | 'page'
-  url: string
-  poolSize: number
-  connections: number
-  seconds: number
-  ownersFile: string
-  idBase: number
-}
-
-export type SqlResult = {
-  requestsPerSecond: number
-  p50Ms: number
-  p99Ms: number
-  rssMb: number
-  errors: number
-  statements: { wave: number; prepared: boolean; query: string }[]
-}
-
-export async function runSqlCeiling(run: SqlRun): Promise<SqlResult> {
-  const child = Bun.spawn(
-    [
-      'bun',
-      'test/bench/sql-ceiling.ts',
-      run.mode,
-      run.url,
-      String(run.poolSize),
-      String(run.connections),
-      String(run.seconds),
-      run.ownersFile,
-      String(run.idBase),
-    ],
-    { cwd: new URL('../..', import.meta.url).pathname, stdout: 'pipe', stderr: 'pipe' },
-  )
-  const memory = sampleMemory(child.pid)
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
-  const rssMb = memory.stop()
-  const line = stdout.split('\n').find((text) => text.startsWith('{'))
-  if (exitCode !== 0 || !line) throw new Error(`the SQL ceiling failed (${exitCode}): ${stderr}`)
-  return { ...(JSON.parse(line) as Omit<SqlResult, 'rssMb'>), rssMb }
 }
