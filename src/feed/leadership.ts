@@ -7,12 +7,13 @@ export type Leadership = { isLeader: () => Promise<boolean>; close: () => Promis
 // The embedded store is opened by one process only, so that process leads.
 export const soleLeadership: Leadership = { isLeader: async () => true, close: async () => {} }
 
-// 'plan' and 'feed' in ASCII: the two keys of the session advisory lock that makes a leader.
-const LOCK_KEYS = [0x706c616e, 0x66656564] as const
+// 'plan' in ASCII, and a hash of the stream's name: the two keys of the session advisory lock
+// that makes a leader. Feeds to different streams from one database each have their own leader.
+const LOCK_CLASS = 0x706c616e
 
 // A session lock on a connection of its own: it is released the moment the leader's connection
 // ends, by a crash included, and another instance takes it at its next try.
-export function advisoryLockLeadership(url: string): Leadership {
+export function advisoryLockLeadership(url: string, stream: string): Leadership {
   const client = postgres(url, {
     max: 1,
     idle_timeout: 0,
@@ -21,7 +22,8 @@ export function advisoryLockLeadership(url: string): Leadership {
     onnotice: () => {},
     connection: { application_name: 'plant-store-feed', statement_timeout: 5000 },
   })
-  const [classId, objectId] = LOCK_KEYS
+  const classId = LOCK_CLASS
+  const objectId = nameHash(stream)
   return {
     isLeader: async () => {
       try {
@@ -38,4 +40,11 @@ export function advisoryLockLeadership(url: string): Leadership {
     },
     close: () => client.end({ timeout: 2 }),
   }
+}
+
+// FNV-1a, kept to 31 bits so that it is a positive int4 (and the same oid in pg_locks).
+function nameHash(name: string): number {
+  let hash = 0x811c9dc5
+  for (const byte of new TextEncoder().encode(name)) hash = Math.imul(hash ^ byte, 0x01000193)
+  return (hash >>> 0) & 0x7fffffff
 }

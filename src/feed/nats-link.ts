@@ -19,6 +19,7 @@ export function linkToNats(servers: string[], logger: Logger): NatsLink {
   let connection: NatsConnection | undefined
   let isConnected = false
   let closed = false
+  let attempts = 0
   const attempt = async (): Promise<NatsConnection | undefined> => {
     try {
       return await connect({
@@ -31,7 +32,9 @@ export function linkToNats(servers: string[], logger: Logger): NatsLink {
         maxPingOut: 2,
       })
     } catch (error) {
-      logger.warn({ err: error, servers }, 'the event feed cannot reach NATS yet')
+      // Said once; the attempts go on quietly until one succeeds.
+      if (attempts++ === 0) logger.warn({ err: error, servers }, 'the event feed cannot reach NATS yet')
+      else logger.debug({ err: error, servers }, 'the event feed still cannot reach NATS')
       return undefined
     }
   }
@@ -52,6 +55,7 @@ export function linkToNats(servers: string[], logger: Logger): NatsLink {
       await sleep(backoffDelay(failures, 250, 2000))
       nc = closed ? undefined : await attempt()
     }
+    if (attempts > 0) logger.info({ servers }, 'the event feed reached NATS')
     void watch(nc)
     return nc
   })()

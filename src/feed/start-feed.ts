@@ -37,7 +37,8 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
   }
   const stream = link.ready.then((nc) => feedStream(nc, config))
   stream.catch(() => {})
-  const leadership = storage.kind === 'postgres' ? advisoryLockLeadership(storage.url) : soleLeadership
+  const leadership =
+    storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
   const relay = startRelay({
     db,
     stream,

@@ -1,0 +1,46 @@
+import process from 'node:process'
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
+import { type Config, ConfigError } from '../config.ts'
+import { readFeedStatus } from '../feed/feed-status.ts'
+import { feedStream } from '../feed/nats-stream.ts'
+import { withStorage } from './projection-command.ts'
+import { UsageError } from './usage-error.ts'
+
+// The last position in the stream beside the head of the log; exit 1 when NATS or the stream
+// cannot be read.
+export async function feedStatusCommand(args: string[], config: Config): Promise<number> {
+  if (args.length > 0) throw new UsageError('usage: feed status')
+  const feed = config.feed
+  if (!feed) throw new ConfigError('EVENTS_NATS_URL is not set: the feed is off')
+  const nc = await connect({ servers: feed.servers, timeout: 5000 }).catch((error: unknown) => {
+    process.stderr.write(`NATS does not answer at ${feed.servers.join(',')}: ${String(error)}\n`)
+    return undefined
+  })
+  if (!nc) return 1
+  try {
+    const stream = await feedStream(nc, feed)
+    return await withStorage(config, async (db) => {
+      const { lastPublished, head, behind } = await readFeedStatus(db, stream)
+      const at =
+        lastPublished === undefined
+          ? 'nothing published yet'
+          : `last published position ${lastPublished.position}`
+      const state = behind === 0 ? 'up to date' : `${behind} event(s) behind`
+      process.stdout.write(
+        `feed ${feed.stream}: ${at}; log head: position ${head.position} (${head.events} events); ${state}\n`,
+      )
+      return 0
+    })
+  } catch (error) {
+    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) {
+      process.stderr.write(
+        `the stream ${feed.stream} does not exist yet: a server with the feed on creates it\n`,
+      )
+      return 1
+    }
+    throw error
+  } finally {
+    await nc.close()
+  }
+}
