@@ -1,0 +1,117 @@
+import { afterEach, expect, test } from 'bun:test'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { startLoad } from '../support/feed-load.ts'
+import { createTestFeed, positionsOf, type TestFeed } from '../support/nats.ts'
+import { postPlant } from '../support/plant-client.ts'
+import { createTestDatabase } from '../support/postgres.ts'
+import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+
+const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
+
+const cleanups: (() => Promise<unknown>)[] = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+function track(server: ServerProcess): ServerProcess {
+  cleanups.push(async () => {
+    server.process.kill('SIGKILL')
+    await server.process.exited
+  })
+  return server
+}
+
+async function testFeed(label: string): Promise<TestFeed> {
+  const feed = await createTestFeed(label)
+  cleanups.push(feed.drop)
+  return feed
+}
+
+// The positions in the log, in log order, as `events export` writes them (the server is stopped:
+// one process at a time on a data directory).
+async function exportedPositions(env: Record<string, string>): Promise<string[]> {
+  const exported = await runCli(['events', 'export'], env)
+  expect(exported.exitCode).toBe(0)
+  return exported.stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => (JSON.parse(line) as { position: string }).position)
+}
+
+test('embedded store: a SIGKILL mid-burst and a restart leave every event in the stream once, in order', async () => {
+  // given a server on the embedded default with the feed on, taking a burst of creations
+  const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-feed-'))
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
+  const feed = await testFeed('embedded')
+  const env = { DATA_DIR: dataDir, ...feed.env }
+  const token = (await runCli(['token', 'issue', 'embedded-feed'], env)).stdout.trim()
+  let server = track(await startServer(env))
+  const burst = startLoad(() => [server.url], token, { workers: 8 })
+  await feed.waitFor(30)
+  // when it is killed mid-burst and started again
+  server.process.kill('SIGKILL')
+  await server.process.exited
+  await burst.stop()
+  server = track(await startServer(env))
+  expect((await postPlant(server.url, token, { id: 10_000_000, name: 'after restart' })).status).toBe(200)
+  await Bun.sleep(1000)
+  server.process.kill('SIGTERM')
+  await server.process.exited
+  // then the stream holds the log, each event once, and feed status says so
+  const log = await exportedPositions(env)
+  expect(positionsOf(await feed.waitFor(log.length))).toEqual(log)
+  const status = await runCli(['feed', 'status'], env)
+  expect(status.stdout).toContain(`last published position ${log.at(-1)}`)
+  expect(status.stdout).toContain('up to date')
+})
+
+test('under Deno: the server publishes the feed, with the permissions the README gives', async () => {
+  // given
+  const database = await createTestDatabase('feed_deno')
+  cleanups.push(database.drop)
+  const feed = await testFeed('deno')
+  const secret = 'deno-feed-secret-of-at-least-32-bytes!'
+  const command = [
+    DENO,
+    'run',
+    '--allow-net',
+    '--allow-env',
+    '--allow-sys=hostname',
+    '--allow-read=.',
+    'src/main.ts',
+  ]
+  const server = track(
+    await startServer(
+      { DATABASE_URL: database.url, AUTH_JWT_SECRET: secret, NO_COLOR: '1', ...feed.env },
+      command,
+    ),
+  )
+  const token = await issueToken(new TextEncoder().encode(secret), {
+    subject: 'deno 🦕',
+    ttlSeconds: 600,
+    now: new Date(),
+  })
+  // when
+  for (const [id, name] of [
+    ['9223372036854775807', '\uFEFFBOM'],
+    ['2', 'שלום'],
+  ] as const) {
+    const body = `{"id": ${id}, "name": ${JSON.stringify(name)}, "tag": ""}`
+    const response = await fetch(`${server.url}/plants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body,
+    })
+    expect(response.status).toBe(200)
+  }
+  // then
+  const messages = await feed.waitFor(2)
+  expect(messages.map((message) => JSON.parse(message.body).data)).toEqual([
+    { id: '9223372036854775807', name: '\uFEFFBOM', tag: '' },
+    { id: '2', name: 'שלום', tag: '' },
+  ])
+  expect(messages.map((message) => JSON.parse(message.body).owner)).toEqual(['deno 🦕', 'deno 🦕'])
+})
