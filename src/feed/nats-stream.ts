@@ -29,7 +29,8 @@ export type FeedStream = {
 export type Published = { tail: Tail; published: number; failure?: unknown }
 
 const TRANSACTION_HEADER = 'Plant-Store-Log-Transaction'
-const PUBLISH_TIMEOUT_MS = 5000
+// An ack normally comes in milliseconds; a lost one is given up soon, and the tail read again.
+const PUBLISH_TIMEOUT_MS = 2000
 
 export class StaleTail extends Error {
   override name = 'StaleTail'

@@ -19,6 +19,9 @@ export type RelayDeps = {
   pollMs?: number
   // How often a follower tries to become the leader, and the leader checks it still is.
   leadershipCheckMs?: number
+  // The least time between two reads of the log while it is not far behind: under a stream of
+  // creates each wake would otherwise cost a query and a publish round of its own.
+  gatherMs?: number
 }
 
 export type Relay = {
@@ -34,7 +37,7 @@ export type Relay = {
 // skip or repeat an event: the stream, not memory, says what is in it.
 export function startRelay(deps: RelayDeps): Relay {
   const { db, leadership, messages, logger, onPublished } = deps
-  const { batchSize = 500, pollMs = 200, leadershipCheckMs = 1000 } = deps
+  const { batchSize = 500, pollMs = 200, leadershipCheckMs = 1000, gatherMs = 20 } = deps
   let stopped = false
   let woken = false
   let wakeUp: (() => void) | undefined
@@ -87,6 +90,7 @@ export function startRelay(deps: RelayDeps): Relay {
         if (batch.length === 0) {
           failures = 0
           await rest(pollMs)
+          await pause(gatherMs)
           continue
         }
         const result = await stream.publish(
@@ -98,6 +102,7 @@ export function startRelay(deps: RelayDeps): Relay {
         if (result.published > 0) onPublished?.(result.published)
         if (result.failure !== undefined) throw result.failure
         failures = 0
+        if (batch.length < batchSize) await pause(gatherMs)
       } catch (error) {
         tail = undefined
         leaderUntil = 0

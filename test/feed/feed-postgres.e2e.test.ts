@@ -2,7 +2,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:te
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { metricValue, percentile, startLoad } from '../support/feed-load.ts'
-import { createTestFeed, positionsOf, type TestFeed } from '../support/nats.ts'
+import { createTestFeed, natsAddress, positionsOf, type TestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
@@ -112,7 +112,7 @@ describe('the feed of server processes on PostgreSQL', () => {
   test('a NATS outage under load: creates stay 200 and fast, /ready 200, the feed catches up once', async () => {
     // given a server reaching NATS through a proxy
     const feed = await feedFor('outage')
-    const proxy = startTcpProxy({ hostname: '127.0.0.1', port: 4222 })
+    const proxy = startTcpProxy(natsAddress())
     const server = await start({ ...feed.env, EVENTS_NATS_URL: `nats://127.0.0.1:${proxy.port}` })
     try {
       const before = load(() => [server.url], 4)
@@ -131,7 +131,11 @@ describe('the feed of server processes on PostgreSQL', () => {
       expect(seen.failed).toBe(0)
       expect(ready.status).toBe(200)
       expect(connected).toBe(0)
-      expect(percentile(seen.latenciesMs, 50)).toBeLessThan(percentile(usual.latenciesMs, 50) * 3 + 20)
+      // (a create that waited for NATS would take seconds; the margin is for a busy machine)
+      expect(percentile(seen.latenciesMs, 50)).toBeLessThan(
+        Math.max(percentile(usual.latenciesMs, 50) * 3, 100),
+      )
+      expect(percentile(seen.latenciesMs, 99)).toBeLessThan(1000)
       // and once NATS is back, the stream catches up by itself, each event once
       const lagWhileDown = await metricValue(server.url, 'plant_store_feed_lag_events')
       expect(lagWhileDown).toBeGreaterThan(0)
@@ -157,7 +161,7 @@ describe('the feed of server processes on PostgreSQL', () => {
   test('a server started while NATS is down serves, and publishes once NATS answers', async () => {
     // given
     const feed = await feedFor('late_nats')
-    const proxy = startTcpProxy({ hostname: '127.0.0.1', port: 4222 })
+    const proxy = startTcpProxy(natsAddress())
     proxy.cut('reset')
     try {
       // when

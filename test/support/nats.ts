@@ -4,6 +4,12 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 // Tests always need a real NATS with JetStream: a missing server fails the run, it never skips.
 export const TEST_NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222'
 
+// Where the NATS of the tests listens, for a proxy put in front of it.
+export function natsAddress(): { hostname: string; port: number } {
+  const url = new URL(TEST_NATS_URL)
+  return { hostname: url.hostname, port: Number(url.port || 4222) }
+}
+
 export type FeedMessageSeen = {
   sequence: number
   subject: string

@@ -1,0 +1,205 @@
+import { parseArgs } from 'node:util'
+import { DeliverPolicy, jetstream } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
+import postgres from 'postgres'
+import { soleLeadership } from '../../src/feed/leadership.ts'
+import { feedStream } from '../../src/feed/nats-stream.ts'
+import { startRelay } from '../../src/feed/relay.ts'
+import { createLogger } from '../../src/logger.ts'
+import { openPostgres } from '../../src/store/database.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { metricValue } from '../support/feed-load.ts'
+import { createTestFeed, TEST_NATS_URL } from '../support/nats.ts'
+import { createTestDatabase } from '../support/postgres.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { ensureWrk, runWrk } from './load.ts'
+import { median, percentile } from './memory.ts'
+import { seedEvents } from './seed.ts'
+import { type Bench, startService } from './services.ts'
+import { writeFixture } from './tokens.ts'
+
+// `bun test/bench/feed.ts`: what the event feed costs and how far behind the log it runs.
+const { values: flags } = parseArgs({
+  options: {
+    events: { type: 'string', default: '100000' },
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '64' },
+    'probe-every-ms': { type: 'string', default: '20' },
+  },
+})
+const bench: Bench = { secret: crypto.randomUUID() + crypto.randomUUID(), poolSize: 10, logLevel: 'info' }
+const rounds = Number(flags.rounds)
+const seconds = Number(flags.seconds)
+
+async function withDatabase<T>(label: string, use: (url: string) => Promise<T>): Promise<T> {
+  const database = await createTestDatabase(label)
+  await migratePostgresDatabase(database.url)
+  try {
+    return await use(database.url)
+  } finally {
+    await database.drop()
+  }
+}
+
+// The relay alone, publishing a log that is already there into an empty stream.
+async function measurePublishing(events: number): Promise<number> {
+  return withDatabase('bench_feed_publish', async (url) => {
+    const sql = postgres(url, { max: 1, onnotice: () => {} })
+    await seedEvents(sql, 1, events, `'owner-' || (i % 100)`)
+    await sql.end()
+    const storage = openPostgres({ url, poolSize: 4, statementTimeoutMs: 60_000 })
+    const feed = await createTestFeed('bench_publish')
+    const nc = await connect({ servers: TEST_NATS_URL })
+    const started = performance.now()
+    const relay = startRelay({
+      db: storage.db,
+      stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
+      leadership: soleLeadership,
+      messages: { subjectPrefix: feed.prefix, source: 'bench' },
+      logger: createLogger('warn'),
+    })
+    await feed.waitFor(events, 600_000).catch(async () => feed.waitFor(events, 1))
+    const elapsed = (performance.now() - started) / 1000
+    await relay.stop()
+    await nc.close()
+    await feed.drop()
+    await storage.close()
+    return events / elapsed
+  })
+}
+
+type Probe = { stop: () => Promise<number[]> }
+
+// One create every `everyMs` by an owner of its own; the delay from its 200 to its message,
+// delivered by a consumer of the stream (so after the stream stored it).
+async function probeDelays(
+  server: ServerProcess,
+  stream: string | undefined,
+  everyMs: number,
+): Promise<Probe> {
+  const { tokens } = await writeFixture(bench.secret, `probe-${crypto.randomUUID().slice(0, 8)}`, 1)
+  const token = tokens[0] as string
+  const acknowledged = new Map<string, number>()
+  const arrived = new Map<string, number>()
+  const nc = await connect({ servers: TEST_NATS_URL })
+  let consuming: Promise<void> = Promise.resolve()
+  let close = async () => {}
+  if (stream) {
+    const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.New })
+    const messages = await consumer.consume()
+    close = async () => {
+      await messages.close()
+    }
+    consuming = (async () => {
+      for await (const message of messages) {
+        arrived.set(message.json<{ data: { id: string } }>().data.id, performance.now())
+      }
+    })()
+  }
+  let stopped = false
+  let next = 9_000_000_000_000 + Math.floor(Math.random() * 1_000_000_000)
+  const sending = (async () => {
+    while (!stopped) {
+      const id = String(next++)
+      const response = await fetch(`${server.url}/plants`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: `{"id": ${id}, "name": "probe"}`,
+      })
+      await response.arrayBuffer()
+      if (response.status === 200) acknowledged.set(id, performance.now())
+      await Bun.sleep(everyMs)
+    }
+  })()
+  return {
+    stop: async () => {
+      stopped = true
+      await sending
+      if (stream) {
+        const deadline = Date.now() + 30_000
+        while (Date.now() < deadline && [...acknowledged.keys()].some((id) => !arrived.has(id)))
+          await Bun.sleep(50)
+      }
+      await close()
+      await consuming.catch(() => {})
+      await nc.close()
+      return [...acknowledged].flatMap(([id, at]) => {
+        const seen = arrived.get(id)
+        return seen === undefined ? [] : [Math.max(0, seen - at)]
+      })
+    },
+  }
+}
+
+type Round = { requestsPerSecond: number; delays: number[]; lagAtEnd?: number }
+
+async function measureUnderLoad() {
+  ensureWrk()
+  const fixture = await writeFixture(bench.secret, 'feed-bench', 100)
+  return withDatabase('bench_feed_off', (offUrl) =>
+    withDatabase('bench_feed_on', async (onUrl) => {
+      const feed = await createTestFeed('bench_load')
+      const off = await startService(bench, offUrl)
+      const on = await startService(bench, onUrl, feed.env)
+      void off.process.stdout.pipeTo(new WritableStream()).catch(() => {})
+      const results: { off: Round[]; on: Round[] } = { off: [], on: [] }
+      try {
+        for (let round = 0; round < rounds; round++) {
+          for (const [mode, server] of [
+            ['off', off],
+            ['on', on],
+          ] as const) {
+            const probe = await probeDelays(
+              server,
+              mode === 'on' ? feed.stream : undefined,
+              Number(flags['probe-every-ms']),
+            )
+            const load = await runWrk({
+              url: server.url,
+              mode: 'create',
+              tokensFile: fixture.tokensFile,
+              idBase: (round * 2 + (mode === 'on' ? 1 : 0)) * 1_000_000_000,
+              connections: Number(flags.connections),
+              seconds,
+              pid: server.process.pid,
+            })
+            const lagAtEnd =
+              mode === 'on' ? await metricValue(server.url, 'plant_store_feed_lag_events') : undefined
+            const delays = await probe.stop()
+            results[mode].push({ requestsPerSecond: load.requestsPerSecond, delays, lagAtEnd })
+            console.log(
+              `round ${round + 1} feed ${mode}: ${load.requestsPerSecond.toFixed(0)} POST req/s` +
+                (mode === 'on' ? `, ${delays.length} probes, lag at the end ${lagAtEnd}` : ''),
+            )
+          }
+        }
+      } finally {
+        off.process.kill('SIGTERM')
+        on.process.kill('SIGTERM')
+        await Promise.all([off.process.exited, on.process.exited])
+        await feed.drop()
+      }
+      return results
+    }),
+  )
+}
+
+const publishRate = await measurePublishing(Number(flags.events))
+console.log(
+  `feed throughput: ${publishRate.toFixed(0)} events/s (${flags.events} events into an empty stream)`,
+)
+const { off, on } = await measureUnderLoad()
+const delays = on.flatMap((round) => round.delays).sort((a, b) => a - b)
+const offRate = median(off.map((round) => round.requestsPerSecond))
+const onRate = median(on.map((round) => round.requestsPerSecond))
+console.log(`
+| measure | value |
+|---|---:|
+| feed throughput, ${flags.events} events into an empty stream | ${publishRate.toFixed(0)} events/s |
+| POST req/s, feed off (median of ${rounds}) | ${offRate.toFixed(0)} |
+| POST req/s, feed on (median of ${rounds}) | ${onRate.toFixed(0)} (${(((onRate - offRate) / offRate) * 100).toFixed(1)}%) |
+| delay from a create's 200 to its message in the stream, p50 | ${percentile(delays, 0.5).toFixed(1)} ms |
+| the same, p99 (${delays.length} probes) | ${percentile(delays, 0.99).toFixed(1)} ms |
+| lag at the end of each run (events) | ${on.map((round) => round.lagAtEnd).join(', ')} |`)
+process.exit(0)
