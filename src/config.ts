@@ -9,6 +9,8 @@ export type Config = {
   storage:
     | { kind: 'postgres'; url: string; poolSize: number; statementTimeoutMs: number }
     | { kind: 'embedded'; dataDir: string }
+    // DATA_DIR=memory:, for test suites: nothing on disk, gone when the process ends.
+    | { kind: 'memory' }
   // The directory of the generated local secret (embedded default) and of the embedded database.
   dataDir: string
   auth: {
@@ -34,6 +36,9 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
+// The DATA_DIR value that keeps the embedded database in memory.
+export const IN_MEMORY = 'memory:'
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 const LOG_FORMATS = ['auto', 'json', 'pretty'] as const
 
@@ -56,6 +61,13 @@ export function loadConfig(env: Env): Config {
       'DATABASE_URL is set but no token verification is configured: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL',
     )
   }
+  const inMemory = databaseUrl === undefined && dataDir === IN_MEMORY
+  // A secret generated in memory would be unknown to everyone else: no one could sign a token.
+  if (useLocalSecret && inMemory) {
+    throw new ConfigError(
+      `DATA_DIR=${IN_MEMORY} keeps nothing on disk, so there is no local secret: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL`,
+    )
+  }
   const logLevel = nonEmpty(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel))
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
@@ -70,7 +82,9 @@ export function loadConfig(env: Env): Config {
     dataDir,
     storage:
       databaseUrl === undefined
-        ? { kind: 'embedded', dataDir }
+        ? inMemory
+          ? { kind: 'memory' }
+          : { kind: 'embedded', dataDir }
         : {
             kind: 'postgres',
             url: databaseUrl,

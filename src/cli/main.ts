@@ -1,5 +1,5 @@
 import process from 'node:process'
-import { ConfigError, loadConfig } from '../config.ts'
+import { type Config, ConfigError, IN_MEMORY, loadConfig } from '../config.ts'
 import { ImportRefused } from '../replay/import-events.ts'
 import { DataDirInUse } from '../store/data-dir-lock.ts'
 import { exportCommand, importCommand } from './events-command.ts'
@@ -23,14 +23,25 @@ const USAGE = `usage: bun run cli <command>
 
 type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>
 
+// A store in memory lives inside its server process: a command would only see an empty one of its own.
+function storedConfig(env: Record<string, string | undefined>): Config {
+  const config = loadConfig(env)
+  if (config.storage.kind === 'memory') {
+    throw new UsageError(
+      `DATA_DIR=${IN_MEMORY} lives inside the server process; this command cannot reach it`,
+    )
+  }
+  return config
+}
+
 const commands: Record<string, Command> = {
   'token issue': (args, env) => issueTokenCommand(args, loadConfig(env)),
-  'db migrate': (_args, env) => migrateCommand(loadConfig(env)),
-  'projection rebuild': (args, env) => rebuildCommand(args, loadConfig(env)),
-  'projection verify': (args, env) => verifyCommand(args, loadConfig(env)),
-  'projection status': (args, env) => statusCommand(args, loadConfig(env)),
-  'events export': (args, env) => exportCommand(args, loadConfig(env)),
-  'events import': (args, env) => importCommand(args, loadConfig(env)),
+  'db migrate': (_args, env) => migrateCommand(storedConfig(env)),
+  'projection rebuild': (args, env) => rebuildCommand(args, storedConfig(env)),
+  'projection verify': (args, env) => verifyCommand(args, storedConfig(env)),
+  'projection status': (args, env) => statusCommand(args, storedConfig(env)),
+  'events export': (args, env) => exportCommand(args, storedConfig(env)),
+  'events import': (args, env) => importCommand(args, storedConfig(env)),
   'feed status': (args, env) => feedStatusCommand(args, loadConfig(env)),
 }
 

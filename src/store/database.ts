@@ -1,4 +1,4 @@
-import { PGlite } from '@electric-sql/pglite'
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import type { SQL } from 'drizzle-orm'
 import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
@@ -69,12 +69,20 @@ export function openPostgres({ url, poolSize, statementTimeoutMs }: PostgresSett
   return { db: drizzlePostgres({ client }), kind: 'postgres', close: () => client.end({ timeout: 5 }) }
 }
 
+// A compiled module and a data directory to start from (see memory-template.ts).
+export type EmbeddedStart = Pick<PGliteOptions, 'pgliteWasmModule' | 'fsBundle' | 'loadDataDir'>
+
 // `dataDir` undefined means in memory (tests). A directory is locked so that a second process
 // cannot open it too: two PGlite instances on one directory silently lose writes.
-export async function openEmbedded(dataDir: string | undefined): Promise<DatabaseHandle> {
+export async function openEmbedded(
+  dataDir: string | undefined,
+  start: EmbeddedStart = {},
+): Promise<DatabaseHandle> {
   const unlock = dataDir ? await lockDataDir(dataDir) : async () => {}
   try {
-    const client = keepTextExact(dataDir ? await PGlite.create(`${dataDir}/pgdata`) : await PGlite.create())
+    const client = keepTextExact(
+      await PGlite.create({ ...start, dataDir: dataDir ? `${dataDir}/pgdata` : undefined }),
+    )
     return {
       db: drizzlePglite({ client }),
       kind: 'embedded',

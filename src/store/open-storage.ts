@@ -8,7 +8,7 @@ export async function openStorage(storage: Config['storage']): Promise<DatabaseH
     await migratePostgresDatabase(storage.url)
     return openPostgres(storage)
   }
-  const handle = await openEmbedded(storage.dataDir)
+  const handle = await openEmbedded(storage.kind === 'memory' ? undefined : storage.dataDir)
   try {
     await migrateEmbeddedDatabase(handle)
   } catch (error) {

@@ -94,6 +94,7 @@ describe('refusing to start', () => {
     [{ PORT: 'eighty' }, 'PORT'],
     [{ AUTH_JWT_SECRET: 'too-short' }, 'AUTH_JWT_SECRET'],
     [{ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres' }, 'AUTH_JWT_SECRET'],
+    [{ DATA_DIR: 'memory:' }, 'AUTH_JWT_SECRET'],
   ])('with %p the server exits non-zero naming %s', async (env, variable) => {
     const result = await runServerToExit({ DATA_DIR: join(tmpdir(), 'plant-store-never-used'), ...env })
     expect(result.exitCode).not.toBe(0)

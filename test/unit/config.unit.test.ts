@@ -20,12 +20,19 @@ describe('loadConfig', () => {
     expect(config.auth.useLocalSecret).toBe(false)
   })
 
+  test('DATA_DIR=memory: selects a store in memory, with a configured verifier', () => {
+    const config = loadConfig({ DATA_DIR: 'memory:', AUTH_JWT_SECRET: secret })
+    expect(config.storage).toEqual({ kind: 'memory' })
+    expect(config.auth.useLocalSecret).toBe(false)
+  })
+
   test.each([
     [{ PORT: 'eighty' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
     [{ AUTH_JWT_SECRET: 'short' }, 'AUTH_JWT_SECRET'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ DATABASE_URL: 'postgres://u@h/db' }, 'AUTH_JWT_SECRET'],
+    [{ DATA_DIR: 'memory:' }, 'AUTH_JWT_SECRET'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ AUTH_JWKS_URL: 'not a url' }, 'AUTH_JWKS_URL'],
     [
