@@ -1,13 +1,11 @@
 import {
   JetStreamApiCodes,
   JetStreamApiError,
-  type JetStreamClient,
   type JetStreamManager,
-  jetstream,
   jetstreamManager,
   StorageType,
 } from '@nats-io/jetstream'
-import { headers, type NatsConnection } from '@nats-io/transport-node'
+import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node'
 import { ConfigError, type FeedConfig } from '../config.ts'
 import { LOG_START, type LogCursor } from '../store/event-log.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage } from './cloud-event.ts'
@@ -41,12 +39,11 @@ export async function feedStream(
   { stream, subjectPrefix }: Pick<FeedConfig, 'stream' | 'subjectPrefix'>,
 ): Promise<FeedStream> {
   const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
-  const js = jetstream(nc, { timeout: PUBLISH_TIMEOUT_MS })
   const filter = feedFilter(subjectPrefix)
   return {
     ensure: () => ensureStream(jsm, stream, filter),
     readTail: () => readTail(jsm, stream, filter),
-    publish: (messages, after) => publishInOrder(js, messages, after),
+    publish: (messages, after) => publishInOrder(nc, messages, after),
   }
 }
 
@@ -85,36 +82,85 @@ async function readTail(jsm: JetStreamManager, stream: string, filter: string): 
 // stores them in order or refuses the rest: a publisher whose idea of the tail is stale (another
 // instance got there first) can never add anything. NATS checks Nats-Msg-Id before that
 // expectation, so a message already in the stream comes back as a duplicate rather than refused;
-// it counts as in place only at the sequence this publisher expected.
-async function publishInOrder(js: JetStreamClient, messages: FeedMessage[], after: Tail): Promise<Published> {
-  const acks = await Promise.allSettled(
-    messages.map((message, index) => {
+// it counts as in place only at the sequence this publisher expected. Each message has a reply
+// subject of its own on one subscription: a request per message (js.publish) costs three times
+// as much.
+async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after: Tail): Promise<Published> {
+  const inbox = createInbox()
+  const answers: Answer[] = new Array(messages.length)
+  let waiting = messages.length
+  let answered = () => {}
+  const allAnswered = new Promise<void>((resolve) => {
+    answered = resolve
+  })
+  const subscription = nc.subscribe(`${inbox}.*`, {
+    callback: (error, reply) => {
+      if (error) return
+      const index = Number(reply.subject.slice(inbox.length + 1))
+      if (answers[index] !== undefined) return
+      answers[index] = readAnswer(reply.data)
+      if (--waiting === 0) answered()
+    },
+  })
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    for (const [index, message] of messages.entries()) {
       const messageHeaders = headers()
       messageHeaders.set('Content-Type', CLOUD_EVENTS_CONTENT_TYPE)
+      messageHeaders.set('Nats-Msg-Id', message.id)
       messageHeaders.set(TRANSACTION_HEADER, message.transactionId)
-      return js.publish(message.subject, message.body, {
-        msgID: message.id,
-        headers: messageHeaders,
-        expect: { lastSequence: after.sequence + index },
-      })
-    }),
-  )
+      messageHeaders.set('Nats-Expected-Last-Sequence', String(after.sequence + index))
+      nc.publish(message.subject, message.body, { headers: messageHeaders, reply: `${inbox}.${index}` })
+    }
+    await Promise.race([
+      allAnswered,
+      new Promise((resolve) => (timer = setTimeout(resolve, PUBLISH_TIMEOUT_MS))),
+    ])
+  } finally {
+    clearTimeout(timer)
+    subscription.unsubscribe()
+  }
   let tail = after
   let published = 0
-  for (const [index, ack] of acks.entries()) {
-    const message = messages[index] as FeedMessage
-    if (ack.status === 'rejected') return { tail, published, failure: ack.reason }
-    if (ack.value.seq !== tail.sequence + 1) {
+  for (const [index, message] of messages.entries()) {
+    const answer = answers[index] ?? {
+      error: `no answer for message ${message.id} within ${PUBLISH_TIMEOUT_MS} ms`,
+    }
+    if ('error' in answer) return { tail, published, failure: new Error(answer.error) }
+    if (answer.seq !== tail.sequence + 1) {
       const failure = new StaleTail(
-        `message ${message.id} is already in the stream at sequence ${ack.value.seq}`,
+        `message ${message.id} is already in the stream at sequence ${answer.seq}`,
       )
       return { tail, published, failure }
     }
-    if (!ack.value.duplicate) published++
+    if (!answer.duplicate) published++
     tail = {
-      sequence: ack.value.seq,
+      sequence: answer.seq,
       cursor: { transactionId: BigInt(message.transactionId), position: BigInt(message.id) },
     }
   }
   return { tail, published }
+}
+
+type Answer = { seq: number; duplicate: boolean } | { error: string }
+
+// JetStream's answer to a publish: the stored sequence, or why not. An empty answer is NATS
+// saying that no stream captures the subject.
+function readAnswer(data: Uint8Array): Answer {
+  if (data.length === 0) return { error: 'no stream answered: is JetStream on, and does the stream exist?' }
+  try {
+    const answer = JSON.parse(new TextDecoder().decode(data)) as {
+      seq?: number
+      duplicate?: boolean
+      error?: { description?: string; err_code?: number }
+    }
+    if (answer.error || typeof answer.seq !== 'number') {
+      return {
+        error: `JetStream refused the message: ${answer.error?.description} (${answer.error?.err_code})`,
+      }
+    }
+    return { seq: answer.seq, duplicate: answer.duplicate === true }
+  } catch {
+    return { error: 'JetStream answered something that is not JSON' }
+  }
 }
