@@ -119,15 +119,14 @@ describe('request logs', () => {
 
   test('given an unexpected failure, then it is logged with the request id and the cause chain', async () => {
     const cause = Object.assign(new Error('driver exploded'), { code: 'XX000' })
-    // A database whose every use fails with a driver error wrapped the way Drizzle wraps it.
-    const failing = new Proxy(
-      {},
-      {
-        get: () => () => {
-          throw new Error('query failed', { cause })
-        },
+    // A database whose every use, however deep (`db._.session.prepareQuery(…)`), fails with a
+    // driver error wrapped the way Drizzle wraps it.
+    const failing: Database = new Proxy(() => {}, {
+      get: () => failing,
+      apply: () => {
+        throw new Error('query failed', { cause })
       },
-    ) as Database
+    }) as unknown as Database
     const { send, lines } = appWithLogs(failing)
 
     const response = await send('/plants', {
