@@ -55,6 +55,10 @@ export function linkToNats(servers: string[], logger: Logger): NatsLink {
       await sleep(backoffDelay(failures, 250, 2000))
       nc = closed ? undefined : await attempt()
     }
+    if (closed) {
+      await nc.close()
+      throw new Error('the NATS link is closed')
+    }
     if (attempts > 0) logger.info({ servers }, 'the event feed reached NATS')
     void watch(nc)
     return nc

@@ -73,6 +73,10 @@ export function startRelay(deps: RelayDeps): Relay {
     if (stream === undefined) return
     let tail: Tail | undefined
     let failures = 0
+    const recovered = () => {
+      if (failures > 0) logger.info('the event feed resumed')
+      failures = 0
+    }
     while (!stopped) {
       try {
         if (!(await stillLeader())) {
@@ -88,7 +92,7 @@ export function startRelay(deps: RelayDeps): Relay {
         woken = false
         const batch = await readLog(db, tail.cursor, batchSize)
         if (batch.length === 0) {
-          failures = 0
+          recovered()
           await rest(pollMs)
           await pause(gatherMs)
           continue
@@ -101,12 +105,15 @@ export function startRelay(deps: RelayDeps): Relay {
         known = tail.cursor
         if (result.published > 0) onPublished?.(result.published)
         if (result.failure !== undefined) throw result.failure
-        failures = 0
+        recovered()
         if (batch.length < batchSize) await pause(gatherMs)
       } catch (error) {
         tail = undefined
         leaderUntil = 0
-        logger.warn({ err: error }, 'the event feed paused; it will resume from the end of the stream')
+        // Said once per outage; the retries go on quietly.
+        if (failures === 0)
+          logger.warn({ err: error }, 'the event feed paused; it resumes from the end of the stream')
+        else logger.debug({ err: error }, 'the event feed is still paused')
         await pause(backoffDelay(failures++))
       }
     }
