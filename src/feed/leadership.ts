@@ -2,10 +2,19 @@ import postgres from 'postgres'
 
 // Whether this process is the one that publishes. Only an optimisation: a second publisher is
 // refused by the stream (see nats-stream.ts), never duplicated; the lock keeps them from racing.
-export type Leadership = { isLeader: () => Promise<boolean>; close: () => Promise<void> }
+export type Leadership = {
+  isLeader: () => Promise<boolean>
+  // Steps down, so that another instance (one that may reach NATS) can lead.
+  release: () => Promise<void>
+  close: () => Promise<void>
+}
 
 // The embedded store is opened by one process only, so that process leads.
-export const soleLeadership: Leadership = { isLeader: async () => true, close: async () => {} }
+export const soleLeadership: Leadership = {
+  isLeader: async () => true,
+  release: async () => {},
+  close: async () => {},
+}
 
 // 'plan' in ASCII, and a hash of the stream's name: the two keys of the session advisory lock
 // that makes a leader. Feeds to different streams from one database each have their own leader.
@@ -37,6 +46,9 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
       } catch {
         return false
       }
+    },
+    release: async () => {
+      await client`select pg_advisory_unlock(${classId}::int, ${objectId}::int)`.catch(() => {})
     },
     close: () => client.end({ timeout: 2 }),
   }

@@ -24,6 +24,9 @@ export type RelayDeps = {
   gatherMs?: number
 }
 
+// Failures in a row after which a leader steps down for a while.
+const STEP_DOWN_AFTER = 3
+
 export type Relay = {
   // Something was appended: read the log now rather than at the next poll.
   wake: () => void
@@ -114,7 +117,11 @@ export function startRelay(deps: RelayDeps): Relay {
         if (failures === 0)
           logger.warn({ err: error }, 'the event feed paused; it resumes from the end of the stream')
         else logger.debug({ err: error }, 'the event feed is still paused')
-        await pause(backoffDelay(failures++))
+        if (++failures % STEP_DOWN_AFTER === 0) {
+          // Perhaps only this instance cannot reach NATS: let another lead for a while.
+          await leadership.release()
+          await pause(leadershipCheckMs * 2)
+        } else await pause(backoffDelay(failures - 1))
       }
     }
   }

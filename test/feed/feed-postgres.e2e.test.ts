@@ -158,6 +158,31 @@ describe('the feed of server processes on PostgreSQL', () => {
     }
   })
 
+  test('a publishing instance that loses NATS hands over to one that still reaches it', async () => {
+    // given: the first instance leads, through a proxy; a second reaches NATS directly
+    const feed = await feedFor('handover')
+    const proxy = startTcpProxy(natsAddress())
+    try {
+      const cut = await start({ ...feed.env, EVENTS_NATS_URL: `nats://127.0.0.1:${proxy.port}` })
+      const other = await start(feed.env)
+      const burst = load(() => [cut.url, other.url], 4)
+      await Bun.sleep(1000)
+      expect(await leaderOf([cut, other])).toBe(cut)
+      // when the leader's way to NATS is cut
+      proxy.cut('reset')
+      const cutAt = Date.now()
+      const count = (await feed.read()).length
+      // then the other one publishes within seconds, and the stream is the log
+      await feed.waitFor(count + 20, 20_000)
+      expect(Date.now() - cutAt).toBeLessThan(20_000)
+      await burst.stop()
+      await expectStreamIsLog(feed)
+      expect(await metricValue(other.url, 'plant_store_feed_published_total')).toBeGreaterThan(0)
+    } finally {
+      proxy.stop()
+    }
+  })
+
   test('a server started while NATS is down serves, and publishes once NATS answers', async () => {
     // given
     const feed = await feedFor('late_nats')
