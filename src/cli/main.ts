@@ -42,7 +42,7 @@ const commands: Record<string, Command> = {
   'projection status': (args, env) => statusCommand(args, storedConfig(env)),
   'events export': (args, env) => exportCommand(args, storedConfig(env)),
   'events import': (args, env) => importCommand(args, storedConfig(env)),
-  'feed status': (args, env) => feedStatusCommand(args, loadConfig(env)),
+  'feed status': (args, env) => feedStatusCommand(args, storedConfig(env)),
 }
 
 async function run(argv: string[]): Promise<number> {
