@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Database } from '../store/database.ts'
+import { type Database, rowsOf } from '../store/database.ts'
 
 export type StoreState = {
   headPosition: number
@@ -44,9 +44,4 @@ export async function readStoreState(db: Database): Promise<StoreState | undefin
   } finally {
     clearTimeout(timer)
   }
-}
-
-// postgres.js answers with an array of rows, PGlite with `{ rows }`.
-function rowsOf<Row>(result: unknown): Row[] {
-  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
 }

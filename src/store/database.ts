@@ -30,12 +30,8 @@ export function preparedQuery<Query>(build: (db: Executor) => Query): (db: Execu
 
 const dialect = new PgDialect()
 
-// A raw statement, named so that it is prepared. Rows come back as the driver reads them.
-export async function executePrepared<Row>(db: Executor, name: string, statement: SQL): Promise<Row[]> {
-  return rowsOf<Row>(await prepareRaw(db, name, statement).execute())
-}
-
-// The same for a statement whose values are placeholders: its text is built once per executor.
+// A statement whose values are placeholders, named so that it is prepared: its text is built once
+// per executor.
 export function preparedStatement<Row>(name: string, statement: SQL) {
   const prepared = preparedQuery((db) => prepareRaw(db, name, statement))
   return async (db: Executor, values: Record<string, unknown>): Promise<Row[]> =>
@@ -47,7 +43,7 @@ function prepareRaw(db: Executor, name: string, statement: SQL) {
 }
 
 // postgres.js answers with an array of rows, PGlite with a result that holds them.
-function rowsOf<Row>(result: unknown): Row[] {
+export function rowsOf<Row>(result: unknown): Row[] {
   return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
 }
 

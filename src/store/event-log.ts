@@ -1,5 +1,5 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
-import type { Executor, Transaction } from './database.ts'
+import { type Executor, rowsOf, type Transaction } from './database.ts'
 import { parseEventData } from './event-data.ts'
 import type { FoldableEvent } from './event-store.ts'
 import { events } from './schema.ts'
@@ -101,7 +101,7 @@ export async function projectLogBatch(
   project: (batch: SQL) => SQL,
   { settled = true } = {},
 ): Promise<{ events: number; highest: bigint; cursor: LogCursor }> {
-  const result = await db.execute<{ events: number; highest: string | null; last: string[] | null }>(sql`
+  const result = await db.execute(sql`
     with batch as (
       select * from ${events}
       where ${logFilter(after, settled)}
@@ -113,11 +113,7 @@ export async function projectLogBatch(
            (select array[transaction_id::text, position::text] from batch
             order by transaction_id desc, position desc limit 1) as last
     from batch`)
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
-    events: number
-    highest: string | null
-    last: string[] | null
-  }[]
+  const rows = rowsOf<{ events: number; highest: string | null; last: string[] | null }>(result)
   const [transactionId, position] = rows[0]?.last ?? []
   return {
     events: rows[0]?.events ?? 0,

@@ -3,7 +3,7 @@ import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { type DatabaseHandle, openEmbedded, openPostgres } from '../../src/store/database.ts'
+import { type DatabaseHandle, openEmbedded, openPostgres, rowsOf } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from './postgres.ts'
 
@@ -49,7 +49,7 @@ export async function createHarness(kind: StorageKind) {
 
   const count = async (table: 'events' | 'plants') => {
     const result = await handle.db.execute(sql.raw(`select count(*)::int as n from ${table}`))
-    const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { n: number }[]
+    const rows = rowsOf<{ n: number }>(result)
     return rows[0]?.n ?? 0
   }
 
