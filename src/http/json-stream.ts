@@ -1,8 +1,7 @@
-// Streams a JSON array from parts pulled on demand (each the text of one or more elements,
-// separated by commas), so a long listing never sits in memory.
-export function jsonArrayStream(parts: AsyncIterable<string>): ReadableStream<Uint8Array> {
+// Streams a JSON array from batches pulled on demand, so a long listing never sits in memory.
+export function jsonArrayStream<T>(batches: AsyncIterable<T[]>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder()
-  const iterator = parts[Symbol.asyncIterator]()
+  const iterator = batches[Symbol.asyncIterator]()
   let started = false
   return new ReadableStream({
     async pull(controller) {
@@ -12,8 +11,9 @@ export function jsonArrayStream(parts: AsyncIterable<string>): ReadableStream<Ui
         controller.close()
         return
       }
-      if (value === '') return
-      controller.enqueue(encoder.encode(`${started ? ',' : '['}${value}`))
+      if (value.length === 0) return
+      const items = value.map((item) => JSON.stringify(item)).join(',')
+      controller.enqueue(encoder.encode(`${started ? ',' : '['}${items}`))
       started = true
     },
     async cancel() {

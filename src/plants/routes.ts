@@ -73,7 +73,8 @@ export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDep
         if (listing.next !== undefined && limit !== undefined && limit > 0) {
           headers.link = `</plants?limit=${limit}&after=${encodeCursor(listing.next)}>; rel="next"`
         }
-        const body = listing.kind === 'page' ? listing.json : jsonArrayStream(listing.parts)
+        const body =
+          listing.kind === 'page' ? JSON.stringify(listing.plants) : jsonArrayStream(listing.batches)
         return new Response(body, { headers })
       },
       {

@@ -39,10 +39,10 @@ export function create(
 
 export async function listing(db: Database, owner: string): Promise<Plant[]> {
   const found = await listPlants(db, { owner })
-  if (found.kind === 'page') return JSON.parse(found.json) as Plant[]
-  const parts: string[] = []
-  for await (const part of found.parts) parts.push(part)
-  return JSON.parse(`[${parts.join(',')}]`) as Plant[]
+  if (found.kind === 'page') return found.plants
+  const plants: Plant[] = []
+  for await (const batch of found.batches) plants.push(...batch)
+  return plants
 }
 
 export async function rowsOf(db: Database, query: string): Promise<Record<string, unknown>[]> {
