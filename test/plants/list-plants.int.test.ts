@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { listPlants } from '../../src/plants/list-plants.ts'
+import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../replay/storage.ts'
+
+// Text comes back from a listing exactly as it was stored, on both storages.
+const TEXTS = [
+  'quote " backslash \\ slash /',
+  'controls \u0001\u001f \b\f\n\r\t',
+  'separators \u2028\u2029 and DEL \u007f',
+  'astral 😀 combining é right-to-left שלום',
+  '\ufeffleading byte order mark',
+]
+
+for (const kind of STORAGE_KINDS) {
+  describe(`listing text on ${kind}`, () => {
+    let storage: TestStorage
+    beforeAll(async () => {
+      storage = await openTestStorage(kind)
+      for (const [index, text] of TEXTS.entries()) {
+        await create(storage.db, 'eve', { id: BigInt(index), name: text, tag: index % 2 === 0 ? text : null })
+      }
+    })
+    afterAll(() => storage.close())
+
+    test('a page gives back every text exactly, a missing tag left out', async () => {
+      // when
+      const page = await listPlants(storage.db, { owner: 'eve', limit: 10 })
+      // then
+      const expected = TEXTS.map((text, index) =>
+        index % 2 === 0 ? { name: text, tag: text } : { name: text },
+      )
+      expect(page.kind === 'page' ? page.plants : []).toEqual(expected)
+    })
+
+    test('a page that stops early names where the next one starts, and that page the rest', async () => {
+      // when
+      const first = await listPlants(storage.db, { owner: 'eve', limit: 2 })
+      const second = await listPlants(storage.db, { owner: 'eve', limit: 10, from: first.next })
+      // then
+      expect(first.next).toBeDefined()
+      expect(second.next).toBeUndefined()
+      const names = [first, second].flatMap((page) =>
+        page.kind === 'page' ? page.plants.map((plant) => plant.name) : [],
+      )
+      expect(names).toEqual(TEXTS)
+    })
+  })
+}
