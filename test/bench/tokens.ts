@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 
-// Owners of a load run: their subjects (for the SQL ceiling) and tokens (for wrk), one a line.
+// Owners of a load run: their subjects and tokens (for wrk), one a line.
 export type Fixture = { ownersFile: string; tokensFile: string; owners: string[]; tokens: string[] }
 
 const directory = mkdtempSync(join(tmpdir(), 'plant-bench-'))
