@@ -30,7 +30,7 @@ export function toFeedMessage(event: LoggedEvent, { subjectPrefix, source }: Mes
     source,
     type: plant.type,
     subject: plant.data.id.toString(),
-    time: plant.recordedAt.toISOString(),
+    time: event.time,
     datacontenttype: 'application/json',
     owner: event.metadata.owner,
     data,

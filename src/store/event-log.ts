@@ -11,7 +11,12 @@ export type LogCursor = { transactionId: bigint; position: bigint }
 
 export const LOG_START: LogCursor = { transactionId: 0n, position: 0n }
 
-export type LoggedEvent = FoldableEvent & { transactionId: bigint }
+// `time` is the recorded time as RFC 3339 text in UTC with every digit the database keeps (a
+// Date keeps milliseconds; an imported event may carry microseconds).
+export type LoggedEvent = FoldableEvent & { transactionId: bigint; time: string }
+
+// The recorded time to the microsecond, in UTC.
+const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
 // `settled` keeps to events whose transaction is older than every transaction still running:
 // nothing can commit before them any more, so the cursor never moves past a late commit. Only a
@@ -46,7 +51,7 @@ export async function readLog(
 // Only the owner is taken from the metadata.
 const loggedEventArray = sql<string>`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
-    ${events.metadata}->>'owner', ${events.recordedAt}, ${events.data})`.as('event')
+    ${events.metadata}->>'owner', ${recordedAtText}, ${events.data})`.as('event')
 
 type LoggedEventArray = [string, string, string, number, string, string, unknown]
 
@@ -66,6 +71,8 @@ function toLoggedEvent([
     schemaVersion,
     metadata: { owner },
     recordedAt: new Date(recordedAt),
+    // Written as a Date would write it when it has no more than milliseconds.
+    time: recordedAt.replace(/(\.\d{3})000Z$/, '$1Z'),
     data,
   }
 }
@@ -83,7 +90,7 @@ export async function readLogText(db: Executor, after: LogCursor, batchSize: num
       schemaVersion: events.schemaVersion,
       data: sql<string>`${events.data}::text`,
       metadata: sql<string>`${events.metadata}::text`,
-      recordedAt: sql<string>`to_char(${events.recordedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+      recordedAt: recordedAtText,
     })
     .from(events)
     .where(and(logFilter(after, true), gt(events.position, afterPosition)))

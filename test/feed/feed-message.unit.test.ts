@@ -13,6 +13,7 @@ function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
     schemaVersion: 1,
     metadata: { owner: 'alice' },
     recordedAt: new Date('2026-01-02T03:04:05.678Z'),
+    time: '2026-01-02T03:04:05.678Z',
     data: { id: '9223372036854775807', name: 'Max', tag: null },
     ...overrides,
   }

@@ -27,7 +27,7 @@ const TEXT_PLANTS = [
 const V0_EVENT = sql`
   insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at) values
   ('plant:9007199254740993:olivia', 1, 'PlantCreated', 0, '{"plantId": 9007199254740993, "title": "Old fern"}',
-   '{"owner": "olivia", "requestId": "legacy-1"}', '2020-01-01T00:00:00.123Z')`
+   '{"owner": "olivia", "requestId": "legacy-1"}', '2020-01-01T00:00:00.123456Z')`
 
 type Expected = { owner: string; id: bigint; name: string; tag?: string | null; time: string }
 
@@ -92,7 +92,7 @@ for (const kind of STORAGE_KINDS) {
       // given: an event in an older shape, then plants with exact ids and difficult text
       await storage.db.execute(V0_EVENT)
       const expected: Expected[] = [
-        { owner: 'olivia', id: 9007199254740993n, name: 'Old fern', time: '2020-01-01T00:00:00.123Z' },
+        { owner: 'olivia', id: 9007199254740993n, name: 'Old fern', time: '2020-01-01T00:00:00.123456Z' },
       ]
       for (const [owner, plants] of Object.entries({ ...TRICKY_PLANTS, carol: TEXT_PLANTS })) {
         for (const plant of plants) {
