@@ -73,30 +73,19 @@ type Probe = { stop: () => Promise<number[]> }
 
 // One create every `everyMs` by an owner of its own; the delay from its 200 to its message,
 // delivered by a consumer of the stream (so after the stream stored it).
-async function probeDelays(
-  server: ServerProcess,
-  stream: string | undefined,
-  everyMs: number,
-): Promise<Probe> {
+async function probeDelays(server: ServerProcess, stream: string, everyMs: number): Promise<Probe> {
   const { tokens } = await writeFixture(bench.secret, `probe-${crypto.randomUUID().slice(0, 8)}`, 1)
   const token = tokens[0] as string
   const acknowledged = new Map<string, number>()
   const arrived = new Map<string, number>()
   const nc = await connect({ servers: TEST_NATS_URL })
-  let consuming: Promise<void> = Promise.resolve()
-  let close = async () => {}
-  if (stream) {
-    const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.New })
-    const messages = await consumer.consume()
-    close = async () => {
-      await messages.close()
+  const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: DeliverPolicy.New })
+  const messages = await consumer.consume()
+  const consuming = (async () => {
+    for await (const message of messages) {
+      arrived.set(message.json<{ data: { id: string } }>().data.id, performance.now())
     }
-    consuming = (async () => {
-      for await (const message of messages) {
-        arrived.set(message.json<{ data: { id: string } }>().data.id, performance.now())
-      }
-    })()
-  }
+  })()
   let stopped = false
   let next = 9_000_000_000_000 + Math.floor(Math.random() * 1_000_000_000)
   const sending = (async () => {
@@ -116,12 +105,10 @@ async function probeDelays(
     stop: async () => {
       stopped = true
       await sending
-      if (stream) {
-        const deadline = Date.now() + 30_000
-        while (Date.now() < deadline && [...acknowledged.keys()].some((id) => !arrived.has(id)))
-          await Bun.sleep(50)
-      }
-      await close()
+      const deadline = Date.now() + 30_000
+      while (Date.now() < deadline && [...acknowledged.keys()].some((id) => !arrived.has(id)))
+        await Bun.sleep(50)
+      await messages.close()
       await consuming.catch(() => {})
       await nc.close()
       return [...acknowledged].flatMap(([id, at]) => {
@@ -132,8 +119,12 @@ async function probeDelays(
   }
 }
 
-type Round = { requestsPerSecond: number; delays: number[]; lagAtEnd?: number }
+type Round = { requestsPerSecond: number; lagAtEnd?: number }
 
+// Each round loads the service with the feed off, then the one with the feed on, with nothing
+// else running, for the cost; then the feed-on service again with a probe and a consumer, for the
+// delay. The consumer reads every message (a JetStream stream cannot be filtered by owner), and on
+// these two cores its CPU would otherwise be charged to the feed.
 async function measureUnderLoad() {
   ensureWrk()
   const fixture = await writeFixture(bench.secret, 'feed-bench', 100)
@@ -143,36 +134,34 @@ async function measureUnderLoad() {
       const off = await startService(bench, offUrl)
       const on = await startService(bench, onUrl, feed.env)
       void off.process.stdout.pipeTo(new WritableStream()).catch(() => {})
-      const results: { off: Round[]; on: Round[] } = { off: [], on: [] }
+      const results: { off: Round[]; on: Round[]; delays: number[] } = { off: [], on: [], delays: [] }
+      let runs = 0
+      const load = (server: ServerProcess) =>
+        runWrk({
+          url: server.url,
+          mode: 'create',
+          tokensFile: fixture.tokensFile,
+          idBase: runs++ * 1_000_000_000,
+          connections: Number(flags.connections),
+          seconds,
+          pid: server.process.pid,
+        })
       try {
         for (let round = 0; round < rounds; round++) {
-          for (const [mode, server] of [
-            ['off', off],
-            ['on', on],
-          ] as const) {
-            const probe = await probeDelays(
-              server,
-              mode === 'on' ? feed.stream : undefined,
-              Number(flags['probe-every-ms']),
-            )
-            const load = await runWrk({
-              url: server.url,
-              mode: 'create',
-              tokensFile: fixture.tokensFile,
-              idBase: (round * 2 + (mode === 'on' ? 1 : 0)) * 1_000_000_000,
-              connections: Number(flags.connections),
-              seconds,
-              pid: server.process.pid,
-            })
-            const lagAtEnd =
-              mode === 'on' ? await metricValue(server.url, 'plant_store_feed_lag_events') : undefined
-            const delays = await probe.stop()
-            results[mode].push({ requestsPerSecond: load.requestsPerSecond, delays, lagAtEnd })
-            console.log(
-              `round ${round + 1} feed ${mode}: ${load.requestsPerSecond.toFixed(0)} POST req/s` +
-                (mode === 'on' ? `, ${delays.length} probes, lag at the end ${lagAtEnd}` : ''),
-            )
-          }
+          const offLoad = await load(off)
+          results.off.push({ requestsPerSecond: offLoad.requestsPerSecond })
+          const onLoad = await load(on)
+          const lagAtEnd = await metricValue(on.url, 'plant_store_feed_lag_events')
+          results.on.push({ requestsPerSecond: onLoad.requestsPerSecond, lagAtEnd })
+          const probe = await probeDelays(on, feed.stream, Number(flags['probe-every-ms']))
+          const probed = await load(on)
+          const delays = await probe.stop()
+          results.delays.push(...delays)
+          console.log(
+            `round ${round + 1}: feed off ${offLoad.requestsPerSecond.toFixed(0)} POST req/s, ` +
+              `feed on ${onLoad.requestsPerSecond.toFixed(0)} (lag at the end ${lagAtEnd}); ` +
+              `with the probe's consumer ${probed.requestsPerSecond.toFixed(0)}, ${delays.length} probes`,
+          )
         }
       } finally {
         off.process.kill('SIGTERM')
@@ -189,8 +178,8 @@ const publishRate = await measurePublishing(Number(flags.events))
 console.log(
   `feed throughput: ${publishRate.toFixed(0)} events/s (${flags.events} events into an empty stream)`,
 )
-const { off, on } = await measureUnderLoad()
-const delays = on.flatMap((round) => round.delays).sort((a, b) => a - b)
+const { off, on, delays } = await measureUnderLoad()
+delays.sort((a, b) => a - b)
 const offRate = median(off.map((round) => round.requestsPerSecond))
 const onRate = median(on.map((round) => round.requestsPerSecond))
 console.log(`
