@@ -15,7 +15,7 @@ const USAGE = `usage: bun run cli <command>
   db migrate                          apply the migrations to the configured database
   projection rebuild [--dry-run]      fold the event log into a fresh projection and swap it in
   projection verify                   exit 1 and show the drift when the projection differs from the log
-  projection status                   the projection's checkpoint against the head of the log
+  projection status                   the last rebuild, the head of the log, and events lacking their row
   events export [--after POSITION]    write the event log as NDJSON to stdout
   events import [--append]            read exported NDJSON from stdin, then rebuild the projection
   feed status                         the last position in the NATS stream beside the head of the log

@@ -23,10 +23,10 @@ const appendPlantEvents = appendStatement('append_plant_events', {
 })
 
 // Most creates are of a plant that does not exist yet, so the first attempt decides on an empty
-// stream and appends at once: one round trip. If the stream already has events the append fails on
-// its unique key, having changed nothing; only then is the stream read and the command decided again on
-// it (a retry is unchanged, a different plant a conflict). A writer racing on the same stream ends
-// the same way, as does a deadlock with a projection swap.
+// stream and appends at once: one round trip. If the stream already has events the append fails
+// on its unique key, having changed nothing; only then is the stream read and the command decided
+// again on it (a retry is unchanged, a different plant a conflict). A writer racing on the same
+// stream ends the same way, as does a deadlock with a projection swap.
 export async function createPlant(db: Database, command: CreatePlant, requestId: string): Promise<Decision> {
   const streamId = plantStreamId(command.owner, command.plant.id)
   const metadata: EventMetadata = { owner: command.owner, requestId }
