@@ -7,7 +7,7 @@ import { type Relay, type RelayDeps, startRelay } from '../../src/feed/relay.ts'
 import { createLogger } from '../../src/logger.ts'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents } from '../../src/replay/import-events.ts'
-import { openPostgres } from '../../src/store/database.ts'
+import { openPostgres, rowsOf } from '../../src/store/database.ts'
 import { TRICKY_PLANTS } from '../replay/fixtures.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../replay/storage.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
@@ -50,9 +50,7 @@ async function positionsInLog(storage: TestStorage): Promise<string[]> {
   const result = await storage.db.execute(
     sql`select position::text as position from events order by transaction_id, position`,
   )
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
-    position: string
-  }[]
+  const rows = rowsOf<{ position: string }>(result)
   return rows.map((row) => row.position)
 }
 

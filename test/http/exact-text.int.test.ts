@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { isInSync } from '../../src/replay/projection-diff.ts'
 import { verifyProjection } from '../../src/replay/verify-projection.ts'
+import { rowsOf } from '../../src/store/database.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
 
 const BOM = '\uFEFF'
@@ -85,10 +86,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('a value read straight from the store keeps its marks', async () => {
       const result = await h.db.execute(sql`select name, tag from plants order by id`)
-      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
-        name: string
-        tag: string | null
-      }[]
+      const rows = rowsOf<{ name: string; tag: string | null }>(result)
       expect(rows.map((row) => [utf8(row.name), row.tag === null ? null : utf8(row.tag)])).toEqual(
         PLANTS.map((plant) => [utf8(plant.name), plant.tag === undefined ? null : utf8(plant.tag)]),
       )

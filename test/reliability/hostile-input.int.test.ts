@@ -3,6 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 import { sql } from 'drizzle-orm'
 import fc from 'fast-check'
 import { ErrorBody } from '../../src/plants/schemas.ts'
+import { rowsOf } from '../../src/store/database.ts'
 import { createHarness, type Harness } from '../support/harness.ts'
 import { type HostileRequest, hostileRequest, tamperToken } from '../support/hostile-requests.ts'
 
@@ -30,12 +31,7 @@ async function snapshot() {
              (select md5(coalesce(string_agg(concat_ws('|', owner, id, name, tag, position), ',' order by owner, id), ''))
                 from plants) as "plantsDigest"`),
   )
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
-    events: number
-    lastPosition: string
-    plants: number
-    plantsDigest: string
-  }[]
+  const rows = rowsOf<{ events: number; lastPosition: string; plants: number; plantsDigest: string }>(result)
   return rows[0]
 }
 

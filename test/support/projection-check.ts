@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Database } from '../../src/store/database.ts'
+import { type Database, rowsOf } from '../../src/store/database.ts'
 
 export type ProjectionReport = { events: number; plants: number; mismatches: number }
 
@@ -20,7 +20,7 @@ export async function checkProjection(db: Database): Promise<ProjectionReport> {
              or p.tag is distinct from e.data->>'tag'
              or p.position <> e.position) as mismatches`),
   )
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as ProjectionReport[]
+  const rows = rowsOf<ProjectionReport>(result)
   const [report] = rows
   if (!report) throw new Error('the projection check returned no row')
   return report
