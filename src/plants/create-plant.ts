@@ -19,7 +19,7 @@ const appendPlantEvents = appendStatement('append_plant_events', {
   // Serialises one owner's appends, so the owner's positions commit in order and paging never
   // skips a late commit.
   locks: (metadata) => [sql`pg_advisory_xact_lock(hashtextextended(${metadata}->>'owner', 0))`],
-  with: (appended) => sql`projected as (${projectInto()(appended)})`,
+  with: projectInto(),
 })
 
 // Most creates are of a plant that does not exist yet, so the first attempt decides on an empty

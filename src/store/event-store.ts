@@ -1,5 +1,5 @@
 import { asc, eq, type SQL, sql } from 'drizzle-orm'
-import { type Executor, preparedQuery, preparedStatement } from './database.ts'
+import { type Executor, preparedQuery } from './database.ts'
 import { parseEventData } from './event-data.ts'
 import { events } from './schema.ts'
 
@@ -39,8 +39,9 @@ export type AppendOptions = {
   // Advisory locks (SQL calls) taken in this order before the new events get their positions,
   // given the metadata (jsonb) of the events being appended.
   locks?: (metadata: SQL) => SQL[]
-  // More of the same statement: common table expressions that run with the append, in its
-  // transaction, given `appended`, the new events' rows as stored (shaped like the events table).
+  // More of the same statement: a statement (a common table expression) that runs with the append,
+  // in its transaction, given `appended`, the new events' rows as stored (shaped like the events
+  // table).
   with?: (appended: SQL) => SQL
 }
 
@@ -61,22 +62,33 @@ export function appendStatement(
 ): Append {
   const metadataParameter = sql`${sql.placeholder('metadata')}::jsonb`
   const held = locks(metadataParameter)
-  // The events' rows come out of the locks' row, so the locks are held before a position is taken.
-  const execute = preparedStatement<{ position: string; stream_version: number }>(
-    name,
-    sql`
-      with locked as (select ${held.length > 0 ? sql.join(held, sql`, `) : sql`1`}),
-      appended as (
-        insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        select ${sql.placeholder('streamId')}::text, ${sql.placeholder('expectedVersion')}::int + event.n::int,
-               event.value->>'type', (event.value->>'schemaVersion')::int, event.value->'data',
-               ${metadataParameter}, (event.value->>'recordedAt')::timestamptz
-        from locked, jsonb_array_elements(${sql.placeholder('events')}::jsonb) with ordinality as event(value, n)
-        order by event.n
-        returning position, stream_version, type, schema_version, data, metadata
-      )${alongside ? sql`, ${alongside(sql`appended`)}` : sql``}
-      select position::text as position, stream_version from appended order by stream_version`,
-  )
+  const statement = preparedQuery((db) => {
+    // The events' rows come out of the locks' row, so the locks are held before a position is taken.
+    const locked = db
+      .$with('locked', {})
+      .as(sql`select ${held.length > 0 ? sql.join(held, sql`, `) : sql`1`}`)
+    const returned = {
+      position: sql<string>`position`.as('position'),
+      streamVersion: sql<number>`stream_version`.as('stream_version'),
+    }
+    const appended = db.$with('appended', returned).as(sql`
+      insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+      select ${sql.placeholder('streamId')}::text, ${sql.placeholder('expectedVersion')}::int + event.n::int,
+             event.value->>'type', (event.value->>'schemaVersion')::int, event.value->'data',
+             ${metadataParameter}, (event.value->>'recordedAt')::timestamptz
+      from locked, jsonb_array_elements(${sql.placeholder('events')}::jsonb) with ordinality as event(value, n)
+      order by event.n
+      returning position, stream_version, type, schema_version, data, metadata`)
+    const parts = alongside
+      ? [locked, appended, db.$with('alongside', {}).as(alongside(sql`appended`))]
+      : [locked, appended]
+    return db
+      .with(...parts)
+      .select({ position: sql<string>`${appended.position}::text`, streamVersion: appended.streamVersion })
+      .from(appended)
+      .orderBy(appended.streamVersion)
+      .prepare(name)
+  })
   return async (db, streamId, expectedVersion, newEvents, metadata) => {
     if (newEvents.length === 0) return []
     const encoded = JSON.stringify(
@@ -87,7 +99,7 @@ export function appendStatement(
         recordedAt: event.recordedAt.toISOString(),
       })),
     )
-    const rows = await execute(db, {
+    const rows = await statement(db).execute({
       streamId,
       expectedVersion,
       events: encoded,
@@ -97,7 +109,7 @@ export function appendStatement(
       ...(newEvents[index] as NewEvent),
       position: BigInt(row.position),
       streamId,
-      streamVersion: row.stream_version,
+      streamVersion: row.streamVersion,
       metadata,
     }))
   }
