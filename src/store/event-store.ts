@@ -14,7 +14,7 @@ export type RecordedEvent = NewEvent & {
   metadata: EventMetadata
 }
 
-// What folding an event into a projection needs; a replay reads only this much of each event.
+// What decoding an event needs; the feed reads only this much of each event.
 export type FoldableEvent = Pick<
   RecordedEvent,
   'position' | 'type' | 'schemaVersion' | 'data' | 'recordedAt'
@@ -115,13 +115,18 @@ export function appendStatement(
   }
 }
 
+// An event's data as the code reads it today, whatever shape it was stored in: the database
+// upcasts it (migration 0004), with the same definition the projection applies.
+export const currentData = sql`plant_store_current_data(${events.type}, ${events.schemaVersion}, ${events.data}, ${events.position})`
+
+// A read event's data is in today's shape (currentData); its schemaVersion is the stored one.
 export const recordedColumns = {
   position: events.position,
   streamId: events.streamId,
   streamVersion: events.streamVersion,
   type: events.type,
   schemaVersion: events.schemaVersion,
-  data: sql<unknown>`${events.data}::text`.mapWith(parseEventData),
+  data: sql<unknown>`${currentData}::text`.mapWith(parseEventData),
   metadata: events.metadata,
   recordedAt: events.recordedAt,
 }
