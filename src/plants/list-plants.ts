@@ -42,8 +42,8 @@ async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bi
 
 type Row = { name: string; tag: string | null; position: string }
 
-// Prepared, and built once per executor: a page is one round trip, with no query building and no
-// mapping of rows beyond toPlant. Positions travel as decimal text, exact whatever the driver does.
+// Prepared, and built once per executor: a page is one round trip, with no query building.
+// Positions travel as decimal text, exact whatever the driver does.
 const batchStatement = (bounded: boolean) =>
   preparedQuery((db) =>
     db

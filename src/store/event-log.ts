@@ -1,7 +1,7 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import { type Executor, rowsOf, type Transaction } from './database.ts'
 import { parseEventData } from './event-data.ts'
-import { currentData, type FoldableEvent } from './event-store.ts'
+import { currentData, currentShape, type FoldableEvent } from './event-store.ts'
 import { events } from './schema.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
@@ -34,6 +34,7 @@ export async function readLog(
       event: loggedEventArray,
     })
     .from(events)
+    .crossJoinLateral(currentShape)
     .where(logFilter(after, settled))
     .orderBy(asc(events.transactionId), asc(events.position))
     .limit(batchSize)

@@ -26,6 +26,7 @@ const streamQuery = preparedQuery((db) =>
   db
     .select(recordedColumns)
     .from(events)
+    .crossJoinLateral(currentShape)
     .where(eq(events.streamId, sql.placeholder('streamId')))
     .orderBy(asc(events.streamVersion))
     .prepare('read_stream'),
@@ -115,9 +116,11 @@ export function appendStatement(
   }
 }
 
-// An event's data as the code reads it today, whatever shape it was stored in: the database
-// upcasts it (migration 0004), with the same definition the projection applies.
-export const currentData = sql`plant_store_current_data(${events.type}, ${events.schemaVersion}, ${events.data}, ${events.position})`
+// Each event of a read of the events table as the code reads it today, whatever shape it was
+// stored in: the database upcasts it (migration 0004), by the definition the projection applies.
+// Joined laterally, it makes `currentData` the event's data in today's shape.
+export const currentShape = sql`plant_store_event(${events.type}, ${events.schemaVersion}, ${events.data}, ${events.position}) as current`
+export const currentData = sql`current.current_data`
 
 // A read event's data is in today's shape (currentData); its schemaVersion is the stored one.
 export const recordedColumns = {
