@@ -49,6 +49,7 @@ export function createApp({
     .use(
       requestObservation({
         allowedMethods,
+        requestIdOf: ids.of,
         clock,
         onStarted: metrics.requestStarted,
         onFinished: (record) => {
