@@ -8,6 +8,7 @@ import {
 import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node'
 import { ConfigError, type FeedConfig } from '../config.ts'
 import { LOG_START, type LogCursor } from '../store/event-log.ts'
+import { aborted } from './abort.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage } from './cloud-event.ts'
 import { feedFilter, subjectCovers } from './subjects.ts'
 
@@ -58,6 +59,7 @@ async function ensureStream(jsm: JetStreamManager, stream: string, filter: strin
     }
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error
+    // Every setting of a stream the service creates is here (CONTRACT §8).
     await jsm.streams.add({ name: stream, subjects: [filter], storage: StorageType.File })
   }
 }
@@ -89,20 +91,16 @@ async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after
   const inbox = createInbox()
   const answers: Answer[] = new Array(messages.length)
   let waiting = messages.length
-  let answered = () => {}
-  const allAnswered = new Promise<void>((resolve) => {
-    answered = resolve
-  })
+  const allAnswered = new AbortController()
   const subscription = nc.subscribe(`${inbox}.*`, {
     callback: (error, reply) => {
       if (error) return
       const index = Number(reply.subject.slice(inbox.length + 1))
       if (answers[index] !== undefined) return
       answers[index] = readAnswer(reply.data)
-      if (--waiting === 0) answered()
+      if (--waiting === 0) allAnswered.abort()
     },
   })
-  let timer: ReturnType<typeof setTimeout> | undefined
   try {
     for (const [index, message] of messages.entries()) {
       const messageHeaders = headers()
@@ -112,12 +110,8 @@ async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after
       messageHeaders.set('Nats-Expected-Last-Sequence', String(after.sequence + index))
       nc.publish(message.subject, message.body, { headers: messageHeaders, reply: `${inbox}.${index}` })
     }
-    await Promise.race([
-      allAnswered,
-      new Promise((resolve) => (timer = setTimeout(resolve, PUBLISH_TIMEOUT_MS))),
-    ])
+    await aborted(allAnswered.signal, AbortSignal.timeout(PUBLISH_TIMEOUT_MS))
   } finally {
-    clearTimeout(timer)
     subscription.unsubscribe()
   }
   let tail = after
