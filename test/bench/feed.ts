@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
@@ -45,7 +46,24 @@ async function withDatabase<T>(label: string, use: (url: string) => Promise<T>):
   }
 }
 
-type Publishing = { eventsPerSecond: number; cpuMsPerThousand: number }
+type Publishing = { eventsPerSecond: number; cpuMsPerThousand: number; natsCpuMsPerThousand?: number }
+
+// The CPU time so far of a nats-server on this machine, in ms, from /proc (Linux); undefined
+// when there is none to read. Other users of that server are counted too: run it on a quiet one.
+function natsServerCpuMs(): number | undefined {
+  try {
+    const pid = readdirSync('/proc').find(
+      (entry) => /^\d+$/.test(entry) && readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server',
+    )
+    if (pid === undefined) return undefined
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // utime and stime, fields 14 and 15 of stat, in clock ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
 
 // The relay alone, publishing a log that is already there into an empty stream; `publishers`
 // relays at once race for each message (the stream keeps one copy), at what CPU of this process.
@@ -59,6 +77,7 @@ async function measurePublishing(events: number, publishers: number): Promise<Pu
     const nc = await connect({ servers: TEST_NATS_URL })
     const started = performance.now()
     const cpuBefore = process.cpuUsage()
+    const natsBefore = natsServerCpuMs()
     const relays = Array.from({ length: publishers }, () =>
       startRelay({
         db: storage.db,
@@ -71,17 +90,30 @@ async function measurePublishing(events: number, publishers: number): Promise<Pu
     // Counted, not read: reading the stream here would be charged to the relays.
     const jsm = await jetstreamManager(nc)
     const deadline = Date.now() + 600_000
-    while ((await jsm.streams.info(feed.stream)).state.messages < events) {
+    const stored = () =>
+      jsm.streams.info(feed.stream).then(
+        (info) => info.state.messages,
+        () => 0,
+      )
+    while ((await stored()) < events) {
       if (Date.now() > deadline) throw new Error(`the stream did not reach ${events} messages`)
       await Bun.sleep(20)
     }
     const elapsed = (performance.now() - started) / 1000
     const cpu = process.cpuUsage(cpuBefore)
+    const natsAfter = natsServerCpuMs()
     for (const relay of relays) await relay.stop()
     await nc.close()
     await feed.drop()
     await storage.close()
-    return { eventsPerSecond: events / elapsed, cpuMsPerThousand: (cpu.user + cpu.system) / events }
+    return {
+      eventsPerSecond: events / elapsed,
+      cpuMsPerThousand: (cpu.user + cpu.system) / events,
+      natsCpuMsPerThousand:
+        natsBefore === undefined || natsAfter === undefined
+          ? undefined
+          : ((natsAfter - natsBefore) * 1000) / events,
+    }
   })
 }
 
@@ -195,7 +227,8 @@ const publishing = await measurePublishing(Number(flags.events), publishers)
 const publishRate = publishing.eventsPerSecond
 console.log(
   `feed throughput: ${publishRate.toFixed(0)} events/s, ${publishing.cpuMsPerThousand.toFixed(1)} ms CPU ` +
-    `per 1000 events (${flags.events} events into an empty stream, ${publishers} publisher(s))`,
+    `per 1000 events, nats-server ${publishing.natsCpuMsPerThousand?.toFixed(1) ?? '?'} ms ` +
+    `(${flags.events} events into an empty stream, ${publishers} publisher(s))`,
 )
 if (flags['skip-load']) process.exit(0)
 const { off, on, delays } = await measureUnderLoad()
