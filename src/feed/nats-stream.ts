@@ -88,6 +88,31 @@ async function readTail(jsm: JetStreamManager, stream: string, filter: string): 
 // subject of its own on one subscription: a request per message (js.publish) costs three times
 // as much.
 async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after: Tail): Promise<Published> {
+  const answers = await sendAll(nc, messages, after)
+  let tail = after
+  let published = 0
+  for (const [index, message] of messages.entries()) {
+    const answer = answers[index] ?? {
+      error: `no answer for message ${message.id} within ${PUBLISH_TIMEOUT_MS} ms`,
+    }
+    if ('error' in answer) return { tail, published, failure: new Error(answer.error) }
+    if (answer.seq !== tail.sequence + 1) {
+      const failure = new StaleTail(
+        `message ${message.id} is already in the stream at sequence ${answer.seq}`,
+      )
+      return { tail, published, failure }
+    }
+    if (!answer.duplicate) published++
+    tail = {
+      sequence: answer.seq,
+      cursor: { transactionId: BigInt(message.transactionId), position: BigInt(message.id) },
+    }
+  }
+  return { tail, published }
+}
+
+// Publishes every message and collects the answers that come within the timeout, by index.
+async function sendAll(nc: NatsConnection, messages: FeedMessage[], after: Tail): Promise<Answer[]> {
   const inbox = createInbox()
   const answers: Answer[] = new Array(messages.length)
   let waiting = messages.length
@@ -114,26 +139,7 @@ async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after
   } finally {
     subscription.unsubscribe()
   }
-  let tail = after
-  let published = 0
-  for (const [index, message] of messages.entries()) {
-    const answer = answers[index] ?? {
-      error: `no answer for message ${message.id} within ${PUBLISH_TIMEOUT_MS} ms`,
-    }
-    if ('error' in answer) return { tail, published, failure: new Error(answer.error) }
-    if (answer.seq !== tail.sequence + 1) {
-      const failure = new StaleTail(
-        `message ${message.id} is already in the stream at sequence ${answer.seq}`,
-      )
-      return { tail, published, failure }
-    }
-    if (!answer.duplicate) published++
-    tail = {
-      sequence: answer.seq,
-      cursor: { transactionId: BigInt(message.transactionId), position: BigInt(message.id) },
-    }
-  }
-  return { tail, published }
+  return answers
 }
 
 type Answer = { seq: number; duplicate: boolean } | { error: string }
