@@ -42,12 +42,13 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
   if (first !== undefined) await checkStream(first, config, logger)
   // Not there at first: the client keeps trying until NATS answers.
   const connecting = first ? Promise.resolve(first) : connect({ ...options, waitOnFirstConnect: true })
-  const link = { connection: undefined as NatsConnection | undefined, connected: false }
+  let connection: NatsConnection | undefined
+  let connected = false
   const stream = connecting.then((nc) => {
     if (first === undefined) logger.info({ servers: config.servers }, 'the event feed reached NATS')
-    link.connection = nc
-    void watchStatus(nc, (connected) => {
-      link.connected = connected
+    connection = nc
+    void watchStatus(nc, (up) => {
+      connected = up
     })
     return feedStream(nc, config)
   })
@@ -55,7 +56,7 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
   const leadership =
     storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
   const metrics = createFeedMetrics(registry, {
-    connected: () => link.connected,
+    connected: () => connected,
     lag: () => feedLag(db, readCursor, relay.lastPublished()),
   })
   const relay = startRelay({
@@ -67,7 +68,7 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
     onPublished: metrics.published,
   })
   const readCursor = async () => {
-    if (!link.connected) throw new Error('NATS is not connected')
+    if (!connected) throw new Error('NATS is not connected')
     return (await (await stream).readTail()).cursor
   }
   logger.info({ stream: config.stream, connected: first !== undefined }, 'event feed started')
@@ -76,7 +77,7 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
     close: async () => {
       await relay.stop()
       await leadership.close()
-      if (link.connection) await link.connection.close()
+      if (connection) await connection.close()
       else void connecting.then((nc) => nc.close())
     },
   }
