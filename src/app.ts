@@ -9,6 +9,7 @@ import { metricsRoute } from './observability/metrics-route.ts'
 import { logRequest } from './observability/request-log.ts'
 import { requestObservation } from './observability/request-observation.ts'
 import { docsRoutes } from './openapi/docs-routes.ts'
+import type { ReadPlants } from './plants/read-plants.ts'
 import { plantRoutes } from './plants/routes.ts'
 import type { Database } from './store/database.ts'
 
@@ -24,6 +25,8 @@ export type AppDeps = {
   clock?: () => number
   // Called after a create appended an event.
   onAppended?: () => void
+  // Where listings are read; the primary (`db`) unless given (read replicas).
+  readPlants?: ReadPlants
 }
 
 export function createApp({
@@ -35,6 +38,7 @@ export function createApp({
   registry = new Registry(),
   clock,
   onAppended,
+  readPlants,
 }: AppDeps) {
   const app = new Elysia()
   const allowedMethods = (path: string) => methodsServing(app, path)
@@ -55,7 +59,7 @@ export function createApp({
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes())
-    .use(plantRoutes({ db, verifyToken, now, onAppended }))
+    .use(plantRoutes({ db, verifyToken, now, onAppended, readPlants }))
 }
 
 export type App = ReturnType<typeof createApp>

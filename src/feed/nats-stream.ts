@@ -36,18 +36,24 @@ export class StaleTail extends Error {
 
 export async function feedStream(
   nc: NatsConnection,
-  { stream, subjectPrefix }: Pick<FeedConfig, 'stream' | 'subjectPrefix'>,
+  { stream, subjectPrefix, replicas = 1 }: Pick<FeedConfig, 'stream' | 'subjectPrefix'> &
+    Partial<Pick<FeedConfig, 'replicas'>>,
 ): Promise<FeedStream> {
   const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
   const filter = feedFilter(subjectPrefix)
   return {
-    ensure: () => ensureStream(jsm, stream, filter),
+    ensure: () => ensureStream(jsm, stream, filter, replicas),
     readTail: () => readTail(jsm, stream, filter),
     publish: (messages, after) => publishInOrder(nc, messages, after),
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, stream: string, filter: string): Promise<void> {
+async function ensureStream(
+  jsm: JetStreamManager,
+  stream: string,
+  filter: string,
+  replicas: number,
+): Promise<void> {
   try {
     const info = await jsm.streams.info(stream)
     const subjects = info.config.subjects ?? []
@@ -58,7 +64,7 @@ async function ensureStream(jsm: JetStreamManager, stream: string, filter: strin
     }
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error
-    await jsm.streams.add({ name: stream, subjects: [filter], storage: StorageType.File })
+    await jsm.streams.add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
   }
 }
 

@@ -8,8 +8,8 @@ import { jsonArrayStream } from '../http/json-stream.ts'
 import type { Database } from '../store/database.ts'
 import { createPlant } from './create-plant.ts'
 import { decodeCursor, encodeCursor } from './cursor.ts'
-import { listPlants } from './list-plants.ts'
-import { ErrorBody, ListQuery, NEW_PLANT_RULE, NewPlant, Plant } from './schemas.ts'
+import { primaryReads, type ReadPlants } from './read-plants.ts'
+import { ErrorBody, ListHeaders, ListQuery, NEW_PLANT_RULE, NewPlant, POSITION_HEADER, Plant } from './schemas.ts'
 
 export type PlantRoutesDeps = {
   db: Database
@@ -17,6 +17,8 @@ export type PlantRoutesDeps = {
   now: () => Date
   // Told after each create that appended an event (the event feed wakes on it).
   onAppended?: () => void
+  // Where listings are read: the primary (`db`) unless replicas are configured.
+  readPlants?: ReadPlants
 }
 
 const errors = {
@@ -28,7 +30,13 @@ const errors = {
   503: ErrorBody,
 }
 
-export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDeps) {
+export function plantRoutes({
+  db,
+  verifyToken,
+  now,
+  onAppended,
+  readPlants = primaryReads(db),
+}: PlantRoutesDeps) {
   return new Elysia({ name: 'plants' })
     .use(authentication(verifyToken))
     .post(
@@ -41,6 +49,7 @@ export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDep
         if (decision.outcome === 'conflict') {
           throw new HttpError(409, `plant ${plant.id} already exists with a different name or tag`)
         }
+        set.headers[POSITION_HEADER] = decision.position.toString()
         return decision.plant.tag === null
           ? { name: decision.plant.name }
           : { name: decision.plant.name, tag: decision.plant.tag }
@@ -62,13 +71,14 @@ export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDep
     )
     .get(
       '/plants',
-      async ({ query, owner, request }) => {
+      async ({ query, headers: { [POSITION_HEADER]: position }, owner, request }) => {
         const limit = readLimit(request)
         const from = query.after === undefined ? undefined : decodeCursor(query.after)
         if (query.after !== undefined && from === undefined) {
           throw new HttpError(400, 'after must be a cursor taken from a next link')
         }
-        const listing = await listPlants(db, { owner, limit, from })
+        const covering = position === undefined ? undefined : BigInt(position)
+        const listing = await readPlants({ owner, limit, from }, covering)
         const headers: Record<string, string> = { 'content-type': 'application/json' }
         if (listing.next !== undefined && limit !== undefined && limit > 0) {
           headers.link = `</plants?limit=${limit}&after=${encodeCursor(listing.next)}>; rel="next"`
@@ -79,6 +89,7 @@ export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDep
       },
       {
         query: ListQuery,
+        headers: ListHeaders,
         response: { 200: Type.Array(Plant), ...errors },
         detail: { summary: "List the caller's plants, oldest first", security: [{ bearerAuth: [] }] },
       },

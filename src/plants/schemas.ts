@@ -23,6 +23,11 @@ TypeRegistry.Set<{ minimum: number; maximum: number }>('IntegerParameter', (sche
   return number >= schema.minimum && number <= schema.maximum
 })
 
+TypeRegistry.Set('Position', (_schema, value) => {
+  if (typeof value !== 'string' || !/^[0-9]{1,40}$/.test(value)) return false
+  return BigInt(value) <= INT64_MAX
+})
+
 function countCodePoints(text: string, stopAt: number): number {
   let count = 0
   for (const _ of text) if (++count >= stopAt) break
@@ -93,5 +98,20 @@ export const ListQuery = Type.Object({
     }),
   ),
 })
+
+export const POSITION_HEADER = 'plant-store-position'
+const positionRule = `${POSITION_HEADER} must be a decimal integer from 0 to 9223372036854775807`
+
+// Read-your-writes (CONTRACT §10): a create's answer carries the position of its event, and a
+// listing that sends back the highest one received shows every plant created up to it.
+export const Position = Type.Unsafe<string>({
+  [Kind]: 'Position',
+  type: 'string',
+  pattern: '^[0-9]{1,40}$',
+  description: 'The position of an event in the log, in decimal',
+  error: positionRule,
+})
+
+export const ListHeaders = Type.Object({ [POSITION_HEADER]: Type.Optional(Position) })
 
 export type Schema = TSchema

@@ -12,6 +12,7 @@ describe('the feed configuration', () => {
       stream: 'PLANT_STORE',
       subjectPrefix: 'plant-store',
       source: 'plant-store',
+      replicas: 1,
     })
   })
 

@@ -1,0 +1,35 @@
+import { Counter, Gauge, type Registry } from 'prom-client'
+import type { ReplicaStatus } from '../store/replica-health.ts'
+
+// Where listings are read (CONTRACT §10), in the app's registry; replica states are read at scrape
+// time.
+export function createReadMetrics(registry: Registry, statuses: () => ReplicaStatus[]) {
+  const registers = [registry]
+  const reads = new Counter({
+    name: 'plant_store_reads_total',
+    help: "Listings served, by source: 'primary' or the replica's host:port/database",
+    labelNames: ['source'] as const,
+    registers,
+  })
+  new Gauge({
+    name: 'plant_store_read_replica_lag_seconds',
+    help: 'How far each read replica is behind the primary (the last value known while it is down)',
+    labelNames: ['replica'] as const,
+    registers,
+    collect() {
+      for (const { name, lagMs } of statuses()) {
+        if (lagMs !== undefined) this.set({ replica: name }, lagMs / 1000)
+      }
+    },
+  })
+  new Gauge({
+    name: 'plant_store_read_replica_up',
+    help: '1 while a read replica answers its checks as a standby, else 0',
+    labelNames: ['replica'] as const,
+    registers,
+    collect() {
+      for (const { name, up } of statuses()) this.set({ replica: name }, up ? 1 : 0)
+    },
+  })
+  return { read: (source: string) => reads.inc({ source }) }
+}
