@@ -16,6 +16,10 @@ describe('the feed configuration', () => {
     })
   })
 
+  test('EVENTS_NATS_REPLICAS sets the copies of the stream the service creates', () => {
+    expect(loadConfig({ EVENTS_NATS_URL: 'nats://n:4222', EVENTS_NATS_REPLICAS: '3' }).feed?.replicas).toBe(3)
+  })
+
   test('stream, subject prefix and source are taken as given', () => {
     const env = {
       EVENTS_NATS_URL: 'nats://n:4222',
