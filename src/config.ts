@@ -141,8 +141,11 @@ function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig |
   return { urls, waitMs, maxLagMs }
 }
 
+// One server per URL, with a host and at most a database name as its path.
 function isPostgresUrl(text: string): boolean {
-  return URL.canParse(text) && /^postgres(ql)?:$/.test(new URL(text).protocol) && new URL(text).hostname !== ''
+  if (!URL.canParse(text) || /\s/.test(text)) return false
+  const url = new URL(text)
+  return /^postgres(ql)?:$/.test(url.protocol) && url.hostname !== '' && /^(\/[^/]*)?$/.test(url.pathname)
 }
 
 function feedConfig(env: Env): FeedConfig | undefined {

@@ -27,6 +27,8 @@ export type FeedStream = {
 export type Published = { tail: Tail; published: number; failure?: unknown }
 
 const TRANSACTION_HEADER = 'Plant-Store-Log-Transaction'
+// JetStream's answers to more replicas than it can place: not clustered, or too few servers.
+const REPLICAS_REFUSED = [10074, 10023]
 // An ack normally comes in milliseconds; a lost one is given up soon, and the tail read again.
 const PUBLISH_TIMEOUT_MS = 2000
 
@@ -36,8 +38,11 @@ export class StaleTail extends Error {
 
 export async function feedStream(
   nc: NatsConnection,
-  { stream, subjectPrefix, replicas = 1 }: Pick<FeedConfig, 'stream' | 'subjectPrefix'> &
-    Partial<Pick<FeedConfig, 'replicas'>>,
+  {
+    stream,
+    subjectPrefix,
+    replicas = 1,
+  }: Pick<FeedConfig, 'stream' | 'subjectPrefix'> & Partial<Pick<FeedConfig, 'replicas'>>,
 ): Promise<FeedStream> {
   const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
   const filter = feedFilter(subjectPrefix)
@@ -64,7 +69,16 @@ async function ensureStream(
     }
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error
-    await jsm.streams.add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
+    await jsm.streams
+      .add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
+      .catch((refused: unknown) => {
+        if (refused instanceof JetStreamApiError && REPLICAS_REFUSED.includes(refused.code)) {
+          throw new ConfigError(
+            `EVENTS_NATS_REPLICAS: NATS cannot keep ${replicas} replicas of "${stream}": ${refused.message}`,
+          )
+        }
+        throw refused
+      })
   }
 }
 

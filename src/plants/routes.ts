@@ -9,7 +9,15 @@ import type { Database } from '../store/database.ts'
 import { createPlant } from './create-plant.ts'
 import { decodeCursor, encodeCursor } from './cursor.ts'
 import { primaryReads, type ReadPlants } from './read-plants.ts'
-import { ErrorBody, ListHeaders, ListQuery, NEW_PLANT_RULE, NewPlant, POSITION_HEADER, Plant } from './schemas.ts'
+import {
+  ErrorBody,
+  ListHeaders,
+  ListQuery,
+  NEW_PLANT_RULE,
+  NewPlant,
+  Plant,
+  POSITION_HEADER,
+} from './schemas.ts'
 
 export type PlantRoutesDeps = {
   db: Database

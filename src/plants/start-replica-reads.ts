@@ -40,7 +40,10 @@ export async function startReplicaReads({
     logger,
   })
   const metrics = createReadMetrics(registry, replicas.statuses)
-  await Promise.race([replicas.firstCheck, new Promise((resolve) => setTimeout(resolve, FIRST_CHECK_WAIT_MS))])
+  await Promise.race([
+    replicas.firstCheck,
+    new Promise((resolve) => setTimeout(resolve, FIRST_CHECK_WAIT_MS)),
+  ])
   logger.info({ replicas: replicas.statuses() }, 'reading from replicas')
   return {
     readPlants: replicaReads({ primary, replicas, waitMs: config.waitMs, onRead: metrics.read }),

@@ -103,28 +103,23 @@ describe('routing', () => {
     expect((await readsFrom(server.url)).primary - before.primary).toBe(1)
   })
 
-  test.each([
-    'abc',
-    '-1',
-    '1.5',
-    '+1',
-    ' ',
-    '9223372036854775808',
-    '1, 2',
-  ])('a malformed position %p is 400 with the Error body and changes nothing', async (value) => {
-    const token = await tokenFor('malformed')
-    const events = await countEvents()
-    const response = await fetch(`${server.url}/plants`, {
-      headers: { authorization: `Bearer ${token}`, 'plant-store-position': value },
-    })
-    expect(response.status).toBe(400)
-    expect(response.headers.get('content-type')).toStartWith('application/json')
-    expect(await response.json()).toEqual({
-      error: 400,
-      message: 'plant-store-position must be a decimal integer from 0 to 9223372036854775807',
-    })
-    expect(await countEvents()).toBe(events)
-  })
+  test.each(['abc', '-1', '1.5', '+1', ' ', '9223372036854775808', '1, 2'])(
+    'a malformed position %p is 400 with the Error body and changes nothing',
+    async (value) => {
+      const token = await tokenFor('malformed')
+      const events = await countEvents()
+      const response = await fetch(`${server.url}/plants`, {
+        headers: { authorization: `Bearer ${token}`, 'plant-store-position': value },
+      })
+      expect(response.status).toBe(400)
+      expect(response.headers.get('content-type')).toStartWith('application/json')
+      expect(await response.json()).toEqual({
+        error: 400,
+        message: 'plant-store-position must be a decimal integer from 0 to 9223372036854775807',
+      })
+      expect(await countEvents()).toBe(events)
+    },
+  )
 
   test('the largest position and leading zeros are read as integers', async () => {
     const token = await tokenFor('edges')
@@ -166,7 +161,7 @@ describe('read-your-writes under concurrency', () => {
           names.map((name, index) => create(server.url, token, round * 100 + index, name)),
         )
         created.push(...names.map((name, index) => ({ name, position: positions[index] ?? 0n })))
-        const highest = positions.reduce((a, b) => (a > b ? a : b))
+        const highest = positions.toSorted((a, b) => (a < b ? -1 : 1)).at(-1)
         const listed = await list(server.url, token, highest, round % 2 === 0 ? '' : '?limit=1000')
         // then every plant it created is listed, in the order of their positions
         expect(listed.status).toBe(200)

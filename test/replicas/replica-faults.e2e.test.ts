@@ -2,7 +2,15 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { freePort } from '../support/server-cleanup.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import { create, eventually, list, metric, readsFrom, startReplicaServer, tokenFor } from './replica-client.ts'
+import {
+  create,
+  eventually,
+  list,
+  metric,
+  readsFrom,
+  startReplicaServer,
+  tokenFor,
+} from './replica-client.ts'
 
 // A replica that is down, far behind, or not there never fails a read (CONTRACT §10).
 let pair: PrimaryWithReplica
@@ -49,7 +57,10 @@ const replicaServes = async (server: ServerProcess) => {
 
 test('a stopped replica: reads keep answering 200 from the primary, and the replica serves again once back', async () => {
   // given a server reading from the replica, under a load of creates and reads
-  const server = await startReplicaServer({ DATABASE_URL: pair.primaryUrl, DATABASE_READ_URLS: pair.replicaUrl })
+  const server = await startReplicaServer({
+    DATABASE_URL: pair.primaryUrl,
+    DATABASE_READ_URLS: pair.replicaUrl,
+  })
   try {
     await eventually('the replica serves reads', () => replicaServes(server))
     const load = runLoad(server, 'stopped')

@@ -59,7 +59,19 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
       settings(primaryPort, dir, ['wal_level = replica', 'max_wal_senders = 5', 'fsync = off']),
     )
     pgCtl(primaryDir, 'start')
-    run('pg_basebackup', ['-h', dir, '-p', String(primaryPort), '-U', 'postgres', '-D', replicaDir, '-R', '-X', 'stream'])
+    run('pg_basebackup', [
+      '-h',
+      dir,
+      '-p',
+      String(primaryPort),
+      '-U',
+      'postgres',
+      '-D',
+      replicaDir,
+      '-R',
+      '-X',
+      'stream',
+    ])
     // pg_basebackup -R wrote primary_conninfo into postgresql.auto.conf; the port comes after it.
     const autoConf = join(replicaDir, 'postgresql.auto.conf')
     await Bun.write(autoConf, `${await Bun.file(autoConf).text()}\nport = ${replicaPort}\n`)
@@ -92,9 +104,7 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
     caughtUp: async () => {
       const [row] = await query(primaryUrl, 'select pg_current_wal_lsn()::text as lsn')
       for (let tries = 0; tries < 1000; tries++) {
-        const [replayed] = await onReplica(
-          `select pg_last_wal_replay_lsn() >= '${row?.lsn}'::pg_lsn as done`,
-        )
+        const [replayed] = await onReplica(`select pg_last_wal_replay_lsn() >= '${row?.lsn}'::pg_lsn as done`)
         if (replayed?.done === true) return
         await Bun.sleep(10)
       }
@@ -105,7 +115,12 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
 }
 
 function settings(port: number, socketDir: string, extra: string[]): string {
-  return [`port = ${port}`, "listen_addresses = '127.0.0.1'", `unix_socket_directories = '${socketDir}'`, ...extra]
+  return [
+    `port = ${port}`,
+    "listen_addresses = '127.0.0.1'",
+    `unix_socket_directories = '${socketDir}'`,
+    ...extra,
+  ]
     .map((line) => `${line}\n`)
     .join('')
 }

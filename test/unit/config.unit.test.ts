@@ -37,7 +37,9 @@ describe('loadConfig', () => {
       waitMs: 500,
       maxLagMs: 10_000,
     })
-    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret }).readReplicas).toBeUndefined()
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret }).readReplicas,
+    ).toBeUndefined()
   })
 
   const onPostgres = { DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret }
@@ -46,8 +48,13 @@ describe('loadConfig', () => {
     [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r/db,' }, 'DATABASE_READ_URLS'],
     [{ ...onPostgres, DATABASE_READ_URLS: 'r1:5432' }, 'DATABASE_READ_URLS'],
     [{ ...onPostgres, DATABASE_READ_URLS: 'postgres:///db' }, 'DATABASE_READ_URLS'],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r1/db;postgres://r2/db' }, 'DATABASE_READ_URLS'],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r1/db postgres://r2/db' }, 'DATABASE_READ_URLS'],
     [{ DATABASE_READ_URLS: 'postgres://r/db' }, 'DATABASE_READ_URLS'],
-    [{ DATA_DIR: 'memory:', AUTH_JWT_SECRET: secret, DATABASE_READ_URLS: 'postgres://r/db' }, 'DATABASE_READ_URLS'],
+    [
+      { DATA_DIR: 'memory:', AUTH_JWT_SECRET: secret, DATABASE_READ_URLS: 'postgres://r/db' },
+      'DATABASE_READ_URLS',
+    ],
     [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r/db', READ_WAIT_MS: '-1' }, 'READ_WAIT_MS'],
     [{ ...onPostgres, READ_WAIT_MS: 'soon' }, 'READ_WAIT_MS'],
     [{ ...onPostgres, READ_MAX_LAG_MS: '10' }, 'READ_MAX_LAG_MS'],
