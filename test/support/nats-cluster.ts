@@ -24,7 +24,11 @@ export type NatsCluster = {
   stop: () => void
 }
 
-const NATS_SERVER = process.env.TEST_NATS_SERVER ?? 'nats-server'
+const NATS_SERVER =
+  process.env.TEST_NATS_SERVER ??
+  Bun.which('nats-server') ??
+  Bun.which('nats-server', { PATH: '/usr/sbin' }) ??
+  'nats-server'
 
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-nats-'))

@@ -19,7 +19,15 @@ export type PrimaryWithReplica = {
   stop: () => void
 }
 
-const BIN = process.env.TEST_POSTGRES_BIN ?? '/usr/lib/postgresql/15/bin'
+// PostgreSQL's server tools: TEST_POSTGRES_BIN, else the newest version Debian's packages installed.
+const BIN = process.env.TEST_POSTGRES_BIN ?? newestPostgresBin()
+
+function newestPostgresBin(): string {
+  const versions = [...new Bun.Glob('*/bin/pg_basebackup').scanSync({ cwd: '/usr/lib/postgresql' })]
+    .map((path) => path.split('/')[0] ?? '')
+    .sort((a, b) => Number(b) - Number(a))
+  return `/usr/lib/postgresql/${versions[0] ?? '15'}/bin`
+}
 const RUN_AS = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : []
 
 function run(command: string, args: string[]): void {
