@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { ErrorBody, ListQuery, NewPlant, Plant } from '../plants/schemas.ts'
+import { ErrorBody, ListQuery, NewPlant, Plant, Position } from '../plants/schemas.ts'
 import { toJsonSchema } from './json-schema.ts'
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
@@ -23,6 +23,7 @@ const unexpected = errorResponse('Unexpected error; the message carries the requ
 export function buildOpenApiDocument() {
   const limit = toJsonSchema(ListQuery.properties.limit)
   const after = toJsonSchema(ListQuery.properties.after)
+  const position = toJsonSchema(Position)
   return {
     openapi: '3.1.0',
     info: {
@@ -42,6 +43,13 @@ export function buildOpenApiDocument() {
           responses: {
             200: {
               description: 'The plant response',
+              headers: {
+                'Plant-Store-Position': {
+                  schema: position,
+                  description:
+                    "The position of the plant's event; send the highest one received on GET /plants to see your writes",
+                },
+              },
               content: { 'application/json': { schema: ref('Plant') } },
             },
             400: errorResponse('The body breaks a rule; the message names the field and the rule'),
@@ -71,6 +79,14 @@ export function buildOpenApiDocument() {
               description: 'Cursor from a next link',
               schema: after,
             },
+            {
+              name: 'Plant-Store-Position',
+              in: 'header',
+              required: false,
+              description:
+                'The highest position a create answered you: the listing shows every plant created up to it, wherever it is read',
+              schema: position,
+            },
           ],
           responses: {
             200: {
@@ -80,7 +96,7 @@ export function buildOpenApiDocument() {
               },
               content: { 'application/json': { schema: { type: 'array', items: ref('Plant') } } },
             },
-            400: errorResponse('A bad limit or after parameter'),
+            400: errorResponse('A bad limit, after or Plant-Store-Position'),
             401: unauthorized,
             500: unexpected,
             503: unavailable,
