@@ -123,7 +123,7 @@ export function loadConfig(env: Env): Config {
 }
 
 function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig | undefined {
-  const waitMs = integer(env, 'READ_WAIT_MS', 500, 0, 60_000)
+  const waitMs = integer(env, 'READ_WAIT_MS', 500, 0, 10_000)
   const maxLagMs = integer(env, 'READ_MAX_LAG_MS', 10_000, 100, 3_600_000)
   const text = nonEmpty(env, 'DATABASE_READ_URLS')
   if (text === undefined) return undefined
