@@ -32,7 +32,7 @@ beforeAll(async () => {
     EVENTS_NATS_REPLICAS: '3',
   })
   void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
-  killServer = stopOnExit(() => server.process.kill('SIGKILL'))
+  killServer = stopOnExit(() => server.process.kill('SIGKILL'), `kill -9 ${server.process.pid}`)
   nc = await connect({ servers: cluster.urls.split(','), timeout: 5000 })
 }, 60_000)
 afterAll(async () => {

@@ -13,7 +13,7 @@ export const tokenFor = (subject: string) =>
 export async function startReplicaServer(env: Env): Promise<ServerProcess> {
   const server = await startServer({ AUTH_JWT_SECRET: SECRET, DATABASE_POOL_SIZE: '4', ...env })
   void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
-  const kill = stopOnExit(() => server.process.kill('SIGKILL'))
+  const kill = stopOnExit(() => server.process.kill('SIGKILL'), `kill -9 ${server.process.pid}`)
   return {
     ...server,
     stop: async (signal) => {

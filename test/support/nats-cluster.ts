@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import type { Subprocess } from 'bun'
-import { freePort, stopOnExit } from './server-cleanup.ts'
+import { freePort, shellQuote, stopOnExit } from './server-cleanup.ts'
 
 // A NATS JetStream cluster on loopback: `nats-server --cluster … --routes …` per node, each with a
 // store folder of its own in a temporary folder.
@@ -65,11 +65,17 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
       { stdout: 'ignore', stderr: 'ignore' },
     )
     processes.set(spec.name, child)
+    // The fallback stop reads the nodes' process ids from here: a restarted node has a new one.
+    writeFileSync(pidsFile, [...processes.values()].map((node) => node.pid).join(' '))
   }
-  const stop = stopOnExit(() => {
-    for (const child of processes.values()) child.kill('SIGKILL')
-    rmSync(dir, { recursive: true, force: true })
-  })
+  const pidsFile = join(dir, 'pids')
+  const stop = stopOnExit(
+    () => {
+      for (const child of processes.values()) child.kill('SIGKILL')
+      rmSync(dir, { recursive: true, force: true })
+    },
+    `kill -9 $(cat ${shellQuote(pidsFile)}) 2>/dev/null; rm -rf ${shellQuote(dir)}`,
+  )
   const urls = specs.map((spec) => `nats://127.0.0.1:${spec.port}`).join(',')
   try {
     for (const spec of specs) launch(spec)

@@ -2,7 +2,7 @@ import { chownSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { freePort, stopOnExit } from './server-cleanup.ts'
+import { freePort, shellQuote, stopOnExit } from './server-cleanup.ts'
 
 // A PostgreSQL primary and a streaming (hot standby) replica of it, made in a temporary folder by
 // PostgreSQL's own tools: initdb, pg_basebackup -R, and a pg_ctl server each on a free port.
@@ -52,14 +52,19 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
   const replicaPort = freePort()
   const pgCtl = (dataDir: string, ...args: string[]) =>
     run('pg_ctl', ['-D', dataDir, '-l', `${dataDir}.log`, '-w', '-t', '30', ...args])
-  const stop = stopOnExit(() => {
-    for (const dataDir of [replicaDir, primaryDir]) {
-      try {
-        pgCtl(dataDir, 'stop', '-m', 'immediate')
-      } catch {}
-    }
-    rmSync(dir, { recursive: true, force: true })
-  })
+  const stopCommand = (dataDir: string) =>
+    [...RUN_AS, join(BIN, 'pg_ctl'), '-D', dataDir, 'stop', '-m', 'immediate'].map(shellQuote).join(' ')
+  const stop = stopOnExit(
+    () => {
+      for (const dataDir of [replicaDir, primaryDir]) {
+        try {
+          pgCtl(dataDir, 'stop', '-m', 'immediate')
+        } catch {}
+      }
+      rmSync(dir, { recursive: true, force: true })
+    },
+    `${stopCommand(replicaDir)}; ${stopCommand(primaryDir)}; rm -rf ${shellQuote(dir)}`,
+  )
   try {
     run('initdb', ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'])
     await Bun.write(

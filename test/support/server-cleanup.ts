@@ -1,39 +1,25 @@
-// Servers a test file started stop with it: after its tests (afterAll calls the stop functions),
-// and also when the test process exits or is interrupted before that. Each cleanup runs once and
-// must be synchronous, as an exit handler cannot wait.
-const cleanups = new Set<() => void>()
-let installed = false
-
-export function stopOnExit(cleanup: () => void): () => void {
-  install()
+// Servers a test starts stop with it: after its tests (afterAll calls the stop function), and
+// otherwise once the test process has ended, however it ends. `bun test` runs no exit handlers and
+// a killed process none at all, so a small shell started beside the servers waits for this
+// process to end and then runs `fallback`; a normal stop cancels it. `cleanup` must be synchronous.
+export function stopOnExit(cleanup: () => void, fallback: string): () => void {
+  const reaper = Bun.spawn(
+    ['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 0.5; done; ${fallback}`],
+    { detached: true, stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' },
+  )
+  reaper.unref()
   let done = false
-  const once = () => {
+  return () => {
     if (done) return
     done = true
-    cleanups.delete(once)
+    reaper.kill('SIGKILL')
     cleanup()
   }
-  cleanups.add(once)
-  return once
 }
 
-function install(): void {
-  if (installed) return
-  installed = true
-  const runAll = () => {
-    for (const cleanup of [...cleanups]) {
-      try {
-        cleanup()
-      } catch {}
-    }
-  }
-  process.on('exit', runAll)
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      runAll()
-      process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1))
-    })
-  }
+// Quotes a value for the fallback shell.
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`
 }
 
 // A port nothing listens on right now.
