@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { ReplicaStatus } from '../store/replica-health.ts'
 
 // Where listings are read (CONTRACT §10), in the app's registry; replica states are read at scrape
@@ -31,5 +31,16 @@ export function createReadMetrics(registry: Registry, statuses: () => ReplicaSta
       for (const { name, up } of statuses()) this.set({ replica: name }, up ? 1 : 0)
     },
   })
-  return { read: (source: string) => reads.inc({ source }) }
+  const waits = new Histogram({
+    name: 'plant_store_read_position_wait_seconds',
+    help: 'For listings that sent Plant-Store-Position: time spent finding a source that shows it (a replica that has applied it, or the primary once the wait is over)',
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10],
+    registers,
+  })
+  return {
+    read: (source: string, waitedMs?: number) => {
+      reads.inc({ source })
+      if (waitedMs !== undefined) waits.observe(waitedMs / 1000)
+    },
+  }
 }

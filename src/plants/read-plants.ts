@@ -15,8 +15,9 @@ export type PlantReadsDeps = {
   }
   // How long a read waits for a replica to apply the caller's position before it asks the primary.
   waitMs: number
-  // Told where each read was served: a replica's name, or 'primary'.
-  onRead?: (source: string) => void
+  // Told where each read was served: a replica's name, or 'primary'; and, for a read that named a
+  // position, how long it took to find a source that shows it (or to give up on the replicas).
+  onRead?: (source: string, waitedMs?: number) => void
   list?: typeof listPlantsCovering
   clock?: () => number
   sleep?: (ms: number) => Promise<void>
@@ -45,17 +46,19 @@ export function replicaReads({
   waitMs,
   onRead = () => {},
   list = listPlantsCovering,
-  clock = Date.now,
+  clock = () => performance.now(),
   sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 }: PlantReadsDeps): ReadPlants {
-  const readPrimary = async (request: ListRequest): Promise<PlantListing> => {
+  const readPrimary = async (request: ListRequest, waitedMs?: number): Promise<PlantListing> => {
     const listing = await list(primary, request, 0n)
     if (listing.kind === 'uncovered') throw new Error('the primary shows every committed write')
-    onRead(PRIMARY)
+    onRead(PRIMARY, waitedMs)
     return listing
   }
   return async (request, covering = 0n) => {
-    const deadline = clock() + waitMs
+    const started = clock()
+    const deadline = started + waitMs
+    const waited = () => (covering > 0n ? clock() - started : undefined)
     for (let attempt = 0; ; attempt++) {
       let waiting = false
       for (const replica of replicas.available()) {
@@ -65,14 +68,14 @@ export function replicaReads({
         })
         if (listing === undefined) continue
         if (listing.kind !== 'uncovered') {
-          onRead(replica.name)
+          onRead(replica.name, waited())
           return listing
         }
-        if (listing.event === 'other') return readPrimary(request)
+        if (listing.event === 'other') return readPrimary(request, waited())
         waiting = true
       }
       const delay = POLL_DELAYS_MS[Math.min(attempt, POLL_DELAYS_MS.length - 1)] ?? 50
-      if (!waiting || clock() + delay > deadline) return readPrimary(request)
+      if (!waiting || clock() + delay > deadline) return readPrimary(request, waited())
       await sleep(delay)
     }
   }

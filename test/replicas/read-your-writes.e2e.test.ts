@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import { create, eventually, list, readsFrom, startReplicaServer, tokenFor } from './replica-client.ts'
+import {
+  create,
+  eventually,
+  list,
+  metric,
+  readsFrom,
+  startReplicaServer,
+  tokenFor,
+} from './replica-client.ts'
 
 // A real primary and streaming replica, and the server reading from the replica (CONTRACT §10).
 const READ_WAIT_MS = 1500
@@ -49,12 +57,15 @@ describe('routing', () => {
       expect(afterPlain.all - before.all).toBe(1)
       expect(afterPlain.primary - before.primary).toBe(0)
       // and a GET with the create's position lists it: the primary answers once the wait is over
+      const waitedBefore = await metric(server.url, 'plant_store_read_position_wait_seconds_sum')
       const started = Date.now()
       const seen = await list(server.url, token, position)
       expect(seen.status).toBe(200)
       expect(seen.names).toEqual(['old', 'new'])
       expect(Date.now() - started).toBeGreaterThanOrEqual(READ_WAIT_MS - 50)
       expect((await readsFrom(server.url)).primary - afterPlain.primary).toBe(1)
+      const waited = (await metric(server.url, 'plant_store_read_position_wait_seconds_sum')) - waitedBefore
+      expect(waited).toBeGreaterThanOrEqual((READ_WAIT_MS - 50) / 1000)
       // and a page with it, too
       expect((await list(server.url, token, position, '?limit=1')).names).toEqual(['old'])
     } finally {

@@ -17,6 +17,7 @@ function scenario(answers: Record<string, (call: number) => Answer>, waitMs = 10
   const calls: string[] = []
   const down: string[] = []
   const served: string[] = []
+  const waits: (number | undefined)[] = []
   let now = 0
   const read = replicaReads({
     primary,
@@ -25,7 +26,10 @@ function scenario(answers: Record<string, (call: number) => Answer>, waitMs = 10
       markDown: (replica: ReadReplica) => down.push(replica.name),
     },
     waitMs,
-    onRead: (source) => served.push(source),
+    onRead: (source, waitedMs) => {
+      served.push(source)
+      waits.push(waitedMs)
+    },
     list: async (db) => {
       const name = (db as unknown as { name: string }).name
       calls.push(name)
@@ -39,14 +43,15 @@ function scenario(answers: Record<string, (call: number) => Answer>, waitMs = 10
       now += ms
     },
   })
-  return { read, calls, down, served, elapsed: () => now }
+  return { read, calls, down, served, waits, elapsed: () => now }
 }
 
 describe('replicaReads', () => {
   test('without a position, a replica serves the read', async () => {
-    const { read, served } = scenario({ r1: () => page('from r1') })
+    const { read, served, waits } = scenario({ r1: () => page('from r1') })
     expect(await read({ owner: 'o' })).toEqual(page('from r1'))
     expect(served).toEqual(['r1'])
+    expect(waits).toEqual([undefined])
   })
 
   test('an unreachable replica is marked down and the next source answers', async () => {
@@ -67,10 +72,13 @@ describe('replicaReads', () => {
   })
 
   test('a replica behind the position is looked at again until it shows it', async () => {
-    const { read, served, elapsed } = scenario({ r1: (call) => (call < 4 ? absent : page('from r1')) })
+    const { read, served, elapsed, waits } = scenario({
+      r1: (call) => (call < 4 ? absent : page('from r1')),
+    })
     expect(await read({ owner: 'o' }, 7n)).toEqual(page('from r1'))
     expect(served).toEqual(['r1'])
     expect(elapsed()).toBeLessThan(100)
+    expect(waits).toEqual([elapsed()])
   })
 
   test('a replica still behind when the wait is over: the primary answers, within the wait', async () => {
