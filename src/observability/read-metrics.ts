@@ -33,7 +33,7 @@ export function createReadMetrics(registry: Registry, statuses: () => ReplicaSta
   })
   const waits = new Histogram({
     name: 'plant_store_read_position_wait_seconds',
-    help: 'For listings that sent Plant-Store-Position: time spent finding a source that shows it (a replica that has applied it, or the primary once the wait is over)',
+    help: 'For listings that sent Plant-Store-Position: time waited before the read that served it began (for a replica to apply it, or until the primary was asked)',
     buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10],
     registers,
   })

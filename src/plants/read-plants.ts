@@ -16,7 +16,8 @@ export type PlantReadsDeps = {
   // How long a read waits for a replica to apply the caller's position before it asks the primary.
   waitMs: number
   // Told where each read was served: a replica's name, or 'primary'; and, for a read that named a
-  // position, how long it took to find a source that shows it (or to give up on the replicas).
+  // position, how long it waited before the read that served it began (looking at, and waiting
+  // for, replicas that had not applied it yet).
   onRead?: (source: string, waitedMs?: number) => void
   list?: typeof listPlantsCovering
   clock?: () => number
@@ -58,24 +59,25 @@ export function replicaReads({
   return async (request, covering = 0n) => {
     const started = clock()
     const deadline = started + waitMs
-    const waited = () => (covering > 0n ? clock() - started : undefined)
+    const waitedUntil = (now: number) => (covering > 0n ? now - started : undefined)
     for (let attempt = 0; ; attempt++) {
       let waiting = false
       for (const replica of replicas.available()) {
+        const looked = clock()
         const listing = await list(replica.db, request, covering).catch((error: unknown) => {
           if (isDatabaseUnavailable(error)) replicas.markDown(replica)
           return undefined
         })
         if (listing === undefined) continue
         if (listing.kind !== 'uncovered') {
-          onRead(replica.name, waited())
+          onRead(replica.name, waitedUntil(looked))
           return listing
         }
-        if (listing.event === 'other') return readPrimary(request, waited())
+        if (listing.event === 'other') return readPrimary(request, waitedUntil(clock()))
         waiting = true
       }
       const delay = POLL_DELAYS_MS[Math.min(attempt, POLL_DELAYS_MS.length - 1)] ?? 50
-      if (!waiting || clock() + delay > deadline) return readPrimary(request, waited())
+      if (!waiting || clock() + delay > deadline) return readPrimary(request, waitedUntil(clock()))
       await sleep(delay)
     }
   }

@@ -165,8 +165,8 @@ async function probeReadYourWrites(url: string, probeToken: string, writerTokens
     probes: PROBES,
     withPositionMs: percentiles(withPosition),
     plainMs: percentiles(plain),
-    // The service's own measure (plant_store_read_position_wait_seconds): the time to find a
-    // source that shows the position, by bucket upper bound; p50 and p99 as the bucket they fall in.
+    // The service's own measure (plant_store_read_position_wait_seconds): the time waited before
+    // the read that served it began; p50 and p99 as the upper bound of the bucket they fall in.
     serverWaitMs: waitPercentiles(waitsBefore, waitsAfter),
     // Reads with a position that the primary answered (the replica had not shown it in time).
     servedByPrimary: after.primary - before.primary,
@@ -246,7 +246,7 @@ function printReplicaReport({ page, create, readYourWrites }: Figures) {
       `plain p50 ${plainMs.p50.toFixed(2)} ms, p99 ${plainMs.p99.toFixed(2)} ms; ${servedByPrimary} answered by the primary`,
   )
   console.log(
-    `the service's wait for a source that shows the position (${serverWaitMs.reads} reads): p50 ≤ ${serverWaitMs.p50AtMost} ms, ` +
+    `the service's wait before the read that served the position (${serverWaitMs.reads} reads): p50 ≤ ${serverWaitMs.p50AtMost} ms, ` +
       `p99 ≤ ${serverWaitMs.p99AtMost} ms, ${(serverWaitMs.withinOneMs * 100).toFixed(1)}% within 1 ms`,
   )
 }

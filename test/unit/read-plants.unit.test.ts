@@ -78,7 +78,9 @@ describe('replicaReads', () => {
     expect(await read({ owner: 'o' }, 7n)).toEqual(page('from r1'))
     expect(served).toEqual(['r1'])
     expect(elapsed()).toBeLessThan(100)
+    // the fourth look found it: it began after the three looks before and their waits
     expect(waits).toEqual([elapsed()])
+    expect(elapsed()).toBe(1 + 2 + 5)
   })
 
   test('a replica still behind when the wait is over: the primary answers, within the wait', async () => {
