@@ -1,15 +1,15 @@
 import { and, asc, eq, gte, sql } from 'drizzle-orm'
 import { type Executor, preparedStatement } from '../store/database.ts'
 import { events, plants } from '../store/schema.ts'
-import type { Plant } from './schemas.ts'
+import type { PlantView } from './schemas.ts'
 
 export type ListRequest = { owner: string; limit?: number; from?: bigint }
 
 // A short page is read at once; a long listing yields batches as they are pulled. `next` is
 // where the following page starts, if any.
 export type PlantListing =
-  | { kind: 'page'; plants: Plant[]; next?: bigint }
-  | { kind: 'stream'; batches: AsyncIterable<Plant[]>; next?: bigint }
+  | { kind: 'page'; plants: PlantView[]; next?: bigint }
+  | { kind: 'stream'; batches: AsyncIterable<PlantView[]>; next?: bigint }
 
 // The read did not see the caller's event at the position asked for: it is not there yet
 // (`absent`), or that position is another owner's event (`other`), which no wait will change.
@@ -47,7 +47,7 @@ async function readListing(
     if (event !== 'seen') return { kind: 'uncovered', event }
     const after = rows.length > limit ? rows[limit]?.position : undefined
     const next = after === undefined ? undefined : BigInt(after)
-    return { kind: 'page', plants: rows.slice(0, limit).map(toPlant), next }
+    return { kind: 'page', plants: rows.slice(0, limit).map(toPlantView), next }
   }
   // Where a bounded listing ends is read only once the caller's writes are seen, or it could
   // end too late and hold more than `limit` plants.
@@ -68,7 +68,7 @@ type ReadBatch = (from: bigint, until: bigint | undefined, count: number) => Pro
 // (restarted behind where it was) ends the listing rather than silently leaving plants out.
 async function* batchesFrom(read: ReadBatch, first: Row[], until: bigint | undefined) {
   for (let found = first; found.length > 0; ) {
-    yield found.map(toPlant)
+    yield found.map(toPlantView)
     const last = found.at(-1)
     if (found.length < BATCH_SIZE || !last) return
     const batch = await read(BigInt(last.position) + 1n, until, BATCH_SIZE)
@@ -89,7 +89,7 @@ const batchRows = (bounded: boolean) =>
       limit ${sql.placeholder('count')}`
 
 // Prepared, and built once per executor: a page is one round trip, with no query building and no
-// mapping of rows beyond toPlant. Positions travel as decimal text, exact whatever the driver does.
+// mapping of rows beyond toPlantView. Positions travel as decimal text, exact whatever the driver does.
 const batchStatement = (bounded: boolean) =>
   preparedStatement<Row>(bounded ? 'plants_range' : 'plants_page', batchRows(bounded))
 
@@ -144,6 +144,6 @@ async function positionAfter(db: Executor, owner: string, from: bigint, skip: nu
   return row?.position
 }
 
-function toPlant(row: { name: string; tag: string | null }): Plant {
+function toPlantView(row: { name: string; tag: string | null }): PlantView {
   return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
 }
