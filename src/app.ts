@@ -12,6 +12,7 @@ import { logRequest } from './observability/request-log.ts'
 import { requestObservation } from './observability/request-observation.ts'
 import { docsRoutes } from './openapi/docs-routes.ts'
 import type { DocumentedRoute } from './openapi/document.ts'
+import type { ReadPlants } from './plants/read-plants.ts'
 import { plantRoutes } from './plants/routes.ts'
 import type { Database } from './store/database.ts'
 
@@ -27,6 +28,8 @@ export type AppDeps = {
   clock?: () => number
   // Called after a create appended an event.
   onAppended?: () => void
+  // Where listings are read; the primary (`db`) unless given (read replicas).
+  readPlants?: ReadPlants
 }
 
 export function createApp({
@@ -38,6 +41,7 @@ export function createApp({
   registry = new Registry(),
   clock,
   onAppended,
+  readPlants,
 }: AppDeps) {
   registerSchemaKinds()
   const app = new Elysia()
@@ -61,7 +65,7 @@ export function createApp({
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
-    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended }))
+    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended, readPlants }))
 }
 
 export type App = ReturnType<typeof createApp>

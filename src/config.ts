@@ -26,9 +26,26 @@ export type Config = {
   }
   // The event feed to NATS JetStream (CONTRACT §8); undefined when EVENTS_NATS_URL is unset.
   feed?: FeedConfig
+  // Streaming replicas that serve listings (CONTRACT §10); undefined when DATABASE_READ_URLS is unset.
+  readReplicas?: ReadReplicasConfig
 }
 
-export type FeedConfig = { servers: string[]; stream: string; subjectPrefix: string; source: string }
+export type FeedConfig = {
+  servers: string[]
+  stream: string
+  subjectPrefix: string
+  source: string
+  // How many copies of the stream the NATS cluster keeps, when the service creates it.
+  replicas: number
+}
+
+export type ReadReplicasConfig = {
+  urls: string[]
+  // How long a read that names a position waits for a replica to apply it before it asks the primary.
+  waitMs: number
+  // A replica further behind than this serves no read until it catches up.
+  maxLagMs: number
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -101,7 +118,34 @@ export function loadConfig(env: Env): Config {
       useLocalSecret,
     },
     feed: feedConfig(env),
+    readReplicas: readReplicasConfig(env, databaseUrl !== undefined),
   }
+}
+
+function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig | undefined {
+  const waitMs = integer(env, 'READ_WAIT_MS', 500, 0, 10_000)
+  const maxLagMs = integer(env, 'READ_MAX_LAG_MS', 10_000, 100, 3_600_000)
+  const text = nonEmpty(env, 'DATABASE_READ_URLS')
+  if (text === undefined) return undefined
+  if (!onPostgres) {
+    throw new ConfigError(
+      'DATABASE_READ_URLS names replicas of DATABASE_URL, which is unset: the embedded store has no replicas',
+    )
+  }
+  const urls = text.split(',').map((url) => url.trim())
+  if (!urls.every(isPostgresUrl)) {
+    throw new ConfigError(
+      'DATABASE_READ_URLS must be postgres:// or postgresql:// URLs with a host, comma-separated',
+    )
+  }
+  return { urls, waitMs, maxLagMs }
+}
+
+// One server per URL, with a host and at most a database name as its path.
+function isPostgresUrl(text: string): boolean {
+  if (!URL.canParse(text) || /\s/.test(text)) return false
+  const url = new URL(text)
+  return /^postgres(ql)?:$/.test(url.protocol) && url.hostname !== '' && /^(\/[^/]*)?$/.test(url.pathname)
 }
 
 function feedConfig(env: Env): FeedConfig | undefined {
@@ -123,7 +167,13 @@ function feedConfig(env: Env): FeedConfig | undefined {
       'EVENTS_NATS_SUBJECT_PREFIX must be subject tokens joined by ".", without spaces or wildcards',
     )
   }
-  return { servers, stream, subjectPrefix, source: nonEmpty(env, 'EVENTS_SOURCE') ?? 'plant-store' }
+  return {
+    servers,
+    stream,
+    subjectPrefix,
+    source: nonEmpty(env, 'EVENTS_SOURCE') ?? 'plant-store',
+    replicas: integer(env, 'EVENTS_NATS_REPLICAS', 1, 1, 5),
+  }
 }
 
 function isNatsUrl(text: string): boolean {

@@ -5,6 +5,7 @@ import { verifierFromConfig } from './auth/verifier-from-config.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startFeed } from './feed/start-feed.ts'
 import { createLogger } from './logger.ts'
+import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
 import { openStorage } from './store/open-storage.ts'
@@ -20,7 +21,24 @@ async function main(): Promise<void> {
   const feed = config.feed
     ? await startFeed({ config: config.feed, storage: config.storage, db: storage.db, logger, registry })
     : undefined
-  const app = createApp({ db: storage.db, verifyToken, logger, registry, onAppended: feed?.wake })
+  const replicaReads =
+    config.readReplicas && config.storage.kind === 'postgres'
+      ? await startReplicaReads({
+          config: config.readReplicas,
+          settings: config.storage,
+          primary: storage.db,
+          logger,
+          registry,
+        })
+      : undefined
+  const app = createApp({
+    db: storage.db,
+    verifyToken,
+    logger,
+    registry,
+    onAppended: feed?.wake,
+    readPlants: replicaReads?.readPlants,
+  })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,
@@ -35,6 +53,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining requests in flight')
     await server.stop()
     await feed?.close()
+    await replicaReads?.close()
     await storage.close()
     logger.info('stopped')
     process.exit(0)

@@ -28,6 +28,8 @@ export type FeedStream = {
 export type Published = { tail: Tail; published: number; failure?: unknown }
 
 const TRANSACTION_HEADER = 'Plant-Store-Log-Transaction'
+// JetStream's answers to more replicas than it can place: not clustered, or too few servers.
+const REPLICAS_REFUSED = [10074, 10023]
 // An ack normally comes in milliseconds; a lost one is given up soon, and the tail read again.
 const PUBLISH_TIMEOUT_MS = 2000
 
@@ -37,18 +39,27 @@ export class StaleTail extends Error {
 
 export async function feedStream(
   nc: NatsConnection,
-  { stream, subjectPrefix }: Pick<FeedConfig, 'stream' | 'subjectPrefix'>,
+  {
+    stream,
+    subjectPrefix,
+    replicas = 1,
+  }: Pick<FeedConfig, 'stream' | 'subjectPrefix'> & Partial<Pick<FeedConfig, 'replicas'>>,
 ): Promise<FeedStream> {
   const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
   const filter = feedFilter(subjectPrefix)
   return {
-    ensure: () => ensureStream(jsm, stream, filter),
+    ensure: () => ensureStream(jsm, stream, filter, replicas),
     readTail: () => readTail(jsm, stream, filter),
     publish: (messages, after) => publishInOrder(nc, messages, after),
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, stream: string, filter: string): Promise<void> {
+async function ensureStream(
+  jsm: JetStreamManager,
+  stream: string,
+  filter: string,
+  replicas: number,
+): Promise<void> {
   try {
     const info = await jsm.streams.info(stream)
     const subjects = info.config.subjects ?? []
@@ -59,8 +70,17 @@ async function ensureStream(jsm: JetStreamManager, stream: string, filter: strin
     }
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error
-    // Every setting of a stream the service creates is here (CONTRACT §8).
-    await jsm.streams.add({ name: stream, subjects: [filter], storage: StorageType.File })
+    // Every setting of a stream the service creates is here (CONTRACT §8, §10).
+    await jsm.streams
+      .add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
+      .catch((refused: unknown) => {
+        if (refused instanceof JetStreamApiError && REPLICAS_REFUSED.includes(refused.code)) {
+          throw new ConfigError(
+            `EVENTS_NATS_REPLICAS: NATS cannot keep ${replicas} replicas of "${stream}": ${refused.message}`,
+          )
+        }
+        throw refused
+      })
   }
 }
 

@@ -14,6 +14,7 @@ export type DocumentedRoute = { method: string; path: string; hooks: RouteHooks 
 type RouteHooks = {
   params?: TSchema
   query?: TSchema
+  headers?: TSchema
   body?: TSchema
   response?: Record<string, TSchema>
   detail?: {
@@ -57,9 +58,13 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[]) {
   })
 }
 
-function operation({ params, query, body, response = {}, detail = {} }: RouteHooks) {
+function operation({ params, query, headers, body, response = {}, detail = {} }: RouteHooks) {
   const { hide: _, parameters: described = [], responses: documented = {}, ...rest } = detail
-  const parameters = [...parametersOf('path', params, described), ...parametersOf('query', query, described)]
+  const parameters = [
+    ...parametersOf('path', params, described),
+    ...parametersOf('query', query, described),
+    ...parametersOf('header', headers, described),
+  ]
   const responses = Object.entries(response).map(([status, schema]) => {
     const said = documented[status]
     if (!said) throw new Error(`a route answers ${status} without describing it in detail.responses`)
@@ -74,7 +79,7 @@ function operation({ params, query, body, response = {}, detail = {} }: RouteHoo
   }
 }
 
-// One parameter per property of the params or query schema; its description comes from the
+// One parameter per property of the params, query or headers schema; its description comes from the
 // route's detail.parameters, the schema says what it accepts.
 function parametersOf(
   location: string,

@@ -26,16 +26,32 @@ const appendPlantEvents = appendStatement('append_plant_events', {
 // stream and appends at once: one round trip. If the stream already has events the append fails
 // on its unique key, having changed nothing; only then is the stream read and the command decided
 // again on it (a retry is unchanged, a different plant a conflict). A writer racing on the same
-// stream ends the same way, as does a deadlock with a projection swap.
-export async function createPlant(db: Database, command: CreatePlant, requestId: string): Promise<Decision> {
+// stream ends the same way, as does a deadlock with a projection swap. `position` is that of the
+// event holding the plant (new or existing): it comes back from the same statement, so read-your-
+// writes (CONTRACT §10) costs a create no round trip.
+export type CreateResult = Decision & { position: bigint }
+
+export async function createPlant(
+  db: Database,
+  command: CreatePlant,
+  requestId: string,
+): Promise<CreateResult> {
   const streamId = plantStreamId(command.owner, command.plant.id)
   const metadata: EventMetadata = { owner: command.owner, requestId }
   let history: RecordedEvent[] = []
   for (let attempt = 1; ; attempt++) {
     const decision = decide(command, history.map(decodePlantEvent).reduce(evolve, initialState))
     try {
-      await appendPlantEvents(db, streamId, history.length, decision.events.map(encodePlantEvent), metadata)
-      return decision
+      const appended = await appendPlantEvents(
+        db,
+        streamId,
+        history.length,
+        decision.events.map(encodePlantEvent),
+        metadata,
+      )
+      const holding = appended.at(-1) ?? history.at(-1)
+      if (holding === undefined) throw new Error(`no event holds plant ${command.plant.id}`)
+      return { ...decision, position: holding.position }
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !RETRYABLE.includes(postgresErrorCode(error) ?? '')) throw error
       history = await readStream(db, streamId)

@@ -10,8 +10,16 @@ import { errorReply, replies, reply, unauthorized, unavailable, unexpected } fro
 import type { Database } from '../store/database.ts'
 import { createPlant } from './create-plant.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
-import { listPlants } from './list-plants.ts'
-import { ListQuery, NEW_PLANT_RULE, NewPlant, PlantView } from './schemas.ts'
+import { primaryReads, type ReadPlants } from './read-plants.ts'
+import {
+  ListHeaders,
+  ListQuery,
+  NEW_PLANT_RULE,
+  NewPlant,
+  PlantView,
+  POSITION_HEADER,
+  Position,
+} from './schemas.ts'
 
 export type PlantRoutesDeps = {
   db: Database
@@ -20,12 +28,22 @@ export type PlantRoutesDeps = {
   now: () => Date
   // Told after each create that appended an event (the event feed wakes on it).
   onAppended?: () => void
+  // Where listings are read: the primary (`db`) unless replicas are configured.
+  readPlants?: ReadPlants
 }
 
 const security = [{ bearerAuth: [] }]
 
 const created = replies({
-  200: reply(PlantView, 'The plant response'),
+  200: reply(PlantView, 'The plant response', {
+    headers: {
+      'Plant-Store-Position': {
+        schema: Position,
+        description:
+          "The position of the plant's event; send the highest one received on GET /plants to see your writes",
+      },
+    },
+  }),
   400: errorReply('The body breaks a rule; the message names the field and the rule'),
   401: unauthorized,
   409: errorReply('The caller already has this id with a different name or tag'),
@@ -39,38 +57,48 @@ const listed = replies({
   200: reply(Type.Array(PlantView), "The caller's plants", {
     headers: { Link: { schema: Type.String(), description: 'rel="next" link when more plants follow' } },
   }),
-  400: errorReply('A bad limit or after parameter'),
+  400: errorReply('A bad limit, after or Plant-Store-Position'),
   401: unauthorized,
   500: unexpected,
   503: unavailable,
 })
 
 export function plantRoutes(deps: PlantRoutesDeps) {
+  const readPlants = deps.readPlants ?? primaryReads(deps.db)
   return new Elysia({ name: 'plants' })
     .use(authentication(deps.verifyToken))
     .resolve(({ request }) => ({ requestId: deps.requestIds.of(request) }))
-    .post('/plants', ({ body, owner, requestId }) => create(deps, { body, owner, requestId }), {
-      // Read the body ourselves (size limit, content type, exact int64 ids) but report its
-      // problems only after authentication, in the transform below.
-      parse: ({ request }) => readJsonBody(request),
-      transform: ({ body }) => {
-        if (body instanceof HttpError) throw body
-        // Elysia reports a property of an array or string body before the body's own type.
-        if (typeof body !== 'object' || body === null || Array.isArray(body))
-          throw new HttpError(400, NEW_PLANT_RULE)
+    .post(
+      '/plants',
+      async ({ body, owner, requestId, set }) => {
+        const { plant, position } = await create(deps, { body, owner, requestId })
+        set.headers[POSITION_HEADER] = position.toString()
+        return plant
       },
-      body: NewPlant,
-      response: created.response,
-      detail: {
-        operationId: 'createPlant',
-        summary: 'Create a plant',
-        tags: ['plants'],
-        security,
-        responses: created.responses,
+      {
+        // Read the body ourselves (size limit, content type, exact int64 ids) but report its
+        // problems only after authentication, in the transform below.
+        parse: ({ request }) => readJsonBody(request),
+        transform: ({ body }) => {
+          if (body instanceof HttpError) throw body
+          // Elysia reports a property of an array or string body before the body's own type.
+          if (typeof body !== 'object' || body === null || Array.isArray(body))
+            throw new HttpError(400, NEW_PLANT_RULE)
+        },
+        body: NewPlant,
+        response: created.response,
+        detail: {
+          operationId: 'createPlant',
+          summary: 'Create a plant',
+          tags: ['plants'],
+          security,
+          responses: created.responses,
+        },
       },
-    })
-    .get('/plants', ({ query, owner }) => list(deps.db, { ...query, owner }), {
+    )
+    .get('/plants', ({ query, headers, owner }) => list(readPlants, { ...query, owner }, headers), {
       query: ListQuery,
+      headers: ListHeaders,
       response: listed.response,
       detail: {
         operationId: 'listPlants',
@@ -80,6 +108,12 @@ export function plantRoutes(deps: PlantRoutesDeps) {
         parameters: [
           { name: 'limit', in: 'query', description: 'Maximum number of plants' },
           { name: 'after', in: 'query', description: 'Cursor from a next link' },
+          {
+            name: POSITION_HEADER,
+            in: 'header',
+            description:
+              'The highest position a create answered you: the listing shows every plant created up to it, wherever it is read',
+          },
         ],
         responses: listed.responses,
       },
@@ -96,18 +130,25 @@ async function create({ db, now, onAppended }: PlantRoutesDeps, { body, owner, r
     throw new HttpError(409, `plant ${plant.id} already exists with a different name or tag`)
   }
   const { name, tag } = decision.plant
-  return tag === null ? { name } : { name, tag }
+  return { plant: tag === null ? { name } : { name, tag }, position: decision.position }
 }
 
 type ListRequest = { owner: string; limit?: string; after?: string }
 
-async function list(db: Database, { owner, after, ...query }: ListRequest) {
+async function list(
+  readPlants: ReadPlants,
+  { owner, after, ...query }: ListRequest,
+  { [POSITION_HEADER]: position }: ListHeaders,
+) {
   const limit = query.limit === undefined ? undefined : Number(query.limit)
   const from = after === undefined ? undefined : decodeCursor(after)
   if (after !== undefined && from === undefined) {
     throw new HttpError(400, 'after must be a cursor taken from a next link')
   }
-  const listing = await listPlants(db, { owner, limit, from })
+  const listing = await readPlants(
+    { owner, limit, from },
+    position === undefined ? undefined : BigInt(position),
+  )
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   const link = nextPageLink(limit, listing.next)
   if (link !== undefined) headers.link = link

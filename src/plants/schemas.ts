@@ -63,3 +63,19 @@ export const ListQuery = Type.Object({
     }),
   ),
 })
+
+export const POSITION_HEADER = 'plant-store-position'
+
+// Read-your-writes (CONTRACT §10): a create's answer carries the position of its event, and a
+// listing that sends back the highest one received shows every plant created up to it. Checked by
+// the Position kind (http/schema-kinds.ts): decimal, 0 to 9223372036854775807, leading zeros allowed.
+export const Position = Type.Unsafe<string>({
+  [Kind]: 'Position',
+  type: 'string',
+  pattern: '^[0-9]{1,40}$',
+  description: 'The position of an event in the log, in decimal',
+  error: `${POSITION_HEADER} must be a decimal integer from 0 to 9223372036854775807`,
+})
+
+export const ListHeaders = Type.Object({ [POSITION_HEADER]: Type.Optional(Position) })
+export type ListHeaders = Static<typeof ListHeaders>

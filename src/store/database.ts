@@ -36,12 +36,22 @@ export function rowsOf<Row>(result: unknown): Row[] {
 
 export type DatabaseHandle = { db: Database; kind: 'postgres' | 'embedded'; close: () => Promise<void> }
 
-export type PostgresSettings = { url: string; poolSize: number; statementTimeoutMs: number }
+export type PostgresSettings = {
+  url: string
+  poolSize: number
+  statementTimeoutMs: number
+  connectTimeoutSeconds?: number
+}
 
-export function openPostgres({ url, poolSize, statementTimeoutMs }: PostgresSettings): DatabaseHandle {
+export function openPostgres({
+  url,
+  poolSize,
+  statementTimeoutMs,
+  connectTimeoutSeconds = 5,
+}: PostgresSettings): DatabaseHandle {
   const client = postgres(url, {
     max: poolSize,
-    connect_timeout: 5,
+    connect_timeout: connectTimeoutSeconds,
     // postgres.js backs off up to 20 s between reconnects after repeated failures, and queries
     // wait out that delay: after an outage requests would hang and recovery lag. Cap it at 1 s.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),

@@ -7,6 +7,7 @@ import { createTestDatabase } from '../support/postgres.ts'
 import { measureEmbedded } from './embedded.ts'
 import { measureGrowth } from './growth.ts'
 import { ensureWrk } from './load.ts'
+import { measureReplicas } from './replicas.ts'
 import { printReport } from './report.ts'
 import type { Bench } from './services.ts'
 import { measureThroughput } from './throughput.ts'
@@ -26,6 +27,10 @@ const { values: flags } = parseArgs({
     'skip-embedded': { type: 'boolean', default: false },
     // Another checkout of the service to measure with this harness (before and after a change).
     'service-root': { type: 'string' },
+    // Read replicas (replicas.ts): only them, or all but them; a checkout to compare creates with.
+    'replicas-only': { type: 'boolean', default: false },
+    'skip-replicas': { type: 'boolean', default: false },
+    'compare-root': { type: 'string' },
   },
 })
 
@@ -59,14 +64,18 @@ async function withDatabase<T>(
   }
 }
 
-console.log(
-  `throughput: ${rounds} rounds of ${seconds} s, ${flags.connections} connections, pool ${bench.poolSize}`,
-)
-const throughput = await withDatabase('bench', (url, sql) =>
-  measureThroughput(bench, url, sql, { rounds, seconds, connections: Number(flags.connections) }),
-)
+const onlyReplicas = flags['replicas-only'] === true
+let throughput: Awaited<ReturnType<typeof measureThroughput>> | undefined
+if (!onlyReplicas) {
+  console.log(
+    `throughput: ${rounds} rounds of ${seconds} s, ${flags.connections} connections, pool ${bench.poolSize}`,
+  )
+  throughput = await withDatabase('bench', (url, sql) =>
+    measureThroughput(bench, url, sql, { rounds, seconds, connections: Number(flags.connections) }),
+  )
+}
 let growth: Awaited<ReturnType<typeof measureGrowth>> | undefined
-if (!flags['skip-growth']) {
+if (!flags['skip-growth'] && !onlyReplicas) {
   console.log('growth: page latency by store size, full streamed listing')
   growth = await withDatabase('bench_growth', (url, sql) =>
     measureGrowth(bench, url, sql, {
@@ -78,11 +87,21 @@ if (!flags['skip-growth']) {
   )
 }
 let embedded: Awaited<ReturnType<typeof measureEmbedded>> | undefined
-if (!flags['skip-embedded']) {
+if (!flags['skip-embedded'] && !onlyReplicas) {
   console.log('embedded default (PGlite): POST and GET')
   embedded = await measureEmbedded(bench, { rounds, seconds, connections: Number(flags.connections) })
 }
-const rebuild = flags['skip-rebuild'] ? undefined : await runRebuildBench()
+const rebuild = flags['skip-rebuild'] || onlyReplicas ? undefined : await runRebuildBench()
+let replicas: Awaited<ReturnType<typeof measureReplicas>> | undefined
+if (!flags['skip-replicas']) {
+  console.log('read replicas: a primary and a streaming replica on this machine')
+  replicas = await measureReplicas(bench, {
+    rounds,
+    seconds,
+    connections: Number(flags.connections),
+    compareRoot: flags['compare-root'],
+  })
+}
 
 const machine = {
   cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
@@ -95,8 +114,17 @@ const machine = {
   }),
   loadAverage: os.loadavg().map((load) => Number(load.toFixed(2))),
 }
-const results = { at: new Date().toISOString(), machine, flags, throughput, growth, embedded, rebuild }
-printReport(results)
+const results = {
+  at: new Date().toISOString(),
+  machine,
+  flags,
+  throughput,
+  growth,
+  embedded,
+  rebuild,
+  replicas,
+}
+if (throughput) printReport({ ...results, throughput })
 const directory = new URL('./results/', import.meta.url).pathname
 mkdirSync(directory, { recursive: true })
 const file = `${directory}${results.at.replaceAll(':', '-')}.json`

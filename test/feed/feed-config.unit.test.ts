@@ -12,7 +12,12 @@ describe('the feed configuration', () => {
       stream: 'PLANT_STORE',
       subjectPrefix: 'plant-store',
       source: 'plant-store',
+      replicas: 1,
     })
+  })
+
+  test('EVENTS_NATS_REPLICAS sets the copies of the stream the service creates', () => {
+    expect(loadConfig({ EVENTS_NATS_URL: 'nats://n:4222', EVENTS_NATS_REPLICAS: '3' }).feed?.replicas).toBe(3)
   })
 
   test('stream, subject prefix and source are taken as given', () => {

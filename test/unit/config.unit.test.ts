@@ -26,6 +26,45 @@ describe('loadConfig', () => {
     expect(config.auth.useLocalSecret).toBe(false)
   })
 
+  test('DATABASE_READ_URLS lists replicas of DATABASE_URL, with READ_WAIT_MS 500 by default', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://u@primary/db',
+      AUTH_JWT_SECRET: secret,
+      DATABASE_READ_URLS: 'postgres://u@r1/db, postgresql://u:p@r2:5433/db',
+    })
+    expect(config.readReplicas).toEqual({
+      urls: ['postgres://u@r1/db', 'postgresql://u:p@r2:5433/db'],
+      waitMs: 500,
+      maxLagMs: 10_000,
+    })
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret }).readReplicas,
+    ).toBeUndefined()
+  })
+
+  const onPostgres = { DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret }
+  test.each([
+    [{ ...onPostgres, DATABASE_READ_URLS: 'mysql://r/db' }, 'DATABASE_READ_URLS'],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r/db,' }, 'DATABASE_READ_URLS'],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'r1:5432' }, 'DATABASE_READ_URLS'],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'postgres:///db' }, 'DATABASE_READ_URLS'],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r1/db;postgres://r2/db' }, 'DATABASE_READ_URLS'],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r1/db postgres://r2/db' }, 'DATABASE_READ_URLS'],
+    [{ DATABASE_READ_URLS: 'postgres://r/db' }, 'DATABASE_READ_URLS'],
+    [
+      { DATA_DIR: 'memory:', AUTH_JWT_SECRET: secret, DATABASE_READ_URLS: 'postgres://r/db' },
+      'DATABASE_READ_URLS',
+    ],
+    [{ ...onPostgres, DATABASE_READ_URLS: 'postgres://r/db', READ_WAIT_MS: '-1' }, 'READ_WAIT_MS'],
+    [{ ...onPostgres, READ_WAIT_MS: 'soon' }, 'READ_WAIT_MS'],
+    [{ ...onPostgres, READ_MAX_LAG_MS: '10' }, 'READ_MAX_LAG_MS'],
+    [{ EVENTS_NATS_URL: 'nats://n:4222', EVENTS_NATS_REPLICAS: '0' }, 'EVENTS_NATS_REPLICAS'],
+    [{ EVENTS_NATS_URL: 'nats://n:4222', EVENTS_NATS_REPLICAS: 'three' }, 'EVENTS_NATS_REPLICAS'],
+  ])('a bad read or feed setting %p stops the start naming %s', (env, variable) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError)
+    expect(() => loadConfig(env)).toThrow(variable)
+  })
+
   test.each([
     [{ PORT: 'eighty' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],

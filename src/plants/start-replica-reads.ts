@@ -1,0 +1,58 @@
+import type { Registry } from 'prom-client'
+import type { ReadReplicasConfig } from '../config.ts'
+import type { Logger } from '../logger.ts'
+import { createReadMetrics } from '../observability/read-metrics.ts'
+import { type Database, openPostgres, type PostgresSettings } from '../store/database.ts'
+import { watchReplicas } from '../store/replica-health.ts'
+import { type ReadPlants, replicaReads } from './read-plants.ts'
+
+export type ReplicaReads = { readPlants: ReadPlants; close: () => Promise<void> }
+
+export type ReplicaReadsDeps = {
+  config: ReadReplicasConfig
+  // The primary's pool settings, which each replica's pool takes too.
+  settings: Omit<PostgresSettings, 'url'>
+  primary: Database
+  logger: Logger
+  registry: Registry
+}
+
+// A replica that does not answer is given up on quickly: the read goes elsewhere.
+const REPLICA_CONNECT_TIMEOUT_SECONDS = 2
+const FIRST_CHECK_WAIT_MS = 2000
+
+// Listings from the replicas (CONTRACT §10). Starts once the replicas have been checked, or after
+// a short wait: a replica that is down never holds up the start, it only serves no reads.
+export async function startReplicaReads({
+  config,
+  settings,
+  primary,
+  logger,
+  registry,
+}: ReplicaReadsDeps): Promise<ReplicaReads> {
+  const replicas = watchReplicas({
+    primary,
+    replicas: config.urls.map((url) => ({
+      name: replicaName(url),
+      handle: openPostgres({ ...settings, url, connectTimeoutSeconds: REPLICA_CONNECT_TIMEOUT_SECONDS }),
+    })),
+    maxLagMs: config.maxLagMs,
+    logger,
+  })
+  const metrics = createReadMetrics(registry, replicas.statuses)
+  await Promise.race([
+    replicas.firstCheck,
+    new Promise((resolve) => setTimeout(resolve, FIRST_CHECK_WAIT_MS)),
+  ])
+  logger.info({ replicas: replicas.statuses() }, 'reading from replicas')
+  return {
+    readPlants: replicaReads({ primary, replicas, waitMs: config.waitMs, onRead: metrics.read }),
+    close: replicas.close,
+  }
+}
+
+// host:port/database, never the credentials: it names the replica in metrics and logs.
+export function replicaName(url: string): string {
+  const { hostname, port, pathname } = new URL(url)
+  return `${hostname}:${port || '5432'}${pathname}`
+}

@@ -1,0 +1,147 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { jetstreamManager } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
+import type { Subprocess } from 'bun'
+import { freePort, shellQuote, stopOnExit } from './server-cleanup.ts'
+
+// A NATS JetStream cluster on loopback: `nats-server --cluster … --routes …` per node, each with a
+// store folder of its own in a temporary folder.
+export type NatsNode = {
+  name: string
+  url: string
+  kill: (signal?: NodeJS.Signals) => Promise<void>
+  restart: () => Promise<void>
+}
+
+export type NatsCluster = {
+  nodes: NatsNode[]
+  // Every node's client URL, comma-separated (EVENTS_NATS_URL).
+  urls: string
+  // The node that leads a stream now.
+  leaderOf: (stream: string) => Promise<NatsNode>
+  stop: () => void
+}
+
+const NATS_SERVER =
+  process.env.TEST_NATS_SERVER ??
+  Bun.which('nats-server') ??
+  Bun.which('nats-server', { PATH: '/usr/sbin' }) ??
+  'nats-server'
+
+export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-nats-'))
+  const specs = Array.from({ length: size }, (_, index) => ({
+    name: `n${index + 1}`,
+    port: freePort(),
+    clusterPort: freePort(),
+  }))
+  const processes = new Map<string, Subprocess>()
+  const launch = (spec: (typeof specs)[number]) => {
+    const routes = specs
+      .filter((other) => other !== spec)
+      .map((other) => `nats://127.0.0.1:${other.clusterPort}`)
+      .join(',')
+    const child = Bun.spawn(
+      [
+        NATS_SERVER,
+        '-js',
+        '-a',
+        '127.0.0.1',
+        '-p',
+        String(spec.port),
+        '--server_name',
+        spec.name,
+        '--cluster_name',
+        'plant-store-test',
+        '--cluster',
+        `nats://127.0.0.1:${spec.clusterPort}`,
+        '--routes',
+        routes,
+        '-sd',
+        join(dir, spec.name),
+      ],
+      { stdout: 'ignore', stderr: 'ignore' },
+    )
+    processes.set(spec.name, child)
+    // The fallback stop reads the nodes' process ids from here: a restarted node has a new one.
+    writeFileSync(pidsFile, [...processes.values()].map((node) => node.pid).join(' '))
+  }
+  const pidsFile = join(dir, 'pids')
+  const stop = stopOnExit(
+    () => {
+      for (const child of processes.values()) child.kill('SIGKILL')
+      rmSync(dir, { recursive: true, force: true })
+    },
+    `kill -9 $(cat ${shellQuote(pidsFile)}) 2>/dev/null; rm -rf ${shellQuote(dir)}`,
+  )
+  const urls = specs.map((spec) => `nats://127.0.0.1:${spec.port}`).join(',')
+  try {
+    for (const spec of specs) launch(spec)
+    await clusterReady(urls)
+  } catch (error) {
+    stop()
+    throw new Error(`could not start a ${size}-node NATS cluster with ${NATS_SERVER}: ${String(error)}`)
+  }
+  const nodes = specs.map((spec) => ({
+    name: spec.name,
+    url: `nats://127.0.0.1:${spec.port}`,
+    kill: async (signal: NodeJS.Signals = 'SIGKILL') => {
+      const child = processes.get(spec.name)
+      child?.kill(signal)
+      await child?.exited
+    },
+    restart: async () => {
+      launch(spec)
+      await clusterReady(`nats://127.0.0.1:${spec.port}`)
+    },
+  }))
+  return {
+    nodes,
+    urls,
+    leaderOf: async (stream) => {
+      const deadline = Date.now() + 30_000
+      let last: unknown
+      while (Date.now() < deadline) {
+        try {
+          const nc = await connect({ servers: urls.split(','), timeout: 2000, reconnect: false })
+          try {
+            const info = await (await jetstreamManager(nc, { timeout: 2000 })).streams.info(stream)
+            const node = nodes.find((candidate) => candidate.name === info.cluster?.leader)
+            if (node) return node
+            last = JSON.stringify(info.cluster)
+          } finally {
+            await nc.close()
+          }
+        } catch (error) {
+          last = error
+        }
+        await Bun.sleep(200)
+      }
+      throw new Error(`the stream ${stream} has no leader: ${String(last)}`)
+    },
+    stop,
+  }
+}
+
+// JetStream answers on the cluster once its nodes have elected a meta leader.
+async function clusterReady(urls: string): Promise<void> {
+  const deadline = Date.now() + 30_000
+  let last: unknown
+  while (Date.now() < deadline) {
+    try {
+      const nc = await connect({ servers: urls.split(','), timeout: 1000, reconnect: false })
+      try {
+        await (await jetstreamManager(nc, { timeout: 1000 })).getAccountInfo()
+        return
+      } finally {
+        await nc.close()
+      }
+    } catch (error) {
+      last = error
+      await Bun.sleep(100)
+    }
+  }
+  throw new Error(`JetStream did not answer within 30 s: ${String(last)}`)
+}
