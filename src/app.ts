@@ -1,6 +1,8 @@
 import { Elysia } from 'elysia'
 import { Registry } from 'prom-client'
 import type { TokenVerifier } from './auth/token-verifier.ts'
+import { changeRoutes } from './changes/routes.ts'
+import type { Changes } from './changes/start-changes.ts'
 import { healthRoutes } from './health.ts'
 import { errorHandler } from './http/error-handler.ts'
 import type { Logger } from './logger.ts'
@@ -24,6 +26,8 @@ export type AppDeps = {
   clock?: () => number
   // Called after a create appended an event.
   onAppended?: () => void
+  // The live change streams (GET /plants/changes); without them that route answers 503.
+  changes?: Changes
 }
 
 export function createApp({
@@ -35,6 +39,7 @@ export function createApp({
   registry = new Registry(),
   clock,
   onAppended,
+  changes,
 }: AppDeps) {
   const app = new Elysia()
   const allowedMethods = (path: string) => methodsServing(app, path)
@@ -56,6 +61,7 @@ export function createApp({
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes())
     .use(plantRoutes({ db, verifyToken, now, onAppended }))
+    .use(changeRoutes({ verifyToken, changes }))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -2,6 +2,7 @@ import process from 'node:process'
 import { Registry } from 'prom-client'
 import { createApp } from './app.ts'
 import { verifierFromConfig } from './auth/verifier-from-config.ts'
+import { startChanges } from './changes/start-changes.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startFeed } from './feed/start-feed.ts'
 import { createLogger } from './logger.ts'
@@ -20,7 +21,17 @@ async function main(): Promise<void> {
   const feed = config.feed
     ? await startFeed({ config: config.feed, storage: config.storage, db: storage.db, logger, registry })
     : undefined
-  const app = createApp({ db: storage.db, verifyToken, logger, registry, onAppended: feed?.wake })
+  const changes = await startChanges({
+    db: storage.db,
+    logger,
+    registry,
+    noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
+  })
+  const onAppended = () => {
+    feed?.wake()
+    changes.appended()
+  }
+  const app = createApp({ db: storage.db, verifyToken, logger, registry, onAppended, changes })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,
@@ -33,6 +44,8 @@ async function main(): Promise<void> {
     if (stopping) return
     stopping = true
     logger.info({ signal }, 'draining requests in flight')
+    // Open change streams would hold the drain until their clients left: end them first.
+    await changes.close()
     await server.stop()
     await feed?.close()
     await storage.close()

@@ -1,0 +1,66 @@
+import { Type } from '@sinclair/typebox'
+import { Elysia } from 'elysia'
+import { authentication } from '../auth/authentication.ts'
+import type { TokenVerifier } from '../auth/token-verifier.ts'
+import { HttpError } from '../http/http-error.ts'
+import { ErrorBody } from '../plants/schemas.ts'
+import { ShuttingDown } from './open-change-stream.ts'
+import type { Changes } from './start-changes.ts'
+import { POSITION_RULE, parsePosition } from './start-position.ts'
+
+export type ChangeRoutesDeps = { verifyToken: TokenVerifier; changes?: Changes }
+
+const Position = (name: string, description: string) =>
+  Type.String({ pattern: '^[0-9]+$', description, error: `${name} ${POSITION_RULE}` })
+
+export const ChangesQuery = Type.Object({
+  after: Type.Optional(
+    Position('after', 'Start after this position (a Plant-Store-Position or an event id)'),
+  ),
+})
+
+export const ChangesHeaders = Type.Object({
+  'last-event-id': Type.Optional(Position('Last-Event-ID', 'Resume after this event id; wins over after')),
+})
+
+const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-store' }
+
+// GET /plants/changes (CONTRACT §9): the caller's new plants as server-sent events.
+export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
+  return new Elysia({ name: 'changes' }).use(authentication(verifyToken)).get(
+    '/plants/changes',
+    async ({ owner, tokenExpiresAt, query, headers }) => {
+      const after = startPosition(headers['last-event-id'], query.after)
+      if (!changes) throw new HttpError(503, 'live changes are not running here', { 'retry-after': '5' })
+      try {
+        const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
+        return new Response(body, { headers: EVENT_STREAM_HEADERS })
+      } catch (error) {
+        if (error instanceof ShuttingDown) throw new HttpError(503, error.message, { 'retry-after': '1' })
+        throw error
+      }
+    },
+    {
+      query: ChangesQuery,
+      headers: ChangesHeaders,
+      response: {
+        200: Type.String({ description: 'text/event-stream: one PlantCreated event per plant created' }),
+        400: ErrorBody,
+        401: ErrorBody,
+        503: ErrorBody,
+      },
+      detail: {
+        summary: "Follow the caller's new plants as server-sent events",
+        security: [{ bearerAuth: [] }],
+      },
+    },
+  )
+}
+
+function startPosition(lastEventId: string | undefined, after: string | undefined): bigint | undefined {
+  const [name, text] = lastEventId !== undefined ? ['Last-Event-ID', lastEventId] : ['after', after]
+  if (text === undefined) return undefined
+  const position = parsePosition(text)
+  if (position === undefined) throw new HttpError(400, `${name} ${POSITION_RULE}`)
+  return position
+}
