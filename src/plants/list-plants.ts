@@ -6,10 +6,11 @@ import type { Plant } from './schemas.ts'
 export type ListRequest = { owner: string; limit?: number; from?: bigint }
 
 // A short page is read at once; a long listing yields batches as they are pulled. `next` is
-// where the following page starts, if any.
+// where the following page starts, if any. `position` is the owner's head as the (first) read saw
+// it: the position of their latest plant in the snapshot that produced the rows (CONTRACT §9).
 export type PlantListing =
-  | { kind: 'page'; plants: Plant[]; next?: bigint }
-  | { kind: 'stream'; batches: AsyncIterable<Plant[]>; next?: bigint }
+  | { kind: 'page'; plants: Plant[]; next?: bigint; position: bigint }
+  | { kind: 'stream'; batches: AsyncIterable<Plant[]>; next?: bigint; position: bigint }
 
 const BATCH_SIZE = 1000
 
@@ -20,15 +21,15 @@ export async function listPlants(
   { owner, limit, from = 0n }: ListRequest,
 ): Promise<PlantListing> {
   if (limit !== undefined && limit <= BATCH_SIZE) {
-    const found = await readBatch(db, owner, from, undefined, limit + 1)
+    const { found, head } = await readBatch(db, owner, from, undefined, limit + 1)
     const after = found.length > limit ? found[limit]?.position : undefined
     const next = after === undefined ? undefined : BigInt(after)
-    return { kind: 'page', plants: found.slice(0, limit).map(toPlant), next }
+    return { kind: 'page', plants: found.slice(0, limit).map(toPlant), next, position: head }
   }
   const next = limit === undefined ? undefined : await positionAfter(db, owner, from, limit)
   // The first batch is read before answering, so an unreachable database is still a clean 503.
-  const first = await readBatch(db, owner, from, next, BATCH_SIZE)
-  return { kind: 'stream', batches: batchesFrom(db, owner, first, next), next }
+  const { found, head } = await readBatch(db, owner, from, next, BATCH_SIZE)
+  return { kind: 'stream', batches: batchesFrom(db, owner, found, next), next, position: head }
 }
 
 async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bigint | undefined) {
@@ -36,31 +37,47 @@ async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bi
     yield found.map(toPlant)
     const last = found.at(-1)
     if (found.length < BATCH_SIZE || !last) return
-    found = await readBatch(db, owner, BigInt(last.position) + 1n, until, BATCH_SIZE)
+    found = (await readBatch(db, owner, BigInt(last.position) + 1n, until, BATCH_SIZE)).found
   }
 }
 
 type Row = { name: string; tag: string | null; position: string }
+type RowWithHead = { [Column in keyof Row]: Row[Column] | null } & { head: string }
 
 // Prepared, and built once per executor: a page is one round trip, with no query building and no
 // mapping of rows beyond toPlant. Positions travel as decimal text, exact whatever the driver does.
+// The owner's head comes from the same statement as the rows, so from the same snapshot; an empty
+// page is one row without a plant.
 const batchStatement = (bounded: boolean) =>
-  preparedStatement<Row>(
+  preparedStatement<RowWithHead>(
     bounded ? 'plants_range' : 'plants_page',
-    sql`select ${plants.name} as name, ${plants.tag} as tag, ${plants.position}::text as position
-        from ${plants}
-        where ${plants.owner} = ${sql.placeholder('owner')} and ${plants.position} >= ${sql.placeholder('from')}
-          ${bounded ? sql`and ${plants.position} < ${sql.placeholder('until')}` : sql``}
-        order by ${plants.position}
-        limit ${sql.placeholder('count')}`,
+    sql`select page.name, page.tag, page.position::text as position, head.position::text as head
+        from (select coalesce(max(position), 0) as position from ${plants}
+              where owner = ${sql.placeholder('owner')}) as head
+        left join lateral (
+          select name, tag, position from ${plants}
+          where owner = ${sql.placeholder('owner')} and position >= ${sql.placeholder('from')}
+            ${bounded ? sql`and position < ${sql.placeholder('until')}` : sql``}
+          order by position
+          limit ${sql.placeholder('count')}) as page on true
+        order by page.position`,
   )
 const readPage = batchStatement(false)
 const readRange = batchStatement(true)
 
-function readBatch(db: Executor, owner: string, from: bigint, until: bigint | undefined, count: number) {
-  return until === undefined
-    ? readPage(db, { owner, from: from.toString(), count })
-    : readRange(db, { owner, from: from.toString(), until: until.toString(), count })
+async function readBatch(
+  db: Executor,
+  owner: string,
+  from: bigint,
+  until: bigint | undefined,
+  count: number,
+) {
+  const rows =
+    until === undefined
+      ? await readPage(db, { owner, from: from.toString(), count })
+      : await readRange(db, { owner, from: from.toString(), until: until.toString(), count })
+  const found = rows.filter((row): row is RowWithHead & Row => row.position !== null)
+  return { found, head: BigInt(rows[0]?.head ?? '0') }
 }
 
 async function positionAfter(db: Executor, owner: string, from: bigint, skip: number) {

@@ -69,7 +69,10 @@ export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDep
           throw new HttpError(400, 'after must be a cursor taken from a next link')
         }
         const listing = await listPlants(db, { owner, limit, from })
-        const headers: Record<string, string> = { 'content-type': 'application/json' }
+        const headers: Record<string, string> = {
+          'content-type': 'application/json',
+          'plant-store-position': listing.position.toString(),
+        }
         if (listing.next !== undefined && limit !== undefined && limit > 0) {
           headers.link = `</plants?limit=${limit}&after=${encodeCursor(listing.next)}>; rel="next"`
         }
