@@ -29,7 +29,10 @@ const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-contr
 export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
   return new Elysia({ name: 'changes' }).use(authentication(verifyToken)).get(
     '/plants/changes',
-    async ({ owner, tokenExpiresAt, query, headers }) => {
+    async ({ owner, tokenExpiresAt, query, headers, request }) => {
+      // The schema checks one value; only the raw query tells that `after` was given twice.
+      if (new URL(request.url).searchParams.getAll('after').length > 1)
+        throw new HttpError(400, `after ${POSITION_RULE}`)
       const after = startPosition(headers['last-event-id'], query.after)
       if (!changes) throw new HttpError(503, 'live changes are not running here', { 'retry-after': '5' })
       try {

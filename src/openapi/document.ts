@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { ChangesHeaders, ChangesQuery } from '../changes/routes.ts'
 import { ErrorBody, ListQuery, NewPlant, Plant } from '../plants/schemas.ts'
 import { toJsonSchema } from './json-schema.ts'
 
@@ -77,10 +78,49 @@ export function buildOpenApiDocument() {
               description: "The caller's plants",
               headers: {
                 Link: { schema: { type: 'string' }, description: 'rel="next" link when more plants follow' },
+                'Plant-Store-Position': {
+                  schema: { type: 'string', pattern: '^[0-9]+$' },
+                  description:
+                    "The caller's latest plant's position as this read saw it (0 when none): GET /plants/changes?after= it misses nothing",
+                },
               },
               content: { 'application/json': { schema: { type: 'array', items: ref('Plant') } } },
             },
             400: errorResponse('A bad limit or after parameter'),
+            401: unauthorized,
+            500: unexpected,
+            503: unavailable,
+          },
+        },
+      },
+      '/plants/changes': {
+        get: {
+          operationId: 'followPlantChanges',
+          summary: "Follow the caller's new plants as server-sent events",
+          description:
+            'text/event-stream: each plant created for the caller is an event with id (its position), event PlantCreated and one line of JSON data {"id": decimal string, "name", "tag"?}. Starts after Last-Event-ID, else after `after`, else at the caller\'s head; comment lines keep it alive; it ends when the token expires.',
+          parameters: [
+            {
+              name: 'after',
+              in: 'query',
+              required: false,
+              description: ChangesQuery.properties.after.description,
+              schema: toJsonSchema(ChangesQuery.properties.after),
+            },
+            {
+              name: 'Last-Event-ID',
+              in: 'header',
+              required: false,
+              description: ChangesHeaders.properties['last-event-id'].description,
+              schema: toJsonSchema(ChangesHeaders.properties['last-event-id']),
+            },
+          ],
+          responses: {
+            200: {
+              description: 'The stream of events',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            400: errorResponse('A malformed Last-Event-ID or after'),
             401: unauthorized,
             500: unexpected,
             503: unavailable,
