@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Browser, chromium } from 'playwright-core'
@@ -17,31 +17,13 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ]
 
-// The README's browser client, as a page runs it: fetch with the Authorization header, the body
-// read as server-sent events, each PlantCreated handed on with its id for Last-Event-ID.
-const README_CLIENT = `
-async function followPlants(token, lastEventId, onPlant) {
-  const headers = { authorization: 'Bearer ' + token }
-  if (lastEventId) headers['last-event-id'] = lastEventId
-  const response = await fetch('/plants/changes', { headers })
-  if (!response.ok) throw new Error('changes: ' + response.status)
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
-  let buffered = ''
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) return lastEventId // the stream ended: follow again from here
-    buffered += value
-    let end
-    while ((end = buffered.indexOf('\\n\\n')) >= 0) {
-      const lines = buffered.slice(0, end).split('\\n')
-      buffered = buffered.slice(end + 2)
-      const field = (name) => lines.find((line) => line.startsWith(name + ': '))?.slice(name.length + 2)
-      if (field('event') !== 'PlantCreated') continue
-      lastEventId = field('id')
-      onPlant(JSON.parse(field('data')), lastEventId)
-    }
-  }
-}`
+// The README's browser client, taken from the README itself so that the two cannot differ.
+async function readmeClient(): Promise<string> {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+  const client = /```js\n(async function followPlants[\s\S]*?)```/.exec(readme)?.[1]
+  if (!client) throw new Error('the README has no followPlants block')
+  return client
+}
 
 let dataDir: string
 let server: ServerProcess
@@ -76,7 +58,7 @@ test("a page's fetch-based SSE client receives a plant created after it connecte
         state.error = error.message
       })
     },
-    [README_CLIENT, token] as const,
+    [await readmeClient(), token] as const,
   )
   // and connected: the service counts its stream
   const deadline = Date.now() + 10_000

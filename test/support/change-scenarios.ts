@@ -46,6 +46,8 @@ export async function expectStalledClientDisconnected(
     socket.on('error', () => {
       reset = true
     })
+    // The server's end of the connection is gone: a reset, or its FIN once the data before it is read.
+    socket.on('end', () => resolve())
     socket.on('close', () => resolve())
   })
   const connected = new Promise<void>((resolve) => {
