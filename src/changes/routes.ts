@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { HttpError } from '../http/http-error.ts'
-import { ErrorBody } from '../plants/schemas.ts'
+import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { ShuttingDown } from './open-change-stream.ts'
 import type { Changes } from './start-changes.ts'
 import { POSITION_RULE, parsePosition } from './start-position.ts'
@@ -24,6 +24,21 @@ export const ChangesHeaders = Type.Object({
 })
 
 const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-store' }
+
+const followed = replies({
+  200: reply(
+    Type.String({
+      description:
+        'Server-sent events: per plant created for the caller, `id: <position>`, `event: PlantCreated` and `data:` one line of JSON {"id": decimal string, "name", "tag"?}; comment lines keep it alive; it ends when the token expires',
+    }),
+    "The caller's new plants, as they are created",
+    { contentType: 'text/event-stream' },
+  ),
+  400: errorReply('A malformed Last-Event-ID or after'),
+  401: unauthorized,
+  500: unexpected,
+  503: unavailable,
+})
 
 // GET /plants/changes (CONTRACT §9): the caller's new plants as server-sent events.
 export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
@@ -46,15 +61,21 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
     {
       query: ChangesQuery,
       headers: ChangesHeaders,
-      response: {
-        200: Type.String({ description: 'text/event-stream: one PlantCreated event per plant created' }),
-        400: ErrorBody,
-        401: ErrorBody,
-        503: ErrorBody,
-      },
+      response: followed.response,
       detail: {
+        operationId: 'followPlantChanges',
         summary: "Follow the caller's new plants as server-sent events",
+        tags: ['plants'],
         security: [{ bearerAuth: [] }],
+        parameters: [
+          { name: 'after', in: 'query', description: ChangesQuery.properties.after.description },
+          {
+            name: 'last-event-id',
+            in: 'header',
+            description: ChangesHeaders.properties['last-event-id'].description,
+          },
+        ],
+        responses: followed.responses,
       },
     },
   )

@@ -1,7 +1,7 @@
 import { and, asc, eq, gte, sql } from 'drizzle-orm'
 import { type Executor, preparedStatement } from '../store/database.ts'
 import { plants } from '../store/schema.ts'
-import type { Plant } from './schemas.ts'
+import type { PlantView } from './schemas.ts'
 
 export type ListRequest = { owner: string; limit?: number; from?: bigint }
 
@@ -9,8 +9,8 @@ export type ListRequest = { owner: string; limit?: number; from?: bigint }
 // where the following page starts, if any. `position` is the owner's head as the (first) read saw
 // it: the position of their latest plant in the snapshot that produced the rows (CONTRACT §9).
 export type PlantListing =
-  | { kind: 'page'; plants: Plant[]; next?: bigint; position: bigint }
-  | { kind: 'stream'; batches: AsyncIterable<Plant[]>; next?: bigint; position: bigint }
+  | { kind: 'page'; plants: PlantView[]; next?: bigint; position: bigint }
+  | { kind: 'stream'; batches: AsyncIterable<PlantView[]>; next?: bigint; position: bigint }
 
 const BATCH_SIZE = 1000
 
@@ -24,7 +24,7 @@ export async function listPlants(
     const { found, head } = await readBatch(db, owner, from, undefined, limit + 1)
     const after = found.length > limit ? found[limit]?.position : undefined
     const next = after === undefined ? undefined : BigInt(after)
-    return { kind: 'page', plants: found.slice(0, limit).map(toPlant), next, position: head }
+    return { kind: 'page', plants: found.slice(0, limit).map(toPlantView), next, position: head }
   }
   const next = limit === undefined ? undefined : await positionAfter(db, owner, from, limit)
   // The first batch is read before answering, so an unreachable database is still a clean 503.
@@ -34,7 +34,7 @@ export async function listPlants(
 
 async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bigint | undefined) {
   for (let found = first; found.length > 0; ) {
-    yield found.map(toPlant)
+    yield found.map(toPlantView)
     const last = found.at(-1)
     if (found.length < BATCH_SIZE || !last) return
     found = (await readBatch(db, owner, BigInt(last.position) + 1n, until, BATCH_SIZE)).found
@@ -45,9 +45,9 @@ type Row = { name: string; tag: string | null; position: string }
 type RowWithHead = { [Column in keyof Row]: Row[Column] | null } & { head: string }
 
 // Prepared, and built once per executor: a page is one round trip, with no query building and no
-// mapping of rows beyond toPlant. Positions travel as decimal text, exact whatever the driver does.
-// The owner's head comes from the same statement as the rows, so from the same snapshot; an empty
-// page is one row without a plant.
+// mapping of rows beyond toPlantView. Positions travel as decimal text, exact whatever the driver
+// does. The owner's head comes from the same statement as the rows, so from the same snapshot; an
+// empty page is one row without a plant.
 const batchStatement = (bounded: boolean) =>
   preparedStatement<RowWithHead>(
     bounded ? 'plants_range' : 'plants_page',
@@ -91,6 +91,6 @@ async function positionAfter(db: Executor, owner: string, from: bigint, skip: nu
   return row?.position
 }
 
-function toPlant(row: { name: string; tag: string | null }): Plant {
+function toPlantView(row: { name: string; tag: string | null }): PlantView {
   return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
 }
