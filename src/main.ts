@@ -46,7 +46,12 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining requests in flight')
     // Open change streams would hold the drain until their clients left: end them first.
     await changes.close()
-    await server.stop()
+    // Every request is answered within the deadline; a response body still being written to a
+    // client that does not read (Deno does not reset that connection) is not waited for longer.
+    await Promise.race([
+      server.stop(),
+      new Promise((resolve) => setTimeout(resolve, config.requestTimeoutMs)),
+    ])
     await feed?.close()
     await storage.close()
     logger.info('stopped')
