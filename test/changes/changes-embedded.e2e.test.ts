@@ -68,7 +68,7 @@ describe.each(Object.keys(commands))('GET /plants/changes on the embedded store,
       server,
       await tokenFor('stalled'),
       await tokenFor('warm-up'),
-      { connectionCloses: runtime === 'bun' },
+      { runtime: runtime === 'deno' ? 'deno' : 'bun' },
     )
     console.log(`${runtime} embedded stalled client: the server grew ${result.grewMb.toFixed(1)} MB`)
   }, 300_000)
