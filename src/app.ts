@@ -1,6 +1,8 @@
 import { Elysia } from 'elysia'
 import { Registry } from 'prom-client'
 import type { TokenVerifier } from './auth/token-verifier.ts'
+import { changeRoutes } from './changes/routes.ts'
+import type { Changes } from './changes/start-changes.ts'
 import { healthRoutes } from './health.ts'
 import { errorHandler } from './http/error-handler.ts'
 import { requestIds } from './http/request-id.ts'
@@ -30,6 +32,8 @@ export type AppDeps = {
   onAppended?: () => void
   // Where listings are read; the primary (`db`) unless given (read replicas).
   readPlants?: ReadPlants
+  // The live change streams (GET /plants/changes); without them that route answers 503.
+  changes?: Changes
 }
 
 export function createApp({
@@ -42,6 +46,7 @@ export function createApp({
   clock,
   onAppended,
   readPlants,
+  changes,
 }: AppDeps) {
   registerSchemaKinds()
   const app = new Elysia()
@@ -66,6 +71,7 @@ export function createApp({
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
     .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended, readPlants }))
+    .use(changeRoutes({ verifyToken, changes }))
 }
 
 export type App = ReturnType<typeof createApp>

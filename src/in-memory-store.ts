@@ -1,6 +1,8 @@
+import { Registry } from 'prom-client'
 import { type App, createApp } from './app.ts'
 import { issueToken } from './auth/issue-token.ts'
 import { createTokenVerifier } from './auth/token-verifier.ts'
+import { startChanges } from './changes/start-changes.ts'
 import { type Logger, silentLogger } from './logger.ts'
 import { type MemoryTemplate, openFromTemplate } from './store/memory-template.ts'
 import { openStorage } from './store/open-storage.ts'
@@ -31,9 +33,23 @@ export async function createInMemoryStore({
   now = () => new Date(),
 }: InMemoryStoreOptions = {}): Promise<InMemoryStore> {
   const storage = template ? await openFromTemplate(template) : await openStorage({ kind: 'memory' })
+  const registry = new Registry()
+  const changes = await startChanges({ db: storage.db, logger, registry })
+  const verifyToken = createTokenVerifier({ secret })
   return {
-    app: createApp({ db: storage.db, verifyToken: createTokenVerifier({ secret }), logger, now }),
+    app: createApp({
+      db: storage.db,
+      verifyToken,
+      logger,
+      now,
+      registry,
+      changes,
+      onAppended: changes.appended,
+    }),
     tokenFor: (subject) => issueToken(secret, { subject, ttlSeconds: 3600, now: now() }),
-    close: storage.close,
+    close: async () => {
+      await changes.close()
+      await storage.close()
+    },
   }
 }

@@ -2,6 +2,7 @@ import process from 'node:process'
 import { Registry } from 'prom-client'
 import { createApp } from './app.ts'
 import { verifierFromConfig } from './auth/verifier-from-config.ts'
+import { startChanges } from './changes/start-changes.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startFeed } from './feed/start-feed.ts'
 import { createLogger } from './logger.ts'
@@ -31,12 +32,23 @@ async function main(): Promise<void> {
           registry,
         })
       : undefined
+  const changes = await startChanges({
+    db: storage.db,
+    logger,
+    registry,
+    noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
+  })
+  const onAppended = () => {
+    feed?.wake()
+    changes.appended()
+  }
   const app = createApp({
     db: storage.db,
     verifyToken,
     logger,
     registry,
-    onAppended: feed?.wake,
+    onAppended,
+    changes,
     readPlants: replicaReads?.readPlants,
   })
   const server = serve(app, {
@@ -51,7 +63,14 @@ async function main(): Promise<void> {
     if (stopping) return
     stopping = true
     logger.info({ signal }, 'draining requests in flight')
-    await server.stop()
+    // Open change streams would hold the drain until their clients left: end them first.
+    await changes.close()
+    // Every request is answered within the deadline; a response body still being written to a
+    // client that does not read (Deno does not reset that connection) is not waited for longer.
+    await Promise.race([
+      server.stop(),
+      new Promise((resolve) => setTimeout(resolve, config.requestTimeoutMs)),
+    ])
     await feed?.close()
     await replicaReads?.close()
     await storage.close()

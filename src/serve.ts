@@ -26,7 +26,17 @@ export function serve(app: App, { hostname, port, requestTimeoutMs }: ServeOptio
   }
   // Bun closes a connection idle this long; it must outlast the deadline so the 503 gets out.
   const idleTimeout = Math.min(255, Math.ceil(requestTimeoutMs / 1000) + 5)
-  const server = Bun.serve({ hostname, port, idleTimeout, fetch: handler })
+  const server = Bun.serve({
+    hostname,
+    port,
+    idleTimeout,
+    fetch: async (request, bun) => {
+      const response = await handler(request)
+      // An event stream keeps itself alive with comment lines; the idle limit would cut it.
+      if (response.headers.get('content-type') === 'text/event-stream') bun.timeout(request, 0)
+      return response
+    },
+  })
   return { port: server.port ?? port, stop: () => server.stop(false) }
 }
 

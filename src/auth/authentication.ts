@@ -15,8 +15,8 @@ export function authentication(verify: TokenVerifier) {
     }
     if (credentials.kind === 'malformed') throw rejected(credentials.reason)
     try {
-      const { subject } = await verify(credentials.token)
-      return { owner: subject }
+      const { subject, expiresAt } = await verify(credentials.token)
+      return { owner: subject, tokenExpiresAt: expiresAt }
     } catch (error) {
       if (error instanceof TokenRejected) throw rejected(error.message)
       throw error

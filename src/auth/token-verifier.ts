@@ -8,7 +8,8 @@ import {
 import { KeySetUnavailable } from './remote-key-set.ts'
 import { verifiedTokens } from './verified-tokens.ts'
 
-export type Identity = { subject: string }
+// `expiresAt`: the token's `exp`, in milliseconds since the epoch.
+export type Identity = { subject: string; expiresAt: number }
 
 export type TokenVerifier = (token: string) => Promise<Identity>
 
@@ -56,7 +57,7 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   const verified = verifiedTokens<unknown>({ maxEntries: cacheSize, now })
   return async (token) => {
     const remembered = await verified.find(token, async (key) => (await currentKey(getKey, token)) === key)
-    if (remembered !== undefined) return { subject: remembered }
+    if (remembered !== undefined) return { subject: remembered.subject, expiresAt: remembered.expiresAtMs }
     let result: Awaited<ReturnType<typeof jwtVerify>>
     try {
       result = await jwtVerify(token, getKey, { ...options, currentDate: new Date(now()) })
@@ -67,8 +68,9 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
     if (typeof subject !== 'string' || subject.length < 1 || subject.length > 255) {
       throw new TokenRejected('the token subject (sub) must be 1 to 255 characters')
     }
-    verified.remember(token, { subject, expiresAtMs: (exp ?? 0) * 1000, key: result.key })
-    return { subject }
+    const expiresAt = (exp ?? 0) * 1000
+    verified.remember(token, { subject, expiresAtMs: expiresAt, key: result.key })
+    return { subject, expiresAt }
   }
 }
 

@@ -6,7 +6,7 @@
 export type VerifiedToken<Key> = { subject: string; expiresAtMs: number; key: Key }
 
 export type VerifiedTokens<Key> = {
-  find: (token: string, isCurrent: (key: Key) => Promise<boolean>) => Promise<string | undefined>
+  find: (token: string, isCurrent: (key: Key) => Promise<boolean>) => Promise<VerifiedToken<Key> | undefined>
   remember: (token: string, verified: VerifiedToken<Key>) => void
 }
 
@@ -16,7 +16,7 @@ export function verifiedTokens<Key>({ maxEntries = 10_000, now = Date.now } = {}
     find: async (token, isCurrent) => {
       const entry = entries.get(token)
       if (!entry) return undefined
-      if (now() < entry.expiresAtMs && (await isCurrent(entry.key))) return entry.subject
+      if (now() < entry.expiresAtMs && (await isCurrent(entry.key))) return entry
       entries.delete(token)
       return undefined
     },

@@ -55,7 +55,14 @@ const created = replies({
 
 const listed = replies({
   200: reply(Type.Array(PlantView), "The caller's plants", {
-    headers: { Link: { schema: Type.String(), description: 'rel="next" link when more plants follow' } },
+    headers: {
+      Link: { schema: Type.String(), description: 'rel="next" link when more plants follow' },
+      'Plant-Store-Position': {
+        schema: Type.String({ pattern: '^[0-9]+$' }),
+        description:
+          "Position of the caller's latest plant as this read saw it (0 when none): GET /plants/changes?after= it misses nothing",
+      },
+    },
   }),
   400: errorReply('A bad limit, after or Plant-Store-Position'),
   401: unauthorized,
@@ -149,7 +156,10 @@ async function list(
     { owner, limit, from },
     position === undefined ? undefined : BigInt(position),
   )
-  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'plant-store-position': listing.position.toString(),
+  }
   const link = nextPageLink(limit, listing.next)
   if (link !== undefined) headers.link = link
   const body = listing.kind === 'page' ? JSON.stringify(listing.plants) : jsonArrayStream(listing.batches)

@@ -168,3 +168,13 @@ export async function countLogAfter(db: Executor, after: LogCursor): Promise<num
   const [row] = await db.select({ events: count() }).from(events).where(logFilter(after, false))
   return row?.events ?? 0
 }
+
+// A cursor from which a reader sees every transaction that commits from now on: those still running
+// and those to come all have an id at or above the snapshot's xmin. Some events already visible may
+// come too; a reader that needs exactly-once deduplicates them.
+export async function logCursorNow(db: Executor): Promise<LogCursor> {
+  const [row] = rowsOf<{ xmin: string }>(
+    await db.execute(sql`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`),
+  )
+  return { transactionId: BigInt(row?.xmin ?? '1') - 1n, position: 2n ** 63n - 1n }
+}

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { measureChanges } from './changes.ts'
 import { measureEmbedded } from './embedded.ts'
 import { measureGrowth } from './growth.ts'
 import { ensureWrk } from './load.ts'
@@ -25,6 +26,12 @@ const { values: flags } = parseArgs({
     'skip-growth': { type: 'boolean', default: false },
     'skip-rebuild': { type: 'boolean', default: false },
     'skip-embedded': { type: 'boolean', default: false },
+    // GET /plants/changes at scale (test/bench/changes.ts); --changes-only runs just that.
+    'skip-changes': { type: 'boolean', default: false },
+    'changes-only': { type: 'boolean', default: false },
+    'change-streams': { type: 'string', default: '10000' },
+    'change-owners': { type: 'string', default: '2000' },
+    'change-rate': { type: 'string', default: '100' },
     // Another checkout of the service to measure with this harness (before and after a change).
     'service-root': { type: 'string' },
     // Read replicas (replicas.ts): only them, or all but them; a checkout to compare creates with.
@@ -62,6 +69,15 @@ async function withDatabase<T>(
     await sql.end()
     await database.drop()
   }
+}
+
+if (flags['changes-only']) {
+  const changes = await runChangesBench()
+  const file = `${new URL('./results/', import.meta.url).pathname}changes-${new Date().toISOString().replaceAll(':', '-')}.json`
+  mkdirSync(new URL('./results/', import.meta.url).pathname, { recursive: true })
+  await Bun.write(file, `${JSON.stringify({ at: new Date().toISOString(), flags, changes }, null, 2)}\n`)
+  console.log(`\nfigures written to ${file}`)
+  process.exit(0)
 }
 
 const onlyReplicas = flags['replicas-only'] === true
@@ -102,6 +118,7 @@ if (!flags['skip-replicas']) {
     compareRoot: flags['compare-root'],
   })
 }
+const changes = flags['skip-changes'] || onlyReplicas ? undefined : await runChangesBench()
 
 const machine = {
   cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
@@ -123,6 +140,7 @@ const results = {
   embedded,
   rebuild,
   replicas,
+  changes,
 }
 if (throughput) printReport({ ...results, throughput })
 const directory = new URL('./results/', import.meta.url).pathname
@@ -130,6 +148,20 @@ mkdirSync(directory, { recursive: true })
 const file = `${directory}${results.at.replaceAll(':', '-')}.json`
 await Bun.write(file, `${JSON.stringify(results, null, 2)}\n`)
 console.log(`\nfigures written to ${file}`)
+
+function runChangesBench() {
+  const streams = Number(flags['change-streams'])
+  console.log(`changes: 0, 1000 and ${streams} open streams, steady creates, POST with streams idle`)
+  return withDatabase('bench_changes', (url, sql) =>
+    measureChanges(bench, url, sql, {
+      streams,
+      owners: Number(flags['change-owners']),
+      rate: Number(flags['change-rate']),
+      seconds,
+      connections: Number(flags.connections),
+    }),
+  )
+}
 
 // The projection rebuild bench, from the checkout under measure.
 async function runRebuildBench() {

@@ -8,8 +8,9 @@ import before from './fixtures/openapi-before-issue-18.json'
 
 // The document as the service served it while it was written by hand (saved from a running app
 // before issue 18). The generated one must keep every path, operation, status, header and schema;
-// it may add (tags, operation ids, the documentation routes), but every schema stays exactly equal.
-const ADDED_PATHS = ['/docs', '/openapi.json']
+// it may add (tags, operation ids, the documentation routes, and routes added since: the change
+// stream of issue 16), but every schema stays exactly equal.
+const ADDED_PATHS = ['/docs', '/openapi.json', '/plants/changes']
 
 let handle: DatabaseHandle
 let served: Record<string, unknown>
@@ -39,16 +40,28 @@ function losses(before: unknown, after: unknown, at = ''): string[] {
   if (typeof after !== 'object' || after === null || Array.isArray(before) !== Array.isArray(after)) {
     return [`${at}: missing or not the same kind of value`]
   }
-  if (Array.isArray(before) && before.length !== (after as unknown[]).length) {
-    return [`${at}: ${before.length} entries became ${(after as unknown[]).length}`]
+  // A list (parameters) may gain entries; every entry it had stays, unchanged.
+  if (Array.isArray(before)) {
+    return before.flatMap((entry, index) =>
+      (after as unknown[]).some((candidate) => isDeepStrictEqual(entry, candidate))
+        ? []
+        : [`${at}/${index}: expected ${JSON.stringify(entry)}`],
+    )
   }
   return Object.entries(before).flatMap(([key, value]) =>
     losses(value, (after as Record<string, unknown>)[key], `${at}/${key}`),
   )
 }
 
+// Changed on purpose since, each by an issue that widened what the route accepts.
+const INTENDED = [
+  // Issue 17: GET /plants also refuses a malformed Plant-Store-Position request header.
+  '/paths//plants/get/responses/400/description',
+]
+
 test('the generated document keeps every path, status, header and schema of the hand-written one', () => {
-  expect(losses(before, served)).toEqual([])
+  const unintended = losses(before, served).filter((loss) => !INTENDED.includes(loss.split(': ')[0] ?? ''))
+  expect(unintended).toEqual([])
 })
 
 test('the generated document adds only the documentation routes as paths', () => {

@@ -1,7 +1,9 @@
 import { sql } from 'drizzle-orm'
+import { Registry } from 'prom-client'
 import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { type ChangesDeps, startChanges } from '../../src/changes/start-changes.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { type DatabaseHandle, openEmbedded, openPostgres, rowsOf } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
@@ -19,8 +21,13 @@ export type RequestOptions = {
   headers?: Record<string, string>
 }
 
+export type HarnessOptions = {
+  // Serve GET /plants/changes with these settings (the store's URL for notices on PostgreSQL).
+  changes?: Omit<ChangesDeps, 'db' | 'logger' | 'registry' | 'noticesUrl'>
+}
+
 // The app wired to a real database, driven through app.handle (no socket).
-export async function createHarness(kind: StorageKind) {
+export async function createHarness(kind: StorageKind, options: HarnessOptions = {}) {
   const testDatabase = kind === 'postgres' ? await createTestDatabase('http') : undefined
   let handle: DatabaseHandle
   if (testDatabase) {
@@ -30,10 +37,23 @@ export async function createHarness(kind: StorageKind) {
     handle = await openEmbedded(undefined)
     await migrateEmbeddedDatabase(handle)
   }
+  const registry = new Registry()
+  const changes = options.changes
+    ? await startChanges({
+        ...options.changes,
+        db: handle.db,
+        logger: silentLogger(),
+        registry,
+        noticesUrl: testDatabase?.url,
+      })
+    : undefined
   const app = createApp({
     db: handle.db,
     verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
     logger: silentLogger(),
+    registry,
+    changes,
+    onAppended: changes?.appended,
   })
 
   const request = (method: string, path: string, options: RequestOptions = {}) => {
@@ -64,6 +84,7 @@ export async function createHarness(kind: StorageKind) {
     countEvents: () => count('events'),
     countPlants: () => count('plants'),
     close: async () => {
+      await changes?.close()
       await handle.close()
       await testDatabase?.drop()
     },

@@ -25,7 +25,14 @@ describe('HS256 verification', () => {
   const verify = createTokenVerifier({ secret })
 
   test('a valid token yields its subject', async () => {
-    expect(await verify(await token())).toEqual({ subject: 'alice' })
+    expect(await verify(await token())).toMatchObject({ subject: 'alice' })
+  })
+
+  test('a valid token yields its expiry in milliseconds, also when it is remembered', async () => {
+    const exp = nowSeconds() + 321
+    const jwt = await token({ exp })
+    expect(await verify(jwt)).toEqual({ subject: 'alice', expiresAt: exp * 1000 })
+    expect(await verify(jwt)).toEqual({ subject: 'alice', expiresAt: exp * 1000 })
   })
 
   test.each([
@@ -40,7 +47,7 @@ describe('HS256 verification', () => {
   })
 
   test('an expiry within the 30 s clock tolerance is still accepted', async () => {
-    expect(await verify(await token({ exp: nowSeconds() - 10 }))).toEqual({ subject: 'alice' })
+    expect(await verify(await token({ exp: nowSeconds() - 10 }))).toMatchObject({ subject: 'alice' })
   })
 
   test('a token signed with another secret has a bad signature', async () => {
@@ -72,7 +79,7 @@ describe('issuer and audience', () => {
   const verify = createTokenVerifier({ secret, issuer: 'https://id.example', audience: 'plants' })
 
   test('matching iss and aud pass', async () => {
-    expect(await verify(await token({ iss: 'https://id.example', aud: 'plants' }))).toEqual({
+    expect(await verify(await token({ iss: 'https://id.example', aud: 'plants' }))).toMatchObject({
       subject: 'alice',
     })
   })
@@ -96,7 +103,7 @@ describe('remembered tokens', () => {
     let clock = Date.now()
     const verify = createTokenVerifier({ secret, now: () => clock })
     const jwt = await token({ exp: Math.floor(clock / 1000) + 60 })
-    expect(await verify(jwt)).toEqual({ subject: 'alice' })
+    expect(await verify(jwt)).toMatchObject({ subject: 'alice' })
     // when
     clock += 95_000
     // then
@@ -112,7 +119,7 @@ describe('remembered tokens', () => {
     const jwt = await new SignJWT({ sub: 'alice', exp: nowSeconds() + 600 })
       .setProtectedHeader({ alg: 'ES256' })
       .sign(first.privateKey)
-    expect(await verify(jwt)).toEqual({ subject: 'alice' })
+    expect(await verify(jwt)).toMatchObject({ subject: 'alice' })
     // when
     current = second.publicKey
     // then
@@ -127,7 +134,7 @@ describe('remembered tokens', () => {
     // when
     const forged = await token({ sub: 'alice' }, otherSecret)
     // then
-    expect(await verify(alice)).toEqual({ subject: 'alice' })
+    expect(await verify(alice)).toMatchObject({ subject: 'alice' })
     expect(await rejection(verify, forged)).toContain('signature')
   })
 })

@@ -1,0 +1,87 @@
+import type { Logger } from '../logger.ts'
+import type { Executor } from '../store/database.ts'
+import { type LoggedEvent, logCursorNow, readLog } from '../store/event-log.ts'
+
+export type LogFollowerDeps = {
+  // Where the log is read: the primary, or a replica of it.
+  db: Executor
+  onEvents: (events: LoggedEvent[]) => void
+  logger: Logger
+  // How often the log is read when nothing woke the follower: a missed notification, an import.
+  pollMs?: number
+  // The least time between two reads: under a stream of creates, wakes gather into one read.
+  gatherMs?: number
+  batchSize?: number
+}
+
+export type LogFollower = {
+  // Something may have been appended: read the log now rather than at the next poll.
+  wake: () => void
+  stop: () => Promise<void>
+}
+
+// The one reader of the log in this process. It reads the log as the feed does (event-log.ts),
+// gap-free: an event whose transaction commits late is read late, never skipped. It starts with
+// the transactions that commit from now on; the streams' catch-up reads cover what came before.
+export async function startLogFollower({
+  db,
+  onEvents,
+  logger,
+  pollMs = 200,
+  gatherMs = 10,
+  batchSize = 1000,
+}: LogFollowerDeps): Promise<LogFollower> {
+  let cursor = await logCursorNow(db)
+  let stopped = false
+  let woken = false
+  let wakeUp: (() => void) | undefined
+  const rest = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || stopped) return resolve()
+      const timer = setTimeout(done, ms)
+      function done() {
+        clearTimeout(timer)
+        wakeUp = undefined
+        resolve()
+      }
+      wakeUp = done
+    })
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+  const run = async () => {
+    let failing = false
+    while (!stopped) {
+      woken = false
+      try {
+        const events = await readLog(db, cursor, batchSize)
+        const last = events.at(-1)
+        if (last) {
+          cursor = { transactionId: last.transactionId, position: last.position }
+          onEvents(events)
+        }
+        if (failing) logger.info('the change streams follow the log again')
+        failing = false
+        if (events.length === batchSize) continue
+        await rest(pollMs)
+      } catch (error) {
+        if (!failing) logger.warn({ err: error }, 'the change streams cannot read the log; retrying')
+        failing = true
+        await rest(pollMs * 5)
+      }
+      await pause(gatherMs)
+    }
+  }
+  const running = run()
+
+  return {
+    wake: () => {
+      woken = true
+      wakeUp?.()
+    },
+    stop: async () => {
+      stopped = true
+      wakeUp?.()
+      await running
+    },
+  }
+}

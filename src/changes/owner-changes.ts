@@ -1,0 +1,51 @@
+import { and, asc, eq, gt, sql } from 'drizzle-orm'
+import { type Executor, preparedQuery } from '../store/database.ts'
+import { plants } from '../store/schema.ts'
+import type { PlantChange } from './change-frame.ts'
+
+// Both are range scans of the projection's (owner, position) index; ids and positions travel as
+// decimal text, exact whatever the driver does.
+const changesAfter = preparedQuery((db) =>
+  db
+    .select({
+      id: sql<string>`${plants.id}::text`,
+      name: plants.name,
+      tag: plants.tag,
+      position: sql<string>`${plants.position}::text`,
+    })
+    .from(plants)
+    .where(and(eq(plants.owner, sql.placeholder('owner')), gt(plants.position, sql.placeholder('after'))))
+    .orderBy(asc(plants.position))
+    .limit(sql.placeholder('count'))
+    .prepare('owner_changes_after'),
+)
+
+const head = preparedQuery((db) =>
+  db
+    .select({ position: sql<string>`coalesce(max(${plants.position}), 0)::text` })
+    .from(plants)
+    .where(eq(plants.owner, sql.placeholder('owner')))
+    .prepare('owner_head'),
+)
+
+// The owner's plants created after `after`, oldest first, at most `count`.
+export async function readOwnerChanges(
+  db: Executor,
+  owner: string,
+  after: bigint,
+  count: number,
+): Promise<PlantChange[]> {
+  const rows = await changesAfter(db).execute({ owner, after: after.toString(), count })
+  return rows.map((row) => ({
+    position: BigInt(row.position),
+    id: BigInt(row.id),
+    name: row.name,
+    tag: row.tag,
+  }))
+}
+
+// The position of the owner's latest plant (0 when none).
+export async function readOwnerHead(db: Executor, owner: string): Promise<bigint> {
+  const [row] = await head(db).execute({ owner })
+  return BigInt(row?.position ?? '0')
+}

@@ -1,0 +1,90 @@
+import { Type } from '@sinclair/typebox'
+import { Elysia } from 'elysia'
+import { authentication } from '../auth/authentication.ts'
+import type { TokenVerifier } from '../auth/token-verifier.ts'
+import { HttpError } from '../http/http-error.ts'
+import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
+import { ShuttingDown } from './open-change-stream.ts'
+import type { Changes } from './start-changes.ts'
+import { POSITION_RULE, parsePosition } from './start-position.ts'
+
+export type ChangeRoutesDeps = { verifyToken: TokenVerifier; changes?: Changes }
+
+const Position = (name: string, description: string) =>
+  Type.String({ pattern: '^[0-9]+$', description, error: `${name} ${POSITION_RULE}` })
+
+export const ChangesQuery = Type.Object({
+  after: Type.Optional(
+    Position('after', 'Start after this position (a Plant-Store-Position or an event id)'),
+  ),
+})
+
+export const ChangesHeaders = Type.Object({
+  'last-event-id': Type.Optional(Position('Last-Event-ID', 'Resume after this event id; wins over after')),
+})
+
+const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-store' }
+
+const followed = replies({
+  200: reply(
+    Type.String({
+      description:
+        'Server-sent events: per plant created for the caller, `id: <position>`, `event: PlantCreated` and `data:` one line of JSON {"id": decimal string, "name", "tag"?}; comment lines keep it alive; it ends when the token expires',
+    }),
+    "The caller's new plants, as they are created",
+    { contentType: 'text/event-stream' },
+  ),
+  400: errorReply('A malformed Last-Event-ID or after'),
+  401: unauthorized,
+  500: unexpected,
+  503: unavailable,
+})
+
+// GET /plants/changes (CONTRACT §9): the caller's new plants as server-sent events.
+export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
+  return new Elysia({ name: 'changes' }).use(authentication(verifyToken)).get(
+    '/plants/changes',
+    async ({ owner, tokenExpiresAt, query, headers, request }) => {
+      // The schema checks one value; only the raw query tells that `after` was given twice.
+      if (new URL(request.url).searchParams.getAll('after').length > 1)
+        throw new HttpError(400, `after ${POSITION_RULE}`)
+      const after = startPosition(headers['last-event-id'], query.after)
+      if (!changes) throw new HttpError(503, 'live changes are not running here', { 'retry-after': '5' })
+      try {
+        const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
+        return new Response(body, { headers: EVENT_STREAM_HEADERS })
+      } catch (error) {
+        if (error instanceof ShuttingDown) throw new HttpError(503, error.message, { 'retry-after': '1' })
+        throw error
+      }
+    },
+    {
+      query: ChangesQuery,
+      headers: ChangesHeaders,
+      response: followed.response,
+      detail: {
+        operationId: 'followPlantChanges',
+        summary: "Follow the caller's new plants as server-sent events",
+        tags: ['plants'],
+        security: [{ bearerAuth: [] }],
+        parameters: [
+          { name: 'after', in: 'query', description: ChangesQuery.properties.after.description },
+          {
+            name: 'last-event-id',
+            in: 'header',
+            description: ChangesHeaders.properties['last-event-id'].description,
+          },
+        ],
+        responses: followed.responses,
+      },
+    },
+  )
+}
+
+function startPosition(lastEventId: string | undefined, after: string | undefined): bigint | undefined {
+  const [name, text] = lastEventId !== undefined ? ['Last-Event-ID', lastEventId] : ['after', after]
+  if (text === undefined) return undefined
+  const position = parsePosition(text)
+  if (position === undefined) throw new HttpError(400, `${name} ${POSITION_RULE}`)
+  return position
+}

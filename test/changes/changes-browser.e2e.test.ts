@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type Browser, chromium } from 'playwright-core'
+import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+
+// Debian's chromium, as in test/prod/docs-page.e2e.test.ts. Without it the test fails: it never skips.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+
+// The README's browser client, taken from the README itself so that the two cannot differ.
+async function readmeClient(): Promise<string> {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+  const client = /```js\n(async function followPlants[\s\S]*?)```/.exec(readme)?.[1]
+  if (!client) throw new Error('the README has no followPlants block')
+  return client
+}
+
+let dataDir: string
+let server: ServerProcess
+let browser: Browser
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-changes-browser-'))
+  server = await startServer({ DATA_DIR: dataDir })
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
+}, 120_000)
+afterAll(async () => {
+  await browser?.close()
+  server?.process.kill('SIGKILL')
+  await rm(dataDir, { recursive: true, force: true })
+})
+
+test("a page's fetch-based SSE client receives a plant created after it connected", async () => {
+  // given a same-origin page following the changes with the README's client
+  const token = (await runCli(['token', 'issue', 'browser-user'], { DATA_DIR: dataDir })).stdout.trim()
+  const page = await browser.newPage()
+  await page.goto(`${server.url}/docs`)
+  await page.evaluate(
+    ([client, bearer]) => {
+      const state = { plants: [] as unknown[], error: '' }
+      ;(window as unknown as { changes: typeof state }).changes = state
+      const follow = new Function(`${client}; return followPlants`)() as (
+        token: string,
+        lastEventId: string | undefined,
+        onPlant: (plant: unknown, id: string) => void,
+      ) => Promise<string>
+      follow(bearer, undefined, (plant, id) => state.plants.push({ plant, id })).catch((error: Error) => {
+        state.error = error.message
+      })
+    },
+    [await readmeClient(), token] as const,
+  )
+  // and connected: the service counts its stream
+  const deadline = Date.now() + 10_000
+  while (Date.now() < deadline) {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text()
+    if (/^plant_store_change_streams 1$/m.test(metrics)) break
+    await Bun.sleep(50)
+  }
+  // when a plant is created
+  const created = await fetch(`${server.url}/plants`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: '{"id":9007199254740993,"name":"Seen in Chromium","tag":""}',
+  })
+  expect(created.status).toBe(200)
+  // then the page receives it, exactly
+  await page.waitForFunction(
+    () => (window as unknown as { changes: { plants: unknown[] } }).changes.plants.length > 0,
+    undefined,
+    { timeout: 10_000 },
+  )
+  const state = await page.evaluate(() => (window as unknown as { changes: unknown }).changes)
+  expect(state).toMatchObject({
+    error: '',
+    plants: [
+      {
+        plant: { id: '9007199254740993', name: 'Seen in Chromium', tag: '' },
+        id: expect.stringMatching(/^[0-9]+$/),
+      },
+    ],
+  })
+}, 60_000)

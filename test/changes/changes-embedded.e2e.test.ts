@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { expectSigtermEndsStreams, expectStalledClientDisconnected } from '../support/change-scenarios.ts'
+import { postPlant } from '../support/plant-client.ts'
+import { runCli, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
+import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
+
+// The embedded store (PGlite) wakes its follower in-process: no LISTEN, no other writer.
+const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
+const commands: Record<string, (dataDir: string) => string[]> = {
+  bun: () => SERVER_COMMAND,
+  deno: (dataDir) => [
+    DENO,
+    'run',
+    '--allow-net',
+    '--allow-env',
+    '--allow-sys=hostname',
+    `--allow-read=.,${dataDir}`,
+    `--allow-write=${dataDir}`,
+    'src/main.ts',
+  ],
+}
+
+describe.each(Object.keys(commands))('GET /plants/changes on the embedded store, served by %s', (runtime) => {
+  let dataDir: string
+  let server: ServerProcess
+  const tokenFor = async (subject: string) =>
+    (await runCli(['token', 'issue', subject], { DATA_DIR: dataDir })).stdout.trim()
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), `plant-store-changes-${runtime}-`))
+    // The local secret is made on the first start; tokens are issued with it.
+    server = await startServer({ DATA_DIR: dataDir, NO_COLOR: '1' }, commands[runtime]?.(dataDir))
+  }, 120_000)
+  afterAll(async () => {
+    server?.process.kill('SIGKILL')
+    await server?.process.exited
+    await rm(dataDir, { recursive: true, force: true })
+  })
+
+  test('a plant created after the stream opened arrives; a resumed stream gets exactly the rest', async () => {
+    const token = await tokenFor('gardener')
+    const live = await openSse(changesRequest(server.url, token))
+    expect(live.response.status).toBe(200)
+    expect(live.response.headers.get('content-type')).toBe('text/event-stream')
+    for (let id = 1; id <= 2; id++)
+      expect((await postPlant(server.url, token, { id, name: `p${id}` })).status).toBe(200)
+    const [first, second] = await live.take(2)
+    expect([first, second].map((event) => event && plantOf(event))).toEqual([
+      { id: '1', name: 'p1' },
+      { id: '2', name: 'p2' },
+    ])
+    await live.close()
+    expect((await postPlant(server.url, token, { id: 3, name: 'p3', tag: '' })).status).toBe(200)
+    const resumed = await openSse(changesRequest(server.url, token, { lastEventId: first?.id }))
+    const rest = [...(await resumed.take(2)), ...(await resumed.collectFor(300))]
+    expect(rest.map(plantOf)).toEqual([
+      { id: '2', name: 'p2' },
+      { id: '3', name: 'p3', tag: '' },
+    ])
+    await resumed.close()
+  }, 60_000)
+
+  test('a client that stops reading is disconnected and the memory stays flat', async () => {
+    const result = await expectStalledClientDisconnected(
+      server,
+      await tokenFor('stalled'),
+      await tokenFor('warm-up'),
+      { runtime: runtime === 'deno' ? 'deno' : 'bun' },
+    )
+    console.log(`${runtime} embedded stalled client: the server grew ${result.grewMb.toFixed(1)} MB`)
+  }, 300_000)
+
+  test('SIGTERM ends the open streams and the server exits at once', async () => {
+    await expectSigtermEndsStreams(server, await tokenFor('leaving'))
+  }, 60_000)
+})

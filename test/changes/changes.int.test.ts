@@ -1,0 +1,249 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { createHarness, type Harness, STORAGE_KINDS, TEST_SECRET } from '../support/harness.ts'
+import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+
+const BOM = '\uFEFF'
+// Ids at the int64 extremes and around 2^53, text a careless decoder or JSON writer would change,
+// and a tag that is empty beside one that is absent.
+const EXACT_PLANTS = [
+  { id: '-9223372036854775808', name: `${BOM}Monstera`, tag: `${BOM}tropical` },
+  { id: '9223372036854775807', name: 'line\nbreak\r\nand\rreturn', tag: '' },
+  { id: '9007199254740991', name: '\u2028\u2029 separators' },
+  { id: '9007199254740992', name: '🌵 astral 𝄞', tag: 'data: not a field\n\nid: 1' },
+  { id: '9007199254740993', name: BOM, tag: '\\"quoted"' },
+]
+const expectedData = ({ id, name, tag }: { id: string; name: string; tag?: string }) =>
+  tag === undefined ? { id, name } : { id, name, tag }
+
+for (const kind of STORAGE_KINDS) {
+  describe(`GET /plants/changes on ${kind}`, () => {
+    let h: Harness
+    const open: SseReader[] = []
+    const stream = async (
+      token: string | undefined,
+      options: { after?: string; lastEventId?: string } = {},
+    ) => {
+      const reader = await openSse(changesRequest('http://localhost', token, options), (request) =>
+        h.app.handle(request),
+      )
+      open.push(reader)
+      return reader
+    }
+    const create = async (token: string, plant: { id: string | number; name: string; tag?: string }) => {
+      // Ids go out as JSON numbers, written by hand so that none is rounded on the way.
+      const { id, ...rest } = plant
+      const body = `{"id":${id},${JSON.stringify(rest).slice(1)}`
+      const response = await h.request('POST', '/plants', {
+        token,
+        rawBody: body,
+        headers: { 'content-type': 'application/json' },
+      })
+      expect(response.status).toBe(200)
+    }
+    const openStreams = async () => {
+      const text = await (await h.request('GET', '/metrics')).text()
+      return Number(/^plant_store_change_streams (\d+)$/m.exec(text)?.[1])
+    }
+
+    beforeAll(async () => {
+      h = await createHarness(kind, { changes: { keepAliveMs: 300, tickMs: 50 } })
+    })
+    afterAll(async () => {
+      await Promise.all(open.map((reader) => reader.close()))
+      await h.close()
+    })
+
+    test('opens at once with the SSE headers and a comment, before any event', async () => {
+      const reader = await stream(await h.tokenFor('opener'))
+      expect(reader.response.status).toBe(200)
+      expect(reader.response.headers.get('content-type')).toBe('text/event-stream')
+      expect(reader.response.headers.get('cache-control')).toBe('no-store')
+      expect(reader.response.headers.get('x-request-id')).toBeTruthy()
+      await reader.collectFor(100)
+      expect(reader.comments[0]).toBe('connected')
+    })
+
+    test('every text and id arrives exactly, live and replayed alike', async () => {
+      // given a stream open at the owner's head
+      const token = await h.tokenFor('exact')
+      const live = await stream(token)
+      // when the plants are created
+      for (const plant of EXACT_PLANTS) await create(token, plant)
+      // then the live stream and a replay from 0 carry the same exact events, in order
+      const liveEvents = await live.take(EXACT_PLANTS.length)
+      const replayed = await (await stream(token, { after: '0' })).take(EXACT_PLANTS.length)
+      for (const events of [liveEvents, replayed]) {
+        expect(events.map(plantOf)).toEqual(EXACT_PLANTS.map(expectedData))
+        expect(events.every((event) => event.event === 'PlantCreated')).toBe(true)
+        expect(events.every((event) => !event.data.includes('\n'))).toBe(true)
+      }
+      expect(liveEvents.map((event) => event.id)).toEqual(replayed.map((event) => event.id))
+      const positions = liveEvents.map((event) => BigInt(event.id ?? ''))
+      expect(positions).toEqual([...positions].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
+    })
+
+    test('Last-Event-ID wins over after, and leading zeros are accepted', async () => {
+      const token = await h.tokenFor('resumer')
+      for (let id = 1; id <= 4; id++) await create(token, { id, name: `r${id}` })
+      const all = await (await stream(token, { after: '0' })).take(4)
+      const second = all[1]?.id ?? ''
+      const resumed = await stream(token, { lastEventId: `000${second}`, after: '0' })
+      expect((await resumed.take(2)).map(plantOf).map((plant) => plant.name)).toEqual(['r3', 'r4'])
+      expect(await resumed.collectFor(200)).toEqual([])
+    })
+
+    test('a stream opened without a position sends only plants created after it opened', async () => {
+      const token = await h.tokenFor('newcomer')
+      await create(token, { id: 1, name: 'before' })
+      const reader = await stream(token)
+      await create(token, { id: 2, name: 'after' })
+      expect((await reader.take(1)).map(plantOf)).toEqual([{ id: '2', name: 'after' }])
+      expect(await reader.collectFor(200)).toEqual([])
+    })
+
+    test('the seam: a walk of pages while writers run, then after= its last P, misses nothing', async () => {
+      // given writers creating plants for one owner
+      const token = await h.tokenFor('seam')
+      const ids = Array.from({ length: 60 }, (_, index) => index + 1)
+      const writing = Promise.all(
+        [0, 1, 2].map(async (writer) => {
+          for (const id of ids.filter((id) => id % 3 === writer)) await create(token, { id, name: `s${id}` })
+        }),
+      )
+      // when a client walks the listing in pages meanwhile and follows from the last page's P
+      await Bun.sleep(20)
+      const listed: string[] = []
+      let position = ''
+      let path: string | undefined = '/plants?limit=7'
+      while (path) {
+        const response: Response = await h.request('GET', path, { token })
+        listed.push(...((await response.json()) as { name: string }[]).map((plant) => plant.name))
+        position = response.headers.get('plant-store-position') ?? ''
+        path = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1]
+      }
+      expect(position).toMatch(/^[0-9]+$/)
+      const reader = await stream(token, { after: position })
+      await writing
+      const streamed = (await reader.collectFor(1000)).map((event) => plantOf(event).name)
+      // then every plant is in the listing or the stream, and none twice in the stream
+      expect(new Set([...listed, ...streamed])).toEqual(new Set(ids.map((id) => `s${id}`)))
+      expect(new Set(streamed).size).toBe(streamed.length)
+    })
+
+    test("another owner's plants never appear, across many owners and streams", async () => {
+      let run = 0
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.record({ owner: fc.nat(3), stream: fc.nat(1) }), { minLength: 1, maxLength: 3 }),
+          fc.array(fc.nat(3), { minLength: 1, maxLength: 12 }),
+          async (streams, creates) => {
+            run++
+            const owners = [0, 1, 2, 3].map((owner) => `iso-${run}-${owner}`)
+            const tokens = await Promise.all(owners.map((owner) => h.tokenFor(owner)))
+            const readers = await Promise.all(streams.map(({ owner }) => stream(tokens[owner])))
+            const model = owners.map(() => [] as string[])
+            for (const [index, owner] of creates.entries()) {
+              await create(tokens[owner] ?? '', { id: index + 1, name: `${owners[owner]}/${index}` })
+              model[owner]?.push(`${owners[owner]}/${index}`)
+            }
+            for (const [index, { owner }] of streams.entries()) {
+              const reader = readers[index] as SseReader
+              const names = [
+                ...(await reader.take(model[owner]?.length ?? 0, 5000)),
+                ...(await reader.collectFor(50)),
+              ].map((event) => plantOf(event).name)
+              expect(names).toEqual(model[owner] ?? [])
+              await reader.close()
+            }
+          },
+        ),
+        { numRuns: 8 },
+      )
+    }, 120_000)
+
+    test('keep-alive comments arrive while nothing happens', async () => {
+      const reader = await stream(await h.tokenFor('quiet'))
+      await reader.collectFor(800)
+      expect(reader.comments.filter((comment) => comment === 'keep-alive').length).toBeGreaterThanOrEqual(1)
+    })
+
+    test('the stream ends when the token expires', async () => {
+      const token = await issueToken(TEST_SECRET, { subject: 'shortlived', ttlSeconds: 2, now: new Date() })
+      const reader = await stream(token)
+      const ended = await Promise.race([
+        reader.ended().then(() => 'ended'),
+        Bun.sleep(6000).then(() => 'open'),
+      ])
+      expect(ended).toBe('ended')
+      expect(reader.comments).toContain('the token has expired')
+    })
+
+    test('gauges the open streams in /metrics', async () => {
+      const before = await openStreams()
+      const reader = await stream(await h.tokenFor('gauged'))
+      expect(await openStreams()).toBe(before + 1)
+      await reader.close()
+      await Bun.sleep(50)
+      expect(await openStreams()).toBe(before)
+    })
+
+    describe('bad input is a 400 or 401 Error and opens nothing', () => {
+      const cases: [string, { after?: string; lastEventId?: string }, string][] = [
+        ['after not a number', { after: 'abc' }, 'after'],
+        ['after negative', { after: '-1' }, 'after'],
+        ['after a fraction', { after: '1.5' }, 'after'],
+        ['after past int64', { after: '9223372036854775808' }, 'after'],
+        ['after empty', { after: '' }, 'after'],
+        ['Last-Event-ID not a number', { lastEventId: 'x1' }, 'Last-Event-ID'],
+        ['Last-Event-ID past int64', { lastEventId: '99999999999999999999' }, 'Last-Event-ID'],
+        ['Last-Event-ID empty', { lastEventId: '' }, 'Last-Event-ID'],
+      ]
+      test.each(cases)('%s', async (_label, options, named) => {
+        const before = await openStreams()
+        const response = await h.app.handle(
+          changesRequest('http://localhost', await h.tokenFor('bad'), options),
+        )
+        expect(response.status).toBe(400)
+        expect(response.headers.get('content-type')).toBe('application/json')
+        const body = (await response.json()) as { error: number; message: string }
+        expect(body.error).toBe(400)
+        expect(body.message).toContain(named)
+        expect(await openStreams()).toBe(before)
+      })
+
+      test('after given twice', async () => {
+        const request = new Request('http://localhost/plants/changes?after=1&after=2', {
+          headers: { authorization: `Bearer ${await h.tokenFor('bad')}` },
+        })
+        expect((await h.app.handle(request)).status).toBe(400)
+      })
+
+      const tokens: [string, () => Promise<string | undefined>, string][] = [
+        ['missing', async () => undefined, 'required'],
+        [
+          'expired',
+          () => issueToken(TEST_SECRET, { subject: 'late', ttlSeconds: -120, now: new Date() }),
+          'expired',
+        ],
+        [
+          'forged',
+          () =>
+            issueToken(new TextEncoder().encode('another-secret-that-is-at-least-32-bytes'), {
+              subject: 'mallory',
+              ttlSeconds: 60,
+              now: new Date(),
+            }),
+          'signature',
+        ],
+      ]
+      test.each(tokens)('a %s token', async (_label, token, reason) => {
+        const response = await h.app.handle(changesRequest('http://localhost', await token(), { after: '0' }))
+        expect(response.status).toBe(401)
+        expect(response.headers.get('www-authenticate')).toStartWith('Bearer realm="plants"')
+        expect(((await response.json()) as { message: string }).message).toContain(reason)
+      })
+    })
+  })
+}
