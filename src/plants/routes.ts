@@ -6,7 +6,7 @@ import { HttpError } from '../http/http-error.ts'
 import { readJsonBody } from '../http/json-body.ts'
 import { jsonArrayStream } from '../http/json-stream.ts'
 import type { Database } from '../store/database.ts'
-import { createPlant } from './create-plant.ts'
+import { plantCreator } from './create-plant.ts'
 import { decodeCursor, encodeCursor } from './cursor.ts'
 import { listPlants } from './list-plants.ts'
 import { ErrorBody, ListQuery, NEW_PLANT_RULE, NewPlant, Plant } from './schemas.ts'
@@ -29,6 +29,7 @@ const errors = {
 }
 
 export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDeps) {
+  const createPlant = plantCreator(db)
   return new Elysia({ name: 'plants' })
     .use(authentication(verifyToken))
     .post(
@@ -36,7 +37,7 @@ export function plantRoutes({ db, verifyToken, now, onAppended }: PlantRoutesDep
       async ({ body, owner, set }) => {
         const plant = { id: BigInt(body.id), name: body.name, tag: body.tag ?? null }
         const requestId = String(set.headers['x-request-id'])
-        const decision = await createPlant(db, { type: 'CreatePlant', owner, plant, now: now() }, requestId)
+        const decision = await createPlant({ type: 'CreatePlant', owner, plant, now: now() }, requestId)
         if (decision.outcome === 'created') onAppended?.()
         if (decision.outcome === 'conflict') {
           throw new HttpError(409, `plant ${plant.id} already exists with a different name or tag`)
