@@ -39,7 +39,11 @@ export function plantCreator(db: Database, inFlight = 1) {
   return (command: CreatePlant, requestId: string) => create({ command, requestId })
 }
 
-export async function createPlant(db: Database, command: CreatePlant, requestId: string): Promise<CreateResult> {
+export async function createPlant(
+  db: Database,
+  command: CreatePlant,
+  requestId: string,
+): Promise<CreateResult> {
   const [result] = await appendWithRetries(db, [{ command, requestId }])
   if (!result) throw new Error('a create gave no result')
   return result

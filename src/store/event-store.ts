@@ -46,7 +46,12 @@ export type AppendOptions = {
 }
 
 // One event for one stream, appended only if the stream is at `expectedVersion`.
-export type StreamAppend = { streamId: string; expectedVersion: number; event: NewEvent; metadata: EventMetadata }
+export type StreamAppend = {
+  streamId: string
+  expectedVersion: number
+  event: NewEvent
+  metadata: EventMetadata
+}
 
 // The position of each append's event, in the order given; undefined where the stream was no longer
 // at the expected version, and nothing was appended for it.
@@ -56,7 +61,10 @@ export type AppendBatch = (db: Executor, appends: StreamAppend[]) => Promise<(bi
 // `db` is a transaction: one round trip, one commit, its text built once. An append whose stream
 // version is taken, by an earlier commit or a concurrent writer, is skipped on the (stream_id,
 // stream_version) unique key without failing the others. Positions follow the order given.
-export function appendBatchStatement(name: string, { lockKey, with: alongside }: AppendOptions = {}): AppendBatch {
+export function appendBatchStatement(
+  name: string,
+  { lockKey, with: alongside }: AppendOptions = {},
+): AppendBatch {
   const locked = lockKey
     ? sql`select count(pg_advisory_xact_lock(key)) from (
             select distinct ${lockKey(sql`input.value->'metadata'`)} as key from input order by 1) as keys`

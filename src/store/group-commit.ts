@@ -29,13 +29,16 @@ export function groupCommit<In, Out>(
       running++
       void run(batch.map((waiting) => waiting.input))
         .then(
-          (results) =>
-            batch.forEach((waiting, index) => {
+          (results) => {
+            for (const [index, waiting] of batch.entries()) {
               const result = results[index]
               if (result?.status === 'fulfilled') waiting.resolve(result.value)
               else waiting.reject(result ? result.reason : new Error('a batch gave no result for an item'))
-            }),
-          (error: unknown) => batch.forEach((waiting) => waiting.reject(error)),
+            }
+          },
+          (error: unknown) => {
+            for (const waiting of batch) waiting.reject(error)
+          },
         )
         .finally(() => {
           running--
