@@ -33,9 +33,9 @@ COMMIT;
 BEGIN;
 WITH appended AS (
   INSERT INTO events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-  SELECT 'plant:' || CAST(:id * 100 + g AS text) || ':' || 'ceiling-' || CAST((:owner + g) % 100000 AS text), 1,
+  SELECT 'plant:' || CAST(CAST(:id AS bigint) * 100 + g AS text) || ':' || 'ceiling-' || CAST((:owner + g) % 100000 AS text), 1,
          'PlantCreated', 1,
-         jsonb_build_object('id', CAST(:id * 100 + g AS text), 'name', 'plant ' || CAST(:id AS text), 'tag', 'bench'),
+         jsonb_build_object('id', CAST(CAST(:id AS bigint) * 100 + g AS text), 'name', 'plant ' || CAST(:id AS text), 'tag', 'bench'),
          jsonb_build_object('owner', 'ceiling-' || CAST((:owner + g) % 100000 AS text), 'requestId', 'pgbench'), now()
   FROM generate_series(1, BATCH) AS g
   ORDER BY g
