@@ -3,12 +3,15 @@ import { Registry } from 'prom-client'
 import type { TokenVerifier } from './auth/token-verifier.ts'
 import { healthRoutes } from './health.ts'
 import { errorHandler } from './http/error-handler.ts'
+import { requestIds } from './http/request-id.ts'
+import { registerSchemaKinds } from './http/schema-kinds.ts'
 import type { Logger } from './logger.ts'
 import { createMetrics } from './observability/metrics.ts'
 import { metricsRoute } from './observability/metrics-route.ts'
 import { logRequest } from './observability/request-log.ts'
 import { requestObservation } from './observability/request-observation.ts'
 import { docsRoutes } from './openapi/docs-routes.ts'
+import type { DocumentedRoute } from './openapi/document.ts'
 import { plantRoutes } from './plants/routes.ts'
 import type { Database } from './store/database.ts'
 
@@ -36,14 +39,17 @@ export function createApp({
   clock,
   onAppended,
 }: AppDeps) {
+  registerSchemaKinds()
   const app = new Elysia()
   const allowedMethods = (path: string) => methodsServing(app, path)
   const metrics = createMetrics(registry)
+  const ids = requestIds(generateRequestId)
   return app
-    .use(errorHandler({ logger, generateRequestId, allowedMethods }))
+    .use(errorHandler({ logger, requestIds: ids, allowedMethods }))
     .use(
       requestObservation({
         allowedMethods,
+        requestIdOf: ids.of,
         clock,
         onStarted: metrics.requestStarted,
         onFinished: (record) => {
@@ -54,8 +60,8 @@ export function createApp({
     )
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
-    .use(docsRoutes())
-    .use(plantRoutes({ db, verifyToken, now, onAppended }))
+    .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
+    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended }))
 }
 
 export type App = ReturnType<typeof createApp>

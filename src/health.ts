@@ -1,23 +1,41 @@
+import { Type } from '@sinclair/typebox'
 import { sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
-import { errorResponse } from './http/http-error.ts'
+import { HttpError } from './http/http-error.ts'
+import { replies, reply, unavailable } from './openapi/replies.ts'
 import type { Database } from './store/database.ts'
 
 const READY_TIMEOUT_MS = 2000
 
+const status = (value: string) => Type.Object({ status: Type.Literal(value) })
+const live = replies({ 200: reply(status('ok'), 'Liveness') })
+const ready = replies({ 200: reply(status('ready'), 'Ready'), 503: unavailable })
+
 export function healthRoutes({ db }: { db: Database }) {
   return new Elysia({ name: 'health' })
-    .get('/health', () => ({ status: 'ok' }))
-    .get('/ready', async () => {
-      const ready = await Promise.race([
-        db.execute(sql`select 1`).then(
-          () => true,
-          () => false,
-        ),
-        new Promise<boolean>((resolve) => setTimeout(resolve, READY_TIMEOUT_MS, false)),
-      ])
-      return ready
-        ? { status: 'ready' }
-        : errorResponse(503, 'the database is unreachable', { 'retry-after': '5' })
+    .get('/health', () => ({ status: 'ok' as const }), {
+      response: live.response,
+      detail: { summary: 'Liveness', tags: ['health'], security: [], responses: live.responses },
     })
+    .get('/ready', () => readiness(db), {
+      response: ready.response,
+      detail: {
+        summary: 'Readiness: the database answers',
+        tags: ['health'],
+        security: [],
+        responses: ready.responses,
+      },
+    })
+}
+
+async function readiness(db: Database) {
+  const answered = await Promise.race([
+    db.execute(sql`select 1`).then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => setTimeout(resolve, READY_TIMEOUT_MS, false)),
+  ])
+  if (!answered) throw new HttpError(503, 'the database is unreachable', { 'retry-after': '5' })
+  return { status: 'ready' as const }
 }

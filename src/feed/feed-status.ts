@@ -1,5 +1,6 @@
 import type { Database } from '../store/database.ts'
 import { countLogAfter, type LogCursor, logHead } from '../store/event-log.ts'
+import { unlessAborted } from './abort.ts'
 import type { FeedStream } from './nats-stream.ts'
 
 export type FeedStatus = {
@@ -23,12 +24,10 @@ export async function feedLag(
   lastKnown: LogCursor | undefined,
   timeoutMs = 1000,
 ): Promise<number | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, timeoutMs, undefined)
-  })
-  const read = await Promise.race([readCursor().catch(() => undefined), timeout])
-  clearTimeout(timer)
+  const read = await unlessAborted(
+    readCursor().catch(() => undefined),
+    AbortSignal.timeout(timeoutMs),
+  )
   const cursor = read ?? lastKnown
   return cursor === undefined ? undefined : countLogAfter(db, cursor)
 }

@@ -8,6 +8,7 @@ import {
 import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node'
 import { ConfigError, type FeedConfig } from '../config.ts'
 import { LOG_START, type LogCursor } from '../store/event-log.ts'
+import { aborted } from './abort.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage } from './cloud-event.ts'
 import { feedFilter, subjectCovers } from './subjects.ts'
 
@@ -58,6 +59,7 @@ async function ensureStream(jsm: JetStreamManager, stream: string, filter: strin
     }
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error
+    // Every setting of a stream the service creates is here (CONTRACT §8).
     await jsm.streams.add({ name: stream, subjects: [filter], storage: StorageType.File })
   }
 }
@@ -86,40 +88,7 @@ async function readTail(jsm: JetStreamManager, stream: string, filter: string): 
 // subject of its own on one subscription: a request per message (js.publish) costs three times
 // as much.
 async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after: Tail): Promise<Published> {
-  const inbox = createInbox()
-  const answers: Answer[] = new Array(messages.length)
-  let waiting = messages.length
-  let answered = () => {}
-  const allAnswered = new Promise<void>((resolve) => {
-    answered = resolve
-  })
-  const subscription = nc.subscribe(`${inbox}.*`, {
-    callback: (error, reply) => {
-      if (error) return
-      const index = Number(reply.subject.slice(inbox.length + 1))
-      if (answers[index] !== undefined) return
-      answers[index] = readAnswer(reply.data)
-      if (--waiting === 0) answered()
-    },
-  })
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    for (const [index, message] of messages.entries()) {
-      const messageHeaders = headers()
-      messageHeaders.set('Content-Type', CLOUD_EVENTS_CONTENT_TYPE)
-      messageHeaders.set('Nats-Msg-Id', message.id)
-      messageHeaders.set(TRANSACTION_HEADER, message.transactionId)
-      messageHeaders.set('Nats-Expected-Last-Sequence', String(after.sequence + index))
-      nc.publish(message.subject, message.body, { headers: messageHeaders, reply: `${inbox}.${index}` })
-    }
-    await Promise.race([
-      allAnswered,
-      new Promise((resolve) => (timer = setTimeout(resolve, PUBLISH_TIMEOUT_MS))),
-    ])
-  } finally {
-    clearTimeout(timer)
-    subscription.unsubscribe()
-  }
+  const answers = await sendAll(nc, messages, after)
   let tail = after
   let published = 0
   for (const [index, message] of messages.entries()) {
@@ -140,6 +109,37 @@ async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after
     }
   }
   return { tail, published }
+}
+
+// Publishes every message and collects the answers that come within the timeout, by index.
+async function sendAll(nc: NatsConnection, messages: FeedMessage[], after: Tail): Promise<Answer[]> {
+  const inbox = createInbox()
+  const answers: Answer[] = new Array(messages.length)
+  let waiting = messages.length
+  const allAnswered = new AbortController()
+  const subscription = nc.subscribe(`${inbox}.*`, {
+    callback: (error, reply) => {
+      if (error) return
+      const index = Number(reply.subject.slice(inbox.length + 1))
+      if (answers[index] !== undefined) return
+      answers[index] = readAnswer(reply.data)
+      if (--waiting === 0) allAnswered.abort()
+    },
+  })
+  try {
+    for (const [index, message] of messages.entries()) {
+      const messageHeaders = headers()
+      messageHeaders.set('Content-Type', CLOUD_EVENTS_CONTENT_TYPE)
+      messageHeaders.set('Nats-Msg-Id', message.id)
+      messageHeaders.set(TRANSACTION_HEADER, message.transactionId)
+      messageHeaders.set('Nats-Expected-Last-Sequence', String(after.sequence + index))
+      nc.publish(message.subject, message.body, { headers: messageHeaders, reply: `${inbox}.${index}` })
+    }
+    await aborted(allAnswered.signal, AbortSignal.timeout(PUBLISH_TIMEOUT_MS))
+  } finally {
+    subscription.unsubscribe()
+  }
+  return answers
 }
 
 type Answer = { seq: number; duplicate: boolean } | { error: string }

@@ -1,3 +1,4 @@
+import { type ConnectionOptions, connect, type NatsConnection } from '@nats-io/transport-node'
 import type { Registry } from 'prom-client'
 import { type Config, ConfigError, type FeedConfig } from '../config.ts'
 import type { Logger } from '../logger.ts'
@@ -5,7 +6,6 @@ import { createFeedMetrics } from '../observability/feed-metrics.ts'
 import type { Database } from '../store/database.ts'
 import { feedLag } from './feed-status.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
-import { linkToNats } from './nats-link.ts'
 import { feedStream } from './nats-stream.ts'
 import { startRelay } from './relay.ts'
 
@@ -19,49 +19,89 @@ export type FeedDeps = {
   registry: Registry
 }
 
+// The client reconnects by itself, for ever, and pings often enough to notice within seconds a
+// network that went silent.
+const NATS_OPTIONS: ConnectionOptions = {
+  name: 'plant-store',
+  timeout: 2000,
+  reconnect: true,
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: 250,
+  pingInterval: 3000,
+  maxPingOut: 2,
+}
+
 // The feed beside the server: it never holds up a request. When NATS answers at start a stream
 // that cannot carry the feed stops the start; otherwise that is checked once NATS answers.
 export async function startFeed({ config, storage, db, logger, registry }: FeedDeps): Promise<Feed> {
-  const link = linkToNats(config.servers, logger)
-  const first = await link.firstAttempt
-  if (first !== undefined) {
-    try {
-      await (await feedStream(first, config)).ensure()
-    } catch (error) {
-      if (error instanceof ConfigError) {
-        await link.close()
-        throw error
-      }
-      logger.warn({ err: error }, 'the event feed could not check its stream yet')
-    }
-  }
-  const stream = link.ready.then((nc) => feedStream(nc, config))
+  const options = { ...NATS_OPTIONS, servers: config.servers }
+  const first = await connect(options).catch((error: unknown) => {
+    logger.warn({ err: error, servers: config.servers }, 'the event feed cannot reach NATS yet')
+    return undefined
+  })
+  if (first !== undefined) await checkStream(first, config, logger)
+  // Not there at first: the client keeps trying until NATS answers.
+  const connecting = first ? Promise.resolve(first) : connect({ ...options, waitOnFirstConnect: true })
+  let connection: NatsConnection | undefined
+  let connected = false
+  const stream = connecting.then((nc) => {
+    if (first === undefined) logger.info({ servers: config.servers }, 'the event feed reached NATS')
+    connection = nc
+    void watchStatus(nc, (up) => {
+      connected = up
+    })
+    return feedStream(nc, config)
+  })
   stream.catch(() => {})
   const leadership =
     storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
+  const metrics = createFeedMetrics(registry, {
+    connected: () => connected,
+    lag: () => feedLag(db, readCursor, relay.lastPublished()),
+  })
   const relay = startRelay({
     db,
     stream,
     leadership,
     messages: config,
     logger,
-    onPublished: (count) => metrics.published(count),
+    onPublished: metrics.published,
   })
   const readCursor = async () => {
-    if (!link.connected()) throw new Error('NATS is not connected')
+    if (!connected) throw new Error('NATS is not connected')
     return (await (await stream).readTail()).cursor
   }
-  const metrics = createFeedMetrics(registry, {
-    connected: link.connected,
-    lag: () => feedLag(db, readCursor, relay.lastPublished()),
-  })
   logger.info({ stream: config.stream, connected: first !== undefined }, 'event feed started')
   return {
     wake: relay.wake,
     close: async () => {
       await relay.stop()
       await leadership.close()
-      await link.close()
+      if (connection) await connection.close()
+      else void connecting.then((nc) => nc.close())
     },
   }
+}
+
+// A stream that cannot carry the feed stops the start; NATS failing to answer now does not.
+async function checkStream(nc: NatsConnection, config: FeedConfig, logger: Logger): Promise<void> {
+  try {
+    await (await feedStream(nc, config)).ensure()
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      await nc.close()
+      throw error
+    }
+    logger.warn({ err: error }, 'the event feed could not check its stream yet')
+  }
+}
+
+// Tells whether the connection is up each time that changes, until it is closed.
+async function watchStatus(nc: NatsConnection, onChange: (connected: boolean) => void): Promise<void> {
+  onChange(true)
+  for await (const status of nc.status()) {
+    if (status.type === 'disconnect') onChange(false)
+    if (status.type === 'reconnect') onChange(true)
+  }
+  onChange(false)
 }

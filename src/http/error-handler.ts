@@ -2,25 +2,25 @@ import { Elysia } from 'elysia'
 import type { Logger } from '../logger.ts'
 import { isDatabaseUnavailable } from '../store/unavailable.ts'
 import { errorResponse, HttpError } from './http-error.ts'
-import { chooseRequestId } from './request-id.ts'
+import type { RequestIds } from './request-id.ts'
 
 export type ErrorHandlerDeps = {
   logger: Logger
   // Methods the app serves on a path; drives 405 versus 404.
   allowedMethods: (path: string) => string[]
-  generateRequestId?: () => string
+  requestIds: RequestIds
 }
 
 const RETRY_AFTER_SECONDS = '5'
 
 // Every response carries X-Request-Id, and every error becomes {"error": status, "message": …}.
-export function errorHandler({ logger, allowedMethods, generateRequestId }: ErrorHandlerDeps) {
+export function errorHandler({ logger, allowedMethods, requestIds }: ErrorHandlerDeps) {
   return new Elysia({ name: 'error-handler' })
     .onRequest(({ request, set }) => {
-      set.headers['x-request-id'] = chooseRequestId(request.headers.get('x-request-id'), generateRequestId)
+      set.headers['x-request-id'] = requestIds.assign(request)
     })
-    .onError({ as: 'global' }, ({ code, error, request, path, set }) => {
-      const requestId = String(set.headers['x-request-id'] ?? '')
+    .onError({ as: 'global' }, ({ code, error, request, path }) => {
+      const requestId = requestIds.of(request)
       const withId = (headers: Record<string, string> = {}) => ({ ...headers, 'x-request-id': requestId })
       if (error instanceof HttpError) return errorResponse(error.status, error.message, withId(error.headers))
       switch (code) {

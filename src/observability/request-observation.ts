@@ -17,6 +17,7 @@ export type RequestObservationDeps = {
   onStarted?: () => void
   onFinished: (record: RequestRecord) => void
   allowedMethods: (path: string) => string[]
+  requestIdOf: (request: Request) => string
   // A monotonic clock in milliseconds.
   clock?: () => number
 }
@@ -38,6 +39,7 @@ export function requestObservation({
   onStarted = () => {},
   onFinished,
   allowedMethods,
+  requestIdOf,
   clock = () => performance.now(),
 }: RequestObservationDeps) {
   const startedAt = new WeakMap<Request, number>()
@@ -50,7 +52,7 @@ export function requestObservation({
       const ctx = context as unknown as AfterResponseContext
       const started = startedAt.get(ctx.request) ?? clock()
       onFinished({
-        requestId: String(ctx.set.headers['x-request-id'] ?? ''),
+        requestId: requestIdOf(ctx.request),
         method: ctx.request.method,
         route: ctx.route ?? 'unmatched',
         path: ctx.path,

@@ -1,8 +1,11 @@
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import { buildOpenApiDocument } from './document.ts'
+import { HttpError } from '../http/http-error.ts'
+import { buildOpenApiDocument, type DocumentedRoute } from './document.ts'
+import { type DocumentedResponses, errorReply, replies, reply } from './replies.ts'
 
 // The reference page works offline: Swagger UI's files come from the swagger-ui-dist package
 // and are served by the service itself.
@@ -29,8 +32,27 @@ const PAGE = `<!doctype html>
 
 const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', validatorUrl: null, deepLinking: true })\n`
 
-export function docsRoutes() {
-  const document = JSON.stringify(buildOpenApiDocument())
+const documentReply = replies({
+  200: reply(Type.Object({}, { additionalProperties: true }), 'This OpenAPI 3.1 document'),
+})
+const pageReply = replies({
+  200: reply(Type.String(), 'The API reference page', { contentType: 'text/html' }),
+})
+const scriptReply = replies({
+  200: reply(Type.String(), 'The reference page script', { contentType: 'text/javascript' }),
+})
+const assetReply = replies({
+  200: reply(Type.String(), 'A Swagger UI file', { contentType: 'application/octet-stream' }),
+  404: errorReply('No such file'),
+})
+
+// `routes` is read on the first request, when every route of the app is registered.
+export function docsRoutes(routes: () => readonly DocumentedRoute[]) {
+  let document: string | undefined
+  const openApiDocument = () => {
+    document ??= JSON.stringify(buildOpenApiDocument(routes()))
+    return document
+  }
   const assetDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/swagger-ui-bundle.js'))
   const cache = new Map<string, Promise<Blob>>()
   const asset = (name: string) => {
@@ -41,18 +63,39 @@ export function docsRoutes() {
     return bytes
   }
   const html = (body: string, type: string) => new Response(body, { headers: { 'content-type': type } })
+  const detail = (summary: string, responses: DocumentedResponses, hide = false) => ({
+    summary,
+    tags: ['docs'],
+    security: [],
+    responses,
+    hide,
+  })
   return new Elysia({ name: 'docs' })
-    .get('/openapi.json', () => html(document, 'application/json'))
-    .get('/docs', () => html(PAGE, 'text/html; charset=utf-8'))
-    .get('/docs/init.js', () => html(INIT, 'text/javascript; charset=utf-8'))
-    .get('/docs/:asset', async ({ params, set }) => {
-      const type = ASSETS[params.asset]
-      if (!type) {
-        set.status = 404
-        return { error: 404, message: `no such path: /docs/${params.asset}` }
-      }
-      return new Response(await asset(params.asset), {
-        headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
-      })
+    .get('/openapi.json', () => html(openApiDocument(), 'application/json'), {
+      response: documentReply.response,
+      detail: detail('The OpenAPI document', documentReply.responses),
     })
+    .get('/docs', () => html(PAGE, 'text/html; charset=utf-8'), {
+      response: pageReply.response,
+      detail: detail('The API reference', pageReply.responses),
+    })
+    .get('/docs/init.js', () => html(INIT, 'text/javascript; charset=utf-8'), {
+      response: scriptReply.response,
+      detail: detail('The reference page script', scriptReply.responses, true),
+    })
+    .get(
+      '/docs/:asset',
+      async ({ params }) => {
+        const type = ASSETS[params.asset]
+        if (!type) throw new HttpError(404, `no such path: /docs/${params.asset}`)
+        return new Response(await asset(params.asset), {
+          headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
+        })
+      },
+      {
+        params: Type.Object({ asset: Type.String() }),
+        response: assetReply.response,
+        detail: detail('A Swagger UI file', assetReply.responses, true),
+      },
+    )
 }

@@ -39,6 +39,8 @@ export function plantCreator(db: Database, inFlight = 1) {
   return (command: CreatePlant, requestId: string) => create({ command, requestId })
 }
 
+export type PlantCreator = ReturnType<typeof plantCreator>
+
 export async function createPlant(
   db: Database,
   command: CreatePlant,

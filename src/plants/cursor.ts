@@ -22,3 +22,9 @@ export function decodeCursor(cursor: string): bigint | undefined {
   const position = BigInt(digits)
   return position <= 2n ** 63n - 1n ? position : undefined
 }
+
+// The RFC 8288 link to the page after one that ended before `next`, for a listing with a limit.
+export function nextPageLink(limit: number | undefined, next: bigint | undefined): string | undefined {
+  if (limit === undefined || limit === 0 || next === undefined) return undefined
+  return `</plants?limit=${limit}&after=${encodeCursor(next)}>; rel="next"`
+}

@@ -1,15 +1,15 @@
 import { and, asc, eq, gte, sql } from 'drizzle-orm'
 import { type Executor, preparedStatement } from '../store/database.ts'
 import { plants } from '../store/schema.ts'
-import type { Plant } from './schemas.ts'
+import type { PlantView } from './schemas.ts'
 
 export type ListRequest = { owner: string; limit?: number; from?: bigint }
 
 // A short page is read at once; a long listing yields batches as they are pulled. `next` is
 // where the following page starts, if any.
 export type PlantListing =
-  | { kind: 'page'; plants: Plant[]; next?: bigint }
-  | { kind: 'stream'; batches: AsyncIterable<Plant[]>; next?: bigint }
+  | { kind: 'page'; plants: PlantView[]; next?: bigint }
+  | { kind: 'stream'; batches: AsyncIterable<PlantView[]>; next?: bigint }
 
 const BATCH_SIZE = 1000
 
@@ -23,7 +23,7 @@ export async function listPlants(
     const found = await readBatch(db, owner, from, undefined, limit + 1)
     const after = found.length > limit ? found[limit]?.position : undefined
     const next = after === undefined ? undefined : BigInt(after)
-    return { kind: 'page', plants: found.slice(0, limit).map(toPlant), next }
+    return { kind: 'page', plants: found.slice(0, limit).map(toPlantView), next }
   }
   const next = limit === undefined ? undefined : await positionAfter(db, owner, from, limit)
   // The first batch is read before answering, so an unreachable database is still a clean 503.
@@ -33,7 +33,7 @@ export async function listPlants(
 
 async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bigint | undefined) {
   for (let found = first; found.length > 0; ) {
-    yield found.map(toPlant)
+    yield found.map(toPlantView)
     const last = found.at(-1)
     if (found.length < BATCH_SIZE || !last) return
     found = await readBatch(db, owner, BigInt(last.position) + 1n, until, BATCH_SIZE)
@@ -43,7 +43,7 @@ async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bi
 type Row = { name: string; tag: string | null; position: string }
 
 // Prepared, and built once per executor: a page is one round trip, with no query building and no
-// mapping of rows beyond toPlant. Positions travel as decimal text, exact whatever the driver does.
+// mapping of rows beyond toPlantView. Positions travel as decimal text, exact whatever the driver does.
 const batchStatement = (bounded: boolean) =>
   preparedStatement<Row>(
     bounded ? 'plants_range' : 'plants_page',
@@ -74,6 +74,6 @@ async function positionAfter(db: Executor, owner: string, from: bigint, skip: nu
   return row?.position
 }
 
-function toPlant(row: { name: string; tag: string | null }): Plant {
+function toPlantView(row: { name: string; tag: string | null }): PlantView {
   return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
 }

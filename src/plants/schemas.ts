@@ -1,33 +1,7 @@
-import { Kind, type Static, type TSchema, Type, TypeRegistry } from '@sinclair/typebox'
+import { Kind, type Static, Type } from '@sinclair/typebox'
+import { queryInteger } from '../http/query-integer.ts'
 
-// Two rules JSON Schema keywords cannot express in TypeBox: ids are exact int64 values (parsed as
-// bigint, see http/exact-json.ts) and text length counts Unicode code points, not UTF-16 units.
-// The JSON Schema keywords stay on the schema for the OpenAPI document; these kinds enforce them.
-const INT64_MIN = -(2n ** 63n)
-const INT64_MAX = 2n ** 63n - 1n
-
-TypeRegistry.Set(
-  'Int64',
-  (_schema, value) => typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX,
-)
-
-TypeRegistry.Set<{ minLength: number; maxLength: number }>('Text', (schema, value) => {
-  if (typeof value !== 'string' || !value.isWellFormed() || value.includes('\u0000')) return false
-  const codePoints = countCodePoints(value, schema.maxLength + 1)
-  return codePoints >= schema.minLength && codePoints <= schema.maxLength
-})
-
-TypeRegistry.Set<{ minimum: number; maximum: number }>('IntegerParameter', (schema, value) => {
-  if (typeof value !== 'string' || !/^(0|[1-9][0-9]{0,9})$/.test(value)) return false
-  const number = Number(value)
-  return number >= schema.minimum && number <= schema.maximum
-})
-
-function countCodePoints(text: string, stopAt: number): number {
-  let count = 0
-  for (const _ of text) if (++count >= stopAt) break
-  return count
-}
+// The API's shapes. Int64, Text and IntegerParameter are kinds checked by http/schema-kinds.ts.
 
 // `error` is Elysia's per-schema message; it also keeps Elysia from serialising the (bigint) body.
 function text(field: string, minLength: number, maxLength: number) {
@@ -55,18 +29,16 @@ export const NewPlant = Type.Object(
       }),
     ),
   },
-  {
-    error: 'the body must be a JSON object with id, name and an optional tag',
-    description: 'A plant to create',
-  },
+  { error: NEW_PLANT_RULE, description: 'A plant to create' },
 )
 export type NewPlant = Static<typeof NewPlant>
 
-export const Plant = Type.Object(
+// A plant as the API shows it (the stored plant, domain.ts `Plant`, also has its id).
+export const PlantView = Type.Object(
   { name: Type.String(), tag: Type.Optional(Type.String()) },
   { description: 'A plant as returned by the service' },
 )
-export type Plant = Static<typeof Plant>
+export type PlantView = Static<typeof PlantView>
 
 export const ErrorBody = Type.Object({
   error: Type.Integer({ format: 'int32', description: 'The HTTP status code' }),
@@ -76,9 +48,7 @@ export type ErrorBody = Static<typeof ErrorBody>
 
 export const ListQuery = Type.Object({
   limit: Type.Optional(
-    Type.Unsafe<string>({
-      [Kind]: 'IntegerParameter',
-      type: 'integer',
+    queryInteger({
       format: 'int32',
       minimum: 0,
       maximum: 2147483647,
@@ -93,5 +63,3 @@ export const ListQuery = Type.Object({
     }),
   ),
 })
-
-export type Schema = TSchema

@@ -4,7 +4,7 @@ import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { HttpError } from '../../src/http/http-error.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
-import { NewPlant, Plant } from '../../src/plants/schemas.ts'
+import { NewPlant, PlantView } from '../../src/plants/schemas.ts'
 
 // The CRUD peer: the create a user would write instead of the service, with the same framework,
 // body reading, schema, token check, driver and pool size, and no events: one prepared
@@ -39,7 +39,7 @@ const app = new Elysia()
         if (body instanceof HttpError) throw body
       },
       body: NewPlant,
-      response: { 200: Plant },
+      response: { 200: PlantView },
     },
   )
   .listen({ hostname: '127.0.0.1', port: Number(process.env.PORT ?? 0) })

@@ -1,5 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { DeliverPolicy, jetstream } from '@nats-io/jetstream'
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import postgres from 'postgres'
 import { soleLeadership } from '../../src/feed/leadership.ts'
@@ -26,6 +27,9 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string', default: '8' },
     connections: { type: 'string', default: '64' },
     'probe-every-ms': { type: 'string', default: '20' },
+    // Relays publishing the same log at once, as instances without a leader would.
+    publishers: { type: 'string', default: '1' },
+    'skip-load': { type: 'boolean', default: false },
   },
 })
 const bench: Bench = { secret: crypto.randomUUID() + crypto.randomUUID(), poolSize: 10, logLevel: 'info' }
@@ -42,8 +46,28 @@ async function withDatabase<T>(label: string, use: (url: string) => Promise<T>):
   }
 }
 
-// The relay alone, publishing a log that is already there into an empty stream.
-async function measurePublishing(events: number): Promise<number> {
+type Publishing = { eventsPerSecond: number; cpuMsPerThousand: number; natsCpuMsPerThousand?: number }
+
+// The CPU time so far of a nats-server on this machine, in ms, from /proc (Linux); undefined
+// when there is none to read. Other users of that server are counted too: run it on a quiet one.
+function natsServerCpuMs(): number | undefined {
+  try {
+    const pid = readdirSync('/proc').find(
+      (entry) => /^\d+$/.test(entry) && readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server',
+    )
+    if (pid === undefined) return undefined
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // utime and stime, fields 14 and 15 of stat, in clock ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
+// The relay alone, publishing a log that is already there into an empty stream; `publishers`
+// relays at once race for each message (the stream keeps one copy), at what CPU of this process.
+async function measurePublishing(events: number, publishers: number): Promise<Publishing> {
   return withDatabase('bench_feed_publish', async (url) => {
     const sql = postgres(url, { max: 1, onnotice: () => {} })
     await seedEvents(sql, 1, events, `'owner-' || (i % 100)`)
@@ -52,20 +76,44 @@ async function measurePublishing(events: number): Promise<number> {
     const feed = await createTestFeed('bench_publish')
     const nc = await connect({ servers: TEST_NATS_URL })
     const started = performance.now()
-    const relay = startRelay({
-      db: storage.db,
-      stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
-      leadership: soleLeadership,
-      messages: { subjectPrefix: feed.prefix, source: 'bench' },
-      logger: createLogger('warn'),
-    })
-    await feed.waitFor(events, 600_000).catch(async () => feed.waitFor(events, 1))
+    const cpuBefore = process.cpuUsage()
+    const natsBefore = natsServerCpuMs()
+    const relays = Array.from({ length: publishers }, () =>
+      startRelay({
+        db: storage.db,
+        stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
+        leadership: soleLeadership,
+        messages: { subjectPrefix: feed.prefix, source: 'bench' },
+        logger: createLogger('warn'),
+      }),
+    )
+    // Counted, not read: reading the stream here would be charged to the relays.
+    const jsm = await jetstreamManager(nc)
+    const deadline = Date.now() + 600_000
+    const stored = () =>
+      jsm.streams.info(feed.stream).then(
+        (info) => info.state.messages,
+        () => 0,
+      )
+    while ((await stored()) < events) {
+      if (Date.now() > deadline) throw new Error(`the stream did not reach ${events} messages`)
+      await Bun.sleep(20)
+    }
     const elapsed = (performance.now() - started) / 1000
-    await relay.stop()
+    const cpu = process.cpuUsage(cpuBefore)
+    const natsAfter = natsServerCpuMs()
+    for (const relay of relays) await relay.stop()
     await nc.close()
     await feed.drop()
     await storage.close()
-    return events / elapsed
+    return {
+      eventsPerSecond: events / elapsed,
+      cpuMsPerThousand: (cpu.user + cpu.system) / events,
+      natsCpuMsPerThousand:
+        natsBefore === undefined || natsAfter === undefined
+          ? undefined
+          : ((natsAfter - natsBefore) * 1000) / events,
+    }
   })
 }
 
@@ -174,10 +222,15 @@ async function measureUnderLoad() {
   )
 }
 
-const publishRate = await measurePublishing(Number(flags.events))
+const publishers = Number(flags.publishers)
+const publishing = await measurePublishing(Number(flags.events), publishers)
+const publishRate = publishing.eventsPerSecond
 console.log(
-  `feed throughput: ${publishRate.toFixed(0)} events/s (${flags.events} events into an empty stream)`,
+  `feed throughput: ${publishRate.toFixed(0)} events/s, ${publishing.cpuMsPerThousand.toFixed(1)} ms CPU ` +
+    `per 1000 events, nats-server ${publishing.natsCpuMsPerThousand?.toFixed(1) ?? '?'} ms ` +
+    `(${flags.events} events into an empty stream, ${publishers} publisher(s))`,
 )
+if (flags['skip-load']) process.exit(0)
 const { off, on, delays } = await measureUnderLoad()
 delays.sort((a, b) => a - b)
 const offRate = median(off.map((round) => round.requestsPerSecond))

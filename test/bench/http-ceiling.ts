@@ -4,7 +4,8 @@ import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { HttpError } from '../../src/http/http-error.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
-import { ListQuery, NewPlant, Plant } from '../../src/plants/schemas.ts'
+import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
+import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
 
 // The HTTP ceiling: the service's routes with the same body reading, TypeBox schemas and JWT
 // check, and no database. Whatever the service does beyond this is storage and bookkeeping.
@@ -13,6 +14,7 @@ const page = JSON.stringify(
   Array.from({ length: 20 }, (_, index) => ({ name: `plant ${index}`, tag: 'bench' })),
 )
 
+registerSchemaKinds()
 const app = new Elysia()
   .use(authentication(createTokenVerifier({ secret })))
   .post(
@@ -24,12 +26,12 @@ const app = new Elysia()
         if (body instanceof HttpError) throw body
       },
       body: NewPlant,
-      response: { 200: Plant },
+      response: { 200: PlantView },
     },
   )
   .get('/plants', () => new Response(page, { headers: { 'content-type': 'application/json' } }), {
     query: ListQuery,
-    response: { 200: Type.Array(Plant) },
+    response: { 200: Type.Array(PlantView) },
   })
   .listen({ hostname: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/list-plants.ts'
-import type { Plant } from '../../src/plants/schemas.ts'
+import type { PlantView } from '../../src/plants/schemas.ts'
 import { type Database, openEmbedded, openPostgres } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
@@ -37,10 +37,10 @@ export function create(
   return createPlant(db, { type: 'CreatePlant', ...command }, 'test-request')
 }
 
-export async function listing(db: Database, owner: string): Promise<Plant[]> {
+export async function listing(db: Database, owner: string): Promise<PlantView[]> {
   const found = await listPlants(db, { owner })
   if (found.kind === 'page') return found.plants
-  const plants: Plant[] = []
+  const plants: PlantView[] = []
   for await (const batch of found.batches) plants.push(...batch)
   return plants
 }
