@@ -1,3 +1,5 @@
+import { setImmediate } from 'node:timers'
+
 export type GroupCommitOptions = {
   // The most items one batch takes; the rest wait for the next.
   maxBatchSize: number
@@ -11,9 +13,12 @@ export type RunBatch<In, Out> = (inputs: In[]) => Promise<PromiseSettledResult<O
 type Waiting<In, Out> = { input: In; resolve: (value: Out) => void; reject: (reason: unknown) => void }
 
 // Group commit: while a batch is in the database, arriving items queue, and when it returns all of
-// them go in the next. There is no timer: an item that finds a lane free goes at once (with those
-// that arrived in the same turn of the event loop), so a lone item waits for nothing, and under load
-// the batches grow by themselves to what arrived during one round trip.
+// them go in the next. There is no timer: an item that finds a lane free goes at once, with those
+// that arrive in the same turn of the event loop, so a lone item waits for nothing, and under load
+// the batches grow by themselves to what arrived during one round trip. A batch starts only once
+// the turn's input has been read (setImmediate, not a microtask): an embedded database runs on
+// this thread and reads no request while a statement runs, so requests that piled up meanwhile are
+// read, and queue, before the next batch starts.
 export function groupCommit<In, Out>(
   run: RunBatch<In, Out>,
   { maxBatchSize, inFlight }: GroupCommitOptions,
@@ -42,17 +47,20 @@ export function groupCommit<In, Out>(
         )
         .finally(() => {
           running--
-          start()
+          schedule()
         })
     }
+  }
+
+  const schedule = () => {
+    if (scheduled || running >= inFlight || queue.length === 0) return
+    scheduled = true
+    setImmediate(start)
   }
 
   return (input) =>
     new Promise<Out>((resolve, reject) => {
       queue.push({ input, resolve, reject })
-      if (!scheduled && running < inFlight) {
-        scheduled = true
-        queueMicrotask(start)
-      }
+      schedule()
     })
 }
