@@ -4,12 +4,14 @@ import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { HttpError } from '../../src/http/http-error.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
+import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
 import { NewPlant, PlantView } from '../../src/plants/schemas.ts'
 
 // The CRUD peer: the create a user would write instead of the service, with the same framework,
 // body reading, schema, token check, driver and pool size, and no events: one prepared
 // `INSERT … ON CONFLICT DO NOTHING` per request into a table of its own, and a read of the stored
 // row only when the insert found one (retry or conflict).
+registerSchemaKinds()
 const secret = new TextEncoder().encode(process.env.AUTH_JWT_SECRET ?? '')
 const sql = postgres(process.env.DATABASE_URL ?? '', {
   max: Number(process.env.DATABASE_POOL_SIZE ?? 10),
