@@ -27,6 +27,8 @@ export type AppDeps = {
   clock?: () => number
   // Called after a create appended an event.
   onAppended?: () => void
+  // Batches of creates in the database at once (see plants/create-plant.ts).
+  batchesInFlight?: number
 }
 
 export function createApp({
@@ -38,6 +40,7 @@ export function createApp({
   registry = new Registry(),
   clock,
   onAppended,
+  batchesInFlight,
 }: AppDeps) {
   registerSchemaKinds()
   const app = new Elysia()
@@ -61,7 +64,7 @@ export function createApp({
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
-    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended }))
+    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended, batchesInFlight }))
 }
 
 export type App = ReturnType<typeof createApp>

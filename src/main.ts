@@ -9,6 +9,11 @@ import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
 import { openStorage } from './store/open-storage.ts'
 
+// Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
+// creates/s than one at a time at 64 connections, as many as one per pooled connection, with
+// larger batches); the embedded database runs one statement at a time on this thread anyway.
+const BATCHES_IN_FLIGHT = { postgres: 2, embedded: 1 } as const
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env)
   const pretty =
@@ -20,7 +25,14 @@ async function main(): Promise<void> {
   const feed = config.feed
     ? await startFeed({ config: config.feed, storage: config.storage, db: storage.db, logger, registry })
     : undefined
-  const app = createApp({ db: storage.db, verifyToken, logger, registry, onAppended: feed?.wake })
+  const app = createApp({
+    db: storage.db,
+    verifyToken,
+    logger,
+    registry,
+    onAppended: feed?.wake,
+    batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
+  })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,

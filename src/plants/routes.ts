@@ -20,6 +20,8 @@ export type PlantRoutesDeps = {
   now: () => Date
   // Told after each create that appended an event (the event feed wakes on it).
   onAppended?: () => void
+  // How many batches of creates may be in the database at once (group commit); 1 by default.
+  batchesInFlight?: number
 }
 
 const security = [{ bearerAuth: [] }]
@@ -46,7 +48,7 @@ const listed = replies({
 })
 
 export function plantRoutes(deps: PlantRoutesDeps) {
-  const createPlant = plantCreator(deps.db)
+  const createPlant = plantCreator(deps.db, deps.batchesInFlight)
   return new Elysia({ name: 'plants' })
     .use(authentication(deps.verifyToken))
     .resolve(({ request }) => ({ requestId: deps.requestIds.of(request) }))
