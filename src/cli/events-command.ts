@@ -3,15 +3,16 @@ import type { Config } from '../config.ts'
 import { exportEvents } from '../replay/export-events.ts'
 import { importEvents } from '../replay/import-events.ts'
 import { readLines } from '../replay/lines.ts'
+import { parseArguments } from './arguments.ts'
 import { rebuildWithProgress, withStorage } from './projection-command.ts'
 import { UsageError } from './usage-error.ts'
 
+const EXPORT_USAGE = 'events export [--after POSITION]'
+
 export async function exportCommand(args: string[], config: Config): Promise<number> {
-  const [flag, value, ...rest] = args
-  const after = flag === undefined ? '0' : flag === '--after' ? value : undefined
-  if (after === undefined || !/^(0|[1-9][0-9]{0,18})$/.test(after) || rest.length > 0) {
-    throw new UsageError('usage: events export [--after POSITION]')
-  }
+  const { values } = parseArguments(args, EXPORT_USAGE, { after: { type: 'string', default: '0' } })
+  const after = values.after
+  if (!/^(0|[1-9][0-9]{0,18})$/.test(after)) throw new UsageError(`usage: ${EXPORT_USAGE}`)
   return withStorage(config, async (db) => {
     const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(after) })
     process.stderr.write(`exported ${exported} events\n`)
@@ -20,10 +21,11 @@ export async function exportCommand(args: string[], config: Config): Promise<num
 }
 
 export async function importCommand(args: string[], config: Config): Promise<number> {
-  if (args.some((arg) => arg !== '--append'))
-    throw new UsageError('usage: events import [--append] < events.ndjson')
+  const { values } = parseArguments(args, 'events import [--append] < events.ndjson', {
+    append: { type: 'boolean', default: false },
+  })
   return withStorage(config, async (db) => {
-    const imported = await importEvents(db, readLines(process.stdin), { append: args.includes('--append') })
+    const imported = await importEvents(db, readLines(process.stdin), { append: values.append })
     process.stderr.write(`imported ${imported} events; rebuilding the projection\n`)
     await rebuildWithProgress(db, false)
     return 0

@@ -4,13 +4,13 @@ import { connect } from '@nats-io/transport-node'
 import { type Config, ConfigError } from '../config.ts'
 import { readFeedStatus } from '../feed/feed-status.ts'
 import { feedStream } from '../feed/nats-stream.ts'
+import { parseArguments } from './arguments.ts'
 import { withStorage } from './projection-command.ts'
-import { UsageError } from './usage-error.ts'
 
 // The last position in the stream beside the head of the log; exit 1 when NATS or the stream
 // cannot be read.
 export async function feedStatusCommand(args: string[], config: Config): Promise<number> {
-  if (args.length > 0) throw new UsageError('usage: feed status')
+  parseArguments(args, 'feed status', {})
   const feed = config.feed
   if (!feed) throw new ConfigError('EVENTS_NATS_URL is not set: the feed is off')
   const nc = await connect({ servers: feed.servers, timeout: 5000 }).catch((error: unknown) => {

@@ -36,7 +36,7 @@ function storedConfig(env: Record<string, string | undefined>): Config {
 
 const commands: Record<string, Command> = {
   'token issue': (args, env) => issueTokenCommand(args, loadConfig(env)),
-  'db migrate': (_args, env) => migrateCommand(storedConfig(env)),
+  'db migrate': (args, env) => migrateCommand(args, storedConfig(env)),
   'projection rebuild': (args, env) => rebuildCommand(args, storedConfig(env)),
   'projection verify': (args, env) => verifyCommand(args, storedConfig(env)),
   'projection status': (args, env) => statusCommand(args, storedConfig(env)),

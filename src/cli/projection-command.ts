@@ -7,13 +7,14 @@ import { type RebuildResult, rebuildProjection } from '../replay/rebuild-project
 import { verifyProjection } from '../replay/verify-projection.ts'
 import type { Database } from '../store/database.ts'
 import { openStorage } from '../store/open-storage.ts'
+import { parseArguments } from './arguments.ts'
 import { describeDiff } from './print-diff.ts'
-import { UsageError } from './usage-error.ts'
 
 export async function rebuildCommand(args: string[], config: Config): Promise<number> {
-  const unknown = args.filter((arg) => arg !== '--dry-run')
-  if (unknown.length > 0) throw new UsageError('usage: projection rebuild [--dry-run]')
-  const dryRun = args.includes('--dry-run')
+  const { values } = parseArguments(args, 'projection rebuild [--dry-run]', {
+    'dry-run': { type: 'boolean', default: false },
+  })
+  const dryRun = values['dry-run']
   return withStorage(config, async (db) => {
     const result = await rebuildWithProgress(db, dryRun)
     if (!result.diff) return 0
@@ -45,7 +46,7 @@ export async function rebuildWithProgress(db: Database, dryRun: boolean): Promis
 }
 
 export async function verifyCommand(args: string[], config: Config): Promise<number> {
-  if (args.length > 0) throw new UsageError('usage: projection verify')
+  parseArguments(args, 'projection verify', {})
   return withStorage(config, async (db) => {
     const { events, diff } = await verifyProjection(db)
     if (isInSync(diff)) {
@@ -60,7 +61,7 @@ export async function verifyCommand(args: string[], config: Config): Promise<num
 }
 
 export async function statusCommand(args: string[], config: Config): Promise<number> {
-  if (args.length > 0) throw new UsageError('usage: projection status')
+  parseArguments(args, 'projection status', {})
   return withStorage(config, async (db) => {
     const { checkpoint, head, events, sinceCheckpoint, behind } = await projectionStatus(db)
     const at =

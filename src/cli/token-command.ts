@@ -2,17 +2,18 @@ import process from 'node:process'
 import { issueToken, parseDuration } from '../auth/issue-token.ts'
 import { loadOrCreateLocalSecret } from '../auth/local-secret.ts'
 import type { Config } from '../config.ts'
+import { parseArguments } from './arguments.ts'
 import { UsageError } from './usage-error.ts'
 
+const USAGE = 'token issue <subject> [--ttl <n>s|m|h|d]'
+
 export async function issueTokenCommand(args: string[], config: Config): Promise<number> {
-  const [subject, ...options] = args
-  if (!subject || subject.length > 255)
+  const { values, positionals } = parseArguments(args, USAGE, { ttl: { type: 'string', default: '24h' } }, 1)
+  const [subject = ''] = positionals
+  if (subject.length === 0 || subject.length > 255)
     throw new UsageError('token issue needs a subject of 1 to 255 characters')
-  const ttlText = options[0] === '--ttl' ? options[1] : options.length === 0 ? '24h' : undefined
-  const ttlSeconds = ttlText === undefined ? undefined : parseDuration(ttlText)
-  if (ttlSeconds === undefined || options.length > 2) {
-    throw new UsageError('usage: token issue <subject> [--ttl <n>s|m|h|d]')
-  }
+  const ttlSeconds = parseDuration(values.ttl)
+  if (ttlSeconds === undefined) throw new UsageError(`usage: ${USAGE}`)
   const secret = config.auth.useLocalSecret
     ? await loadOrCreateLocalSecret(config.dataDir)
     : config.auth.secret

@@ -26,7 +26,7 @@ const appendPlantEvents = appendBatchStatement('append_plant_events', {
   // Serialises one owner's appends, so the owner's positions commit in order and paging never
   // skips a late commit.
   lockKey: (metadata) => sql`hashtextextended(${metadata}->>'owner', 0)`,
-  with: (appended) => sql`projected as (${projectInto()(appended)})`,
+  with: projectInto(),
 })
 
 // Creates on `db` through group commit: the creates that arrive while a batch is in the database

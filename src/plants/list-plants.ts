@@ -1,5 +1,5 @@
-import { and, asc, eq, gte, sql } from 'drizzle-orm'
-import { type Executor, preparedStatement } from '../store/database.ts'
+import { and, asc, eq, gte, lt, sql } from 'drizzle-orm'
+import { type Executor, preparedQuery } from '../store/database.ts'
 import { plants } from '../store/schema.ts'
 import type { PlantView } from './schemas.ts'
 
@@ -42,25 +42,31 @@ async function* batchesFrom(db: Executor, owner: string, first: Row[], until: bi
 
 type Row = { name: string; tag: string | null; position: string }
 
-// Prepared, and built once per executor: a page is one round trip, with no query building and no
-// mapping of rows beyond toPlantView. Positions travel as decimal text, exact whatever the driver does.
+// Prepared, and built once per executor: a page is one round trip, with no query building.
+// Positions travel as decimal text, exact whatever the driver does.
 const batchStatement = (bounded: boolean) =>
-  preparedStatement<Row>(
-    bounded ? 'plants_range' : 'plants_page',
-    sql`select ${plants.name} as name, ${plants.tag} as tag, ${plants.position}::text as position
-        from ${plants}
-        where ${plants.owner} = ${sql.placeholder('owner')} and ${plants.position} >= ${sql.placeholder('from')}
-          ${bounded ? sql`and ${plants.position} < ${sql.placeholder('until')}` : sql``}
-        order by ${plants.position}
-        limit ${sql.placeholder('count')}`,
+  preparedQuery((db) =>
+    db
+      .select({ name: plants.name, tag: plants.tag, position: sql<string>`${plants.position}::text` })
+      .from(plants)
+      .where(
+        and(
+          eq(plants.owner, sql.placeholder('owner')),
+          gte(plants.position, sql.placeholder('from')),
+          bounded ? lt(plants.position, sql.placeholder('until')) : undefined,
+        ),
+      )
+      .orderBy(asc(plants.position))
+      .limit(sql.placeholder('count'))
+      .prepare(bounded ? 'plants_range' : 'plants_page'),
   )
 const readPage = batchStatement(false)
 const readRange = batchStatement(true)
 
 function readBatch(db: Executor, owner: string, from: bigint, until: bigint | undefined, count: number) {
   return until === undefined
-    ? readPage(db, { owner, from: from.toString(), count })
-    : readRange(db, { owner, from: from.toString(), until: until.toString(), count })
+    ? readPage(db).execute({ owner, from: from.toString(), count })
+    : readRange(db).execute({ owner, from: from.toString(), until: until.toString(), count })
 }
 
 async function positionAfter(db: Executor, owner: string, from: bigint, skip: number) {

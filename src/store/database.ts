@@ -1,6 +1,5 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
-import type { SQL } from 'drizzle-orm'
-import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
@@ -12,10 +11,12 @@ export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
 // Reads run on either; writes always run inside a transaction.
 export type Executor = Database | Transaction
 
-// Drizzle hands postgres.js every statement unprepared unless it is named, and postgres.js then
-// parses and describes it in one round trip and binds it in a second, every time. A named query is
-// parsed once per connection and then costs one round trip. Drizzle also rebuilds a query's text
-// on every call; a query built once per executor, with placeholders, skips that too.
+// Drizzle hands postgres.js every statement unprepared unless it is named (`.prepare(name)`), and
+// postgres.js then parses and describes it in one round trip and binds it in a second, every time.
+// A named query is parsed once per connection and then costs one round trip. Drizzle also rebuilds
+// a query's text on every call; a query built once per executor, with placeholders, skips that too.
+// Raw SQL is prepared the same way: each part of it a common table expression (`db.$with(alias,
+// columns).as(sql)`), selected from with `db.with(...)`.
 export function preparedQuery<Query>(build: (db: Executor) => Query): (db: Executor) => Query {
   const built = new WeakMap<Executor, Query>()
   return (db) => {
@@ -26,20 +27,6 @@ export function preparedQuery<Query>(build: (db: Executor) => Query): (db: Execu
     }
     return query
   }
-}
-
-const dialect = new PgDialect()
-
-// A statement whose values are placeholders, named so that it is prepared: its text is built once
-// per executor.
-export function preparedStatement<Row>(name: string, statement: SQL) {
-  const prepared = preparedQuery((db) => prepareRaw(db, name, statement))
-  return async (db: Executor, values: Record<string, unknown>): Promise<Row[]> =>
-    rowsOf<Row>(await prepared(db).execute(values))
-}
-
-function prepareRaw(db: Executor, name: string, statement: SQL) {
-  return db._.session.prepareQuery(dialect.sqlToQuery(statement), undefined, name, false)
 }
 
 // postgres.js answers with an array of rows, PGlite with a result that holds them.

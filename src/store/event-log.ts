@@ -1,7 +1,7 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import { type Executor, rowsOf, type Transaction } from './database.ts'
 import { parseEventData } from './event-data.ts'
-import type { FoldableEvent } from './event-store.ts'
+import { currentData, currentShape, type FoldableEvent } from './event-store.ts'
 import { events } from './schema.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
@@ -34,6 +34,7 @@ export async function readLog(
       event: loggedEventArray,
     })
     .from(events)
+    .crossJoinLateral(currentShape)
     .where(logFilter(after, settled))
     .orderBy(asc(events.transactionId), asc(events.position))
     .limit(batchSize)
@@ -48,10 +49,10 @@ export async function readLog(
 
 // A replay reads a whole batch as one JSON text, each event an array, parsed at once: decoding
 // rows one by one in the driver, and columns one by one in the ORM, cost more than the parse.
-// Only the owner is taken from the metadata.
+// Only the owner is taken from the metadata; the data is in today's shape (see currentData).
 const loggedEventArray = sql<string>`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
-    ${events.metadata}->>'owner', ${recordedAtText}, ${events.data})`.as('event')
+    ${events.metadata}->>'owner', ${recordedAtText}, ${currentData})`.as('event')
 
 type LoggedEventArray = [string, string, string, number, string, string, unknown]
 

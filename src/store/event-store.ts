@@ -1,5 +1,5 @@
 import { asc, eq, type SQL, sql } from 'drizzle-orm'
-import { type Executor, preparedQuery, preparedStatement } from './database.ts'
+import { type Executor, preparedQuery } from './database.ts'
 import { parseEventData } from './event-data.ts'
 import { events } from './schema.ts'
 
@@ -14,7 +14,7 @@ export type RecordedEvent = NewEvent & {
   metadata: EventMetadata
 }
 
-// What folding an event into a projection needs; a replay reads only this much of each event.
+// What decoding an event needs; the feed reads only this much of each event.
 export type FoldableEvent = Pick<
   RecordedEvent,
   'position' | 'type' | 'schemaVersion' | 'data' | 'recordedAt'
@@ -26,6 +26,7 @@ const streamQuery = preparedQuery((db) =>
   db
     .select(recordedColumns)
     .from(events)
+    .crossJoinLateral(currentShape)
     .where(eq(events.streamId, sql.placeholder('streamId')))
     .orderBy(asc(events.streamVersion))
     .prepare('read_stream'),
@@ -40,8 +41,9 @@ export type AppendOptions = {
   // appended. The keys of a batch are locked before any of its events gets a position, in sorted
   // order, so that batches that share keys wait on each other and never deadlock.
   lockKey?: (metadata: SQL) => SQL
-  // More of the same statement: common table expressions that run with the append, in its
-  // transaction, given `appended`, the new events' rows as stored (shaped like the events table).
+  // More of the same statement: a statement (a common table expression) that runs with the append,
+  // in its transaction, given `appended`, the new events' rows as stored (shaped like the events
+  // table).
   with?: (appended: SQL) => SQL
 }
 
@@ -65,30 +67,46 @@ export function appendBatchStatement(
   name: string,
   { lockKey, with: alongside }: AppendOptions = {},
 ): AppendBatch {
-  const locked = lockKey
-    ? sql`select count(pg_advisory_xact_lock(key)) from (
-            select distinct ${lockKey(sql`input.value->'metadata'`)} as key from input order by 1) as keys`
-    : sql`select 1`
-  // The events' rows come out of the locks' row, so the locks are held before a position is taken.
-  const execute = preparedStatement<{ position: string; stream_id: string; stream_version: number }>(
-    name,
-    sql`
-      with input as (
-        select value, n from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)
-      ),
-      locked as (${locked}),
-      appended as (
-        insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        select input.value->>'streamId', (input.value->>'version')::int, input.value->>'type',
-               (input.value->>'schemaVersion')::int, input.value->'data', input.value->'metadata',
-               (input.value->>'recordedAt')::timestamptz
-        from locked, input
-        order by input.n
-        on conflict (stream_id, stream_version) do nothing
-        returning position, stream_id, stream_version, type, schema_version, data, metadata
-      )${alongside ? sql`, ${alongside(sql`appended`)}` : sql``}
-      select position::text as position, stream_id, stream_version from appended`,
-  )
+  const statement = preparedQuery((db) => {
+    const input = db
+      .$with('input', {})
+      .as(
+        sql`select value, n from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
+      )
+    const locked = db.$with('locked', {}).as(
+      lockKey
+        ? sql`select count(pg_advisory_xact_lock(key)) from (
+                  select distinct ${lockKey(sql`input.value->'metadata'`)} as key from input order by 1) as keys`
+        : sql`select 1`,
+    )
+    const returned = {
+      position: sql<string>`position`.as('position'),
+      streamId: sql<string>`stream_id`.as('stream_id'),
+      streamVersion: sql<number>`stream_version`.as('stream_version'),
+    }
+    // The events' rows come out of the locks' row, so the locks are held before a position is taken.
+    const appended = db.$with('appended', returned).as(sql`
+      insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+      select input.value->>'streamId', (input.value->>'version')::int, input.value->>'type',
+             (input.value->>'schemaVersion')::int, input.value->'data', input.value->'metadata',
+             (input.value->>'recordedAt')::timestamptz
+      from locked, input
+      order by input.n
+      on conflict (stream_id, stream_version) do nothing
+      returning position, stream_id, stream_version, type, schema_version, data, metadata`)
+    const parts = alongside
+      ? [input, locked, appended, db.$with('alongside', {}).as(alongside(sql`appended`))]
+      : [input, locked, appended]
+    return db
+      .with(...parts)
+      .select({
+        position: sql<string>`${appended.position}::text`,
+        streamId: appended.streamId,
+        streamVersion: appended.streamVersion,
+      })
+      .from(appended)
+      .prepare(name)
+  })
   return async (db, appends) => {
     if (appends.length === 0) return []
     const encoded = JSON.stringify(
@@ -102,8 +120,8 @@ export function appendBatchStatement(
         recordedAt: event.recordedAt.toISOString(),
       })),
     )
-    const rows = await execute(db, { appends: encoded })
-    const positions = new Map(rows.map((row) => [appendKey(row.stream_id, row.stream_version), row.position]))
+    const rows = await statement(db).execute({ appends: encoded })
+    const positions = new Map(rows.map((row) => [appendKey(row.streamId, row.streamVersion), row.position]))
     return appends.map(({ streamId, expectedVersion }) => {
       const position = positions.get(appendKey(streamId, expectedVersion + 1))
       return position === undefined ? undefined : BigInt(position)
@@ -115,13 +133,20 @@ function appendKey(streamId: string, version: number): string {
   return `${version}:${streamId}`
 }
 
+// Each event of a read of the events table as the code reads it today, whatever shape it was
+// stored in: the database upcasts it (migration 0004), by the definition the projection applies.
+// Joined laterally, it makes `currentData` the event's data in today's shape.
+export const currentShape = sql`plant_store_event(${events.type}, ${events.schemaVersion}, ${events.data}, ${events.position}) as current`
+export const currentData = sql`current.current_data`
+
+// A read event's data is in today's shape (currentData); its schemaVersion is the stored one.
 export const recordedColumns = {
   position: events.position,
   streamId: events.streamId,
   streamVersion: events.streamVersion,
   type: events.type,
   schemaVersion: events.schemaVersion,
-  data: sql<unknown>`${events.data}::text`.mapWith(parseEventData),
+  data: sql<unknown>`${currentData}::text`.mapWith(parseEventData),
   metadata: events.metadata,
   recordedAt: events.recordedAt,
 }

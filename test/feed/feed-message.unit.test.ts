@@ -38,14 +38,6 @@ describe('toFeedMessage', () => {
     const body = JSON.parse(toFeedMessage(logged({ data: { id: '1', name: 'n', tag: '' } }), settings).body)
     expect(body.data).toEqual({ id: '1', name: 'n', tag: '' })
   })
-
-  test('an event in the v0 shape goes out in the current shape', () => {
-    const v0 = logged({ schemaVersion: 0, data: { plantId: 9007199254740993n, title: 'Old fern' } })
-    expect(JSON.parse(toFeedMessage(v0, settings).body).data).toEqual({
-      id: '9007199254740993',
-      name: 'Old fern',
-    })
-  })
 })
 
 describe('subjectCovers', () => {

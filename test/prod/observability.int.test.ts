@@ -119,7 +119,7 @@ describe('request logs', () => {
 
   test('given an unexpected failure, then it is logged with the request id and the cause chain', async () => {
     const cause = Object.assign(new Error('driver exploded'), { code: 'XX000' })
-    // A database whose every use, however deep (`db._.session.prepareQuery(…)`), fails with a
+    // A database whose every use, however deep (`db.with(…).select(…).prepare(…)`), fails with a
     // driver error wrapped the way Drizzle wraps it.
     const failing: Database = new Proxy(() => {}, {
       get: () => failing,

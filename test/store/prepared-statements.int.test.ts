@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { createPlant } from '../../src/plants/create-plant.ts'
+import { listPlants } from '../../src/plants/list-plants.ts'
+import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+
+// The hot statements are named through Drizzle's public `.prepare(name)`, which is what makes
+// postgres.js prepare them (parse once per connection); this fails if that route stops preparing.
+let database: TestDatabase
+let handle: DatabaseHandle
+beforeAll(async () => {
+  database = await createTestDatabase('prepared')
+  await migratePostgresDatabase(database.url)
+  // One connection, so the statements and the look at them share a session.
+  handle = openPostgres({ url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
+})
+afterAll(async () => {
+  await handle.close()
+  await database.drop()
+})
+
+test('a create, its retry and a page run as statements prepared on the connection', async () => {
+  // given
+  const command = {
+    type: 'CreatePlant' as const,
+    owner: 'olivia',
+    plant: { id: 1n, name: 'Fern', tag: null },
+    now: new Date('2026-01-02T03:04:05.678Z'),
+  }
+  // when
+  await createPlant(handle.db, command, 'r1')
+  await createPlant(handle.db, command, 'r2')
+  const page = await listPlants(handle.db, { owner: 'olivia', limit: 10 })
+  // then
+  expect(page).toEqual({ kind: 'page', plants: [{ name: 'Fern' }], next: undefined })
+  const prepared = rowsOf<{ statement: string }>(
+    await handle.db.execute(sql`select statement from pg_prepared_statements`),
+  ).map((row) => row.statement)
+  const preparedLike = (text: string) => prepared.filter((statement) => statement.includes(text)).length
+  expect(preparedLike('insert into "events"')).toBe(1)
+  expect(preparedLike('where "events"."stream_id" = $1')).toBe(1)
+  expect(preparedLike('from "plants" where')).toBe(1)
+})
