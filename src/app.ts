@@ -34,6 +34,8 @@ export type AppDeps = {
   readPlants?: ReadPlants
   // The live change streams (GET /plants/changes); without them that route answers 503.
   changes?: Changes
+  // Batches of creates in the database at once (see plants/create-plant.ts).
+  batchesInFlight?: number
 }
 
 export function createApp({
@@ -47,6 +49,7 @@ export function createApp({
   onAppended,
   readPlants,
   changes,
+  batchesInFlight,
 }: AppDeps) {
   registerSchemaKinds()
   const app = new Elysia()
@@ -70,7 +73,7 @@ export function createApp({
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
-    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended, readPlants }))
+    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended, readPlants, batchesInFlight }))
     .use(changeRoutes({ verifyToken, changes }))
 }
 

@@ -11,6 +11,11 @@ import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
 import { openStorage } from './store/open-storage.ts'
 
+// Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
+// creates/s than one at a time at 64 connections, as many as one per pooled connection, with
+// larger batches); the embedded database runs one statement at a time on this thread anyway.
+const BATCHES_IN_FLIGHT = { postgres: 2, embedded: 1 } as const
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env)
   const pretty =
@@ -50,6 +55,7 @@ async function main(): Promise<void> {
     onAppended,
     changes,
     readPlants: replicaReads?.readPlants,
+    batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
   })
   const server = serve(app, {
     hostname: config.host,

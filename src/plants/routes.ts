@@ -8,7 +8,7 @@ import { jsonArrayStream } from '../http/json-stream.ts'
 import type { RequestIds } from '../http/request-id.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import type { Database } from '../store/database.ts'
-import { createPlant } from './create-plant.ts'
+import { type PlantCreator, plantCreator } from './create-plant.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { primaryReads, type ReadPlants } from './read-plants.ts'
 import {
@@ -30,6 +30,8 @@ export type PlantRoutesDeps = {
   onAppended?: () => void
   // Where listings are read: the primary (`db`) unless replicas are configured.
   readPlants?: ReadPlants
+  // How many batches of creates may be in the database at once (group commit); 1 by default.
+  batchesInFlight?: number
 }
 
 const security = [{ bearerAuth: [] }]
@@ -72,13 +74,14 @@ const listed = replies({
 
 export function plantRoutes(deps: PlantRoutesDeps) {
   const readPlants = deps.readPlants ?? primaryReads(deps.db)
+  const createPlant = plantCreator(deps.db, deps.batchesInFlight)
   return new Elysia({ name: 'plants' })
     .use(authentication(deps.verifyToken))
     .resolve(({ request }) => ({ requestId: deps.requestIds.of(request) }))
     .post(
       '/plants',
       async ({ body, owner, requestId, set }) => {
-        const { plant, position } = await create(deps, { body, owner, requestId })
+        const { plant, position } = await create(deps, createPlant, { body, owner, requestId })
         set.headers[POSITION_HEADER] = position.toString()
         return plant
       },
@@ -129,9 +132,13 @@ export function plantRoutes(deps: PlantRoutesDeps) {
 
 type CreateRequest = { body: NewPlant; owner: string; requestId: string }
 
-async function create({ db, now, onAppended }: PlantRoutesDeps, { body, owner, requestId }: CreateRequest) {
+async function create(
+  { now, onAppended }: PlantRoutesDeps,
+  createPlant: PlantCreator,
+  { body, owner, requestId }: CreateRequest,
+) {
   const plant = { id: BigInt(body.id), name: body.name, tag: body.tag ?? null }
-  const decision = await createPlant(db, { type: 'CreatePlant', owner, plant, now: now() }, requestId)
+  const decision = await createPlant({ type: 'CreatePlant', owner, plant, now: now() }, requestId)
   if (decision.outcome === 'created') onAppended?.()
   if (decision.outcome === 'conflict') {
     throw new HttpError(409, `plant ${plant.id} already exists with a different name or tag`)

@@ -37,83 +37,100 @@ export async function readStream(db: Executor, streamId: string): Promise<Record
 }
 
 export type AppendOptions = {
-  // Advisory locks (SQL calls) taken in this order before the new events get their positions,
-  // given the metadata (jsonb) of the events being appended.
-  locks?: (metadata: SQL) => SQL[]
+  // An advisory lock key (a bigint SQL expression) given the metadata (jsonb) of an event being
+  // appended. The keys of a batch are locked before any of its events gets a position, in sorted
+  // order, so that batches that share keys wait on each other and never deadlock.
+  lockKey?: (metadata: SQL) => SQL
   // More of the same statement: a statement (a common table expression) that runs with the append,
   // in its transaction, given `appended`, the new events' rows as stored (shaped like the events
   // table).
   with?: (appended: SQL) => SQL
 }
 
-export type Append = (
-  db: Executor,
-  streamId: string,
-  expectedVersion: number,
-  newEvents: NewEvent[],
-  metadata: EventMetadata,
-) => Promise<RecordedEvent[]>
+// One event for one stream, appended only if the stream is at `expectedVersion`.
+export type StreamAppend = {
+  streamId: string
+  expectedVersion: number
+  event: NewEvent
+  metadata: EventMetadata
+}
 
-// An append after `expectedVersion` in one prepared statement, which commits on its own unless
-// `db` is a transaction: one round trip, its text built once. A concurrent writer that got there
-// first makes the insert fail on the (stream_id, stream_version) unique key: at most one wins.
-export function appendStatement(
+// The position of each append's event, in the order given; undefined where the stream was no longer
+// at the expected version, and nothing was appended for it.
+export type AppendBatch = (db: Executor, appends: StreamAppend[]) => Promise<(bigint | undefined)[]>
+
+// A batch of appends, to as many streams, in one prepared statement that commits on its own unless
+// `db` is a transaction: one round trip, one commit, its text built once. An append whose stream
+// version is taken, by an earlier commit or a concurrent writer, is skipped on the (stream_id,
+// stream_version) unique key without failing the others. Positions follow the order given.
+export function appendBatchStatement(
   name: string,
-  { locks = () => [], with: alongside }: AppendOptions = {},
-): Append {
-  const metadataParameter = sql`${sql.placeholder('metadata')}::jsonb`
-  const held = locks(metadataParameter)
+  { lockKey, with: alongside }: AppendOptions = {},
+): AppendBatch {
   const statement = preparedQuery((db) => {
-    // The events' rows come out of the locks' row, so the locks are held before a position is taken.
-    const locked = db
-      .$with('locked', {})
-      .as(sql`select ${held.length > 0 ? sql.join(held, sql`, `) : sql`1`}`)
+    const input = db
+      .$with('input', {})
+      .as(
+        sql`select value, n from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
+      )
+    const locked = db.$with('locked', {}).as(
+      lockKey
+        ? sql`select count(pg_advisory_xact_lock(key)) from (
+                  select distinct ${lockKey(sql`input.value->'metadata'`)} as key from input order by 1) as keys`
+        : sql`select 1`,
+    )
     const returned = {
       position: sql<string>`position`.as('position'),
+      streamId: sql<string>`stream_id`.as('stream_id'),
       streamVersion: sql<number>`stream_version`.as('stream_version'),
     }
+    // The events' rows come out of the locks' row, so the locks are held before a position is taken.
     const appended = db.$with('appended', returned).as(sql`
       insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-      select ${sql.placeholder('streamId')}::text, ${sql.placeholder('expectedVersion')}::int + event.n::int,
-             event.value->>'type', (event.value->>'schemaVersion')::int, event.value->'data',
-             ${metadataParameter}, (event.value->>'recordedAt')::timestamptz
-      from locked, jsonb_array_elements(${sql.placeholder('events')}::jsonb) with ordinality as event(value, n)
-      order by event.n
-      returning position, stream_version, type, schema_version, data, metadata`)
+      select input.value->>'streamId', (input.value->>'version')::int, input.value->>'type',
+             (input.value->>'schemaVersion')::int, input.value->'data', input.value->'metadata',
+             (input.value->>'recordedAt')::timestamptz
+      from locked, input
+      order by input.n
+      on conflict (stream_id, stream_version) do nothing
+      returning position, stream_id, stream_version, type, schema_version, data, metadata`)
     const parts = alongside
-      ? [locked, appended, db.$with('alongside', {}).as(alongside(sql`appended`))]
-      : [locked, appended]
+      ? [input, locked, appended, db.$with('alongside', {}).as(alongside(sql`appended`))]
+      : [input, locked, appended]
     return db
       .with(...parts)
-      .select({ position: sql<string>`${appended.position}::text`, streamVersion: appended.streamVersion })
+      .select({
+        position: sql<string>`${appended.position}::text`,
+        streamId: appended.streamId,
+        streamVersion: appended.streamVersion,
+      })
       .from(appended)
-      .orderBy(appended.streamVersion)
       .prepare(name)
   })
-  return async (db, streamId, expectedVersion, newEvents, metadata) => {
-    if (newEvents.length === 0) return []
+  return async (db, appends) => {
+    if (appends.length === 0) return []
     const encoded = JSON.stringify(
-      newEvents.map((event) => ({
+      appends.map(({ streamId, expectedVersion, event, metadata }) => ({
+        streamId,
+        version: expectedVersion + 1,
         type: event.type,
         schemaVersion: event.schemaVersion,
         data: event.data,
+        metadata,
         recordedAt: event.recordedAt.toISOString(),
       })),
     )
-    const rows = await statement(db).execute({
-      streamId,
-      expectedVersion,
-      events: encoded,
-      metadata: JSON.stringify(metadata),
+    const rows = await statement(db).execute({ appends: encoded })
+    const positions = new Map(rows.map((row) => [appendKey(row.streamId, row.streamVersion), row.position]))
+    return appends.map(({ streamId, expectedVersion }) => {
+      const position = positions.get(appendKey(streamId, expectedVersion + 1))
+      return position === undefined ? undefined : BigInt(position)
     })
-    return rows.map((row, index) => ({
-      ...(newEvents[index] as NewEvent),
-      position: BigInt(row.position),
-      streamId,
-      streamVersion: row.streamVersion,
-      metadata,
-    }))
   }
+}
+
+function appendKey(streamId: string, version: number): string {
+  return `${version}:${streamId}`
 }
 
 // Each event of a read of the events table as the code reads it today, whatever shape it was

@@ -25,6 +25,25 @@ INSERT INTO plants (owner, id, name, tag, position)
           currval(pg_get_serial_sequence('events', 'position')));
 COMMIT;
 `,
+  // The same creates, `BATCH` to a transaction: one multi-row insert of the events and one of
+  // their plants rows, what group commit can reach at best.
+  createBatch: `
+\\set owner random(1, 100000)
+\\set id random(1, 90000000000000000)
+BEGIN;
+WITH appended AS (
+  INSERT INTO events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+  SELECT 'plant:' || CAST(CAST(:id AS bigint) * 100 + g AS text) || ':' || 'ceiling-' || CAST((:owner + g) % 100000 AS text), 1,
+         'PlantCreated', 1,
+         jsonb_build_object('id', CAST(CAST(:id AS bigint) * 100 + g AS text), 'name', 'plant ' || CAST(:id AS text), 'tag', 'bench'),
+         jsonb_build_object('owner', 'ceiling-' || CAST((:owner + g) % 100000 AS text), 'requestId', 'pgbench'), now()
+  FROM generate_series(1, BATCH) AS g
+  ORDER BY g
+  RETURNING position, data, metadata)
+INSERT INTO plants (owner, id, name, tag, position)
+  SELECT metadata->>'owner', CAST(data->>'id' AS bigint), data->>'name', data->>'tag', position FROM appended;
+COMMIT;
+`,
   // A page: the first 20 plants of one of the seeded readers (and whether a 21st follows).
   page: `
 \\set reader random(0, 199)
@@ -32,7 +51,14 @@ SELECT name, tag, position FROM plants WHERE owner = 'reader-' || CAST(:reader A
 `,
 }
 
-export type CeilingRun = { mode: 'create' | 'page'; url: string; clients: number; seconds: number }
+export type CeilingRun = {
+  mode: 'create' | 'createBatch' | 'page'
+  url: string
+  clients: number
+  seconds: number
+  // Creates per transaction in `createBatch`.
+  batch?: number
+}
 
 export type CeilingResult = {
   requestsPerSecond: number
@@ -48,7 +74,7 @@ export async function runPgbench(run: CeilingRun, admin: postgres.Sql): Promise<
   const directory = mkdtempSync(join(tmpdir(), 'plant-pgbench-'))
   try {
     const script = join(directory, `${run.mode}.sql`)
-    await Bun.write(script, SCRIPTS[run.mode])
+    await Bun.write(script, SCRIPTS[run.mode].replaceAll('BATCH', String(run.batch ?? 1)))
     const database = new URL(run.url).pathname.slice(1)
     const meter = await meterCpu(admin, database)
     const child = Bun.spawn(
@@ -78,9 +104,11 @@ export async function runPgbench(run: CeilingRun, admin: postgres.Sql): Promise<
       throw new Error(`pgbench failed (${exitCode}): ${stderr}${stdout}`)
     const failed = Number(/number of failed transactions: (\d+)/.exec(stdout)?.[1] ?? 0)
     const latencies = transactionLatenciesMs(directory)
-    const operations = latencies.length
+    // In `createBatch`, an operation is a create: the transaction's latency is each of its creates'.
+    const perTransaction = run.mode === 'createBatch' ? (run.batch ?? 1) : 1
+    const operations = latencies.length * perTransaction
     return {
-      requestsPerSecond: tps,
+      requestsPerSecond: tps * perTransaction,
       p50Ms: percentile(latencies, 0.5),
       p99Ms: percentile(latencies, 0.99),
       errors: failed,

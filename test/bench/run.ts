@@ -20,6 +20,8 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string', default: '8' },
     connections: { type: 'string', default: '64' },
     pool: { type: 'string', default: '10' },
+    // Creates per transaction in the batched database ceiling.
+    'ceiling-batch': { type: 'string', default: '32' },
     'log-level': { type: 'string', default: 'info' },
     'large-store': { type: 'string', default: '1000000' },
     'listing-plants': { type: 'string', default: '200000' },
@@ -87,7 +89,12 @@ if (!onlyReplicas) {
     `throughput: ${rounds} rounds of ${seconds} s, ${flags.connections} connections, pool ${bench.poolSize}`,
   )
   throughput = await withDatabase('bench', (url, sql) =>
-    measureThroughput(bench, url, sql, { rounds, seconds, connections: Number(flags.connections) }),
+    measureThroughput(bench, url, sql, {
+      rounds,
+      seconds,
+      connections: Number(flags.connections),
+      ceilingBatch: Number(flags['ceiling-batch']),
+    }),
   )
 }
 let growth: Awaited<ReturnType<typeof measureGrowth>> | undefined

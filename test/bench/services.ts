@@ -47,3 +47,17 @@ function drained(server: ServerProcess): ServerProcess {
   void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
   return server
 }
+
+// The CRUD peer (crud-peer.ts) on the same database, with the service's pool size.
+export async function startCrudPeer(bench: Bench, databaseUrl: string): Promise<ServerProcess> {
+  return drained(
+    await startServer(
+      {
+        AUTH_JWT_SECRET: bench.secret,
+        DATABASE_URL: databaseUrl,
+        DATABASE_POOL_SIZE: String(bench.poolSize),
+      },
+      ['bun', 'test/bench/crud-peer.ts'],
+    ),
+  )
+}

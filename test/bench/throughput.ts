@@ -4,10 +4,16 @@ import { type LoadResult, runWrk } from './load.ts'
 import { median } from './memory.ts'
 import { runPgbench } from './pgbench.ts'
 import { seedEvents } from './seed.ts'
-import { type Bench, startHttpCeiling, startService } from './services.ts'
-import { type Fixture, writeFixture } from './tokens.ts'
+import { type Bench, startCrudPeer, startHttpCeiling, startService } from './services.ts'
+import { writeFixture } from './tokens.ts'
 
-export type ThroughputOptions = { rounds: number; seconds: number; connections: number }
+export type ThroughputOptions = {
+  rounds: number
+  seconds: number
+  connections: number
+  // Creates per transaction in the batched database ceiling.
+  ceilingBatch: number
+}
 
 export type Measured = {
   requestsPerSecond: number
@@ -19,74 +25,108 @@ export type Measured = {
   processCpuMs: number
   databaseCpuMs: number
 }
-export type Scenario = {
-  service: Measured
-  httpCeiling: Measured
-  databaseCeiling: Measured
-  rounds: unknown[]
-}
+
+type Side = 'service' | 'crudPeer' | 'httpCeiling' | 'databaseCeiling' | 'batchedCeiling'
+export type Scenario = Partial<Record<Side, Measured>> & { rounds: unknown[] }
+
+// Each scenario: what it loads, with how many connections, and the sides measured on it.
+type ScenarioPlan = { mode: 'create' | 'page'; connections: number; sides: Side[] }
+export type ScenarioName = 'create' | 'page' | 'createFew' | 'createOne'
 
 const READERS = 200
 const PLANTS_PER_READER = 50
-type Mode = 'create' | 'page'
-type Side = 'service' | 'httpCeiling' | 'databaseCeiling'
 
-// POST /plants and GET /plants?limit=20 against the service and both ceilings, round after round
-// (A B C, A B C, …) so that noise from other work on the machine falls on all three alike.
+// POST /plants and GET /plants?limit=20 against the service, the CRUD peer and the ceilings, round
+// after round (A B C, A B C, …) so that noise from other work on the machine falls on all alike;
+// then POST at 4 connections and at 1, the service beside the CRUD peer.
 export async function measureThroughput(
   bench: Bench,
   databaseUrl: string,
   sql: postgres.Sql,
   options: ThroughputOptions,
-): Promise<{ create: Scenario; page: Scenario }> {
+): Promise<Record<ScenarioName, Scenario>> {
   await seedEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)
   const fixtures = {
     create: await writeFixture(bench.secret, 'writer', 1000),
     page: await writeFixture(bench.secret, 'reader', READERS),
   }
+  const plans: Record<ScenarioName, ScenarioPlan> = {
+    create: {
+      mode: 'create',
+      connections: options.connections,
+      sides: ['service', 'crudPeer', 'httpCeiling', 'databaseCeiling', 'batchedCeiling'],
+    },
+    page: {
+      mode: 'page',
+      connections: options.connections,
+      sides: ['service', 'httpCeiling', 'databaseCeiling'],
+    },
+    createFew: { mode: 'create', connections: 4, sides: ['service', 'crudPeer'] },
+    createOne: { mode: 'create', connections: 1, sides: ['service', 'crudPeer'] },
+  }
   const database = new URL(databaseUrl).pathname.slice(1)
   const service = await startService(bench, databaseUrl)
+  const crudPeer = await startCrudPeer(bench, databaseUrl)
   const ceiling = await startHttpCeiling(bench)
+  const servers = { service, crudPeer, httpCeiling: ceiling }
   let idBase = 0
-  const wrk = async (url: string, pid: number, mode: Mode, fixture: Fixture, seconds: number) => {
-    const meter = await meterCpu(sql, database, pid)
+  const run = async (side: Side, plan: ScenarioPlan, seconds: number): Promise<Measured> => {
+    if (side === 'databaseCeiling' || side === 'batchedCeiling') {
+      const batch = side === 'batchedCeiling' ? options.ceilingBatch : 1
+      const result = await runPgbench(
+        {
+          mode: batch > 1 ? 'createBatch' : plan.mode,
+          batch,
+          url: databaseUrl,
+          // The batched ceiling has as many creates in flight as the load has connections.
+          clients: batch > 1 ? Math.max(1, Math.round(plan.connections / batch)) : bench.poolSize,
+          seconds,
+        },
+        sql,
+      )
+      return { ...result, rssMb: Number.NaN, processCpuMs: result.clientCpuMs }
+    }
+    const server = servers[side]
+    const meter = await meterCpu(sql, database, server.process.pid)
     idBase += 10_000_000_000
     const load = await runWrk({
-      url,
-      pid,
-      mode,
-      tokensFile: fixture.tokensFile,
+      url: server.url,
+      pid: server.process.pid,
+      mode: plan.mode,
+      tokensFile: fixtures[plan.mode].tokensFile,
       idBase,
-      connections: options.connections,
+      connections: plan.connections,
       seconds,
     })
     return withCpu(load, await meter.stop())
   }
-  const run = async (side: Side, mode: Mode, seconds: number): Promise<Measured> => {
-    if (side === 'service') return wrk(service.url, service.process.pid, mode, fixtures[mode], seconds)
-    if (side === 'httpCeiling') return wrk(ceiling.url, ceiling.process.pid, mode, fixtures[mode], seconds)
-    const result = await runPgbench({ mode, url: databaseUrl, clients: bench.poolSize, seconds }, sql)
-    return { ...result, rssMb: Number.NaN, processCpuMs: result.clientCpuMs }
-  }
-  const sides: Side[] = ['service', 'httpCeiling', 'databaseCeiling']
+  const names = Object.keys(plans) as ScenarioName[]
   try {
     const warm = Math.min(3, options.seconds)
-    for (const mode of ['create', 'page'] as const) for (const side of sides) await run(side, mode, warm)
-    const rounds: Record<Mode, Record<Side, Measured>[]> = { create: [], page: [] }
+    for (const name of ['create', 'page'] as const)
+      for (const side of plans[name].sides) await run(side, plans[name], warm)
+    const rounds = Object.fromEntries(names.map((name) => [name, []])) as unknown as Record<
+      ScenarioName,
+      Partial<Record<Side, Measured>>[]
+    >
     for (let round = 1; round <= options.rounds; round++) {
-      for (const mode of ['create', 'page'] as const) {
-        const measured = {} as Record<Side, Measured>
-        for (const side of sides) measured[side] = await run(side, mode, options.seconds)
-        rounds[mode].push(measured)
+      for (const name of names) {
+        const plan = plans[name]
+        const measured: Partial<Record<Side, Measured>> = {}
+        for (const side of plan.sides) measured[side] = await run(side, plan, options.seconds)
+        rounds[name].push(measured)
         console.log(
-          `  round ${round} ${mode}: ` +
-            sides.map((side) => `${side} ${measured[side].requestsPerSecond.toFixed(0)}/s`).join(', '),
+          `  round ${round} ${name} (${plan.connections} connections): ` +
+            plan.sides.map((side) => `${side} ${measured[side]?.requestsPerSecond.toFixed(0)}/s`).join(', '),
         )
       }
     }
-    return { create: summarise(rounds.create), page: summarise(rounds.page) }
+    return Object.fromEntries(
+      names.map((name) => [name, summarise(rounds[name] as Record<Side, Measured>[])]),
+    ) as Record<ScenarioName, Scenario>
   } finally {
     await service.stop()
+    await crudPeer.stop()
     await ceiling.stop()
   }
 }

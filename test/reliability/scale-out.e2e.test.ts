@@ -55,12 +55,21 @@ test('three instances on one database append exactly one event per owner+id and 
       })),
     ),
   )
-  const answers = await Promise.all(
+  // and each instance's first batch is held on the owners' locks, so that the creates arriving
+  // meanwhile queue up and go in batches (group commit)
+  const holder = postgres(database.url, { max: 1, onnotice: () => {} })
+  await holder`select pg_advisory_lock(hashtextextended(owner, 0)) from unnest(${OWNERS}::text[]) as owner`
+  const pending = Promise.all(
     requests.map(async ({ owner, id, name, server }) => {
       const response = await postPlant(server.url, tokens.get(owner) ?? '', { id, name })
       return { owner, id, name, status: response.status, body: await response.json() }
     }),
   )
+  await waitForWaiters(holder, servers.length)
+  await Bun.sleep(500)
+  await holder`select pg_advisory_unlock_all()`
+  await holder.end()
+  const answers = await pending
 
   // then every answer is 200 or 409, never 500
   expect(new Set(answers.map((answer) => answer.status))).toEqual(new Set([200, 409]))
@@ -82,6 +91,12 @@ test('three instances on one database append exactly one event per owner+id and 
           : { status: 409, body: { error: 409, message: expect.any(String) } },
       )
     }
+    // and the creates went in batches: transactions that appended several events
+    const [batches] = await sql<{ transactions: number; shared: number }[]>`
+      select count(*)::int as transactions, count(*) filter (where n > 1)::int as shared
+      from (select transaction_id, count(*) as n from events group by 1) as per_transaction`
+    expect(batches?.shared).toBeGreaterThan(0)
+    expect(batches?.transactions).toBeLessThan(OWNERS.length * IDS.length)
     // and the migrations, run by three processes at once, were each applied exactly once
     const applied = await sql<{ n: number }[]>`select count(*)::int as n from drizzle.__drizzle_migrations`
     expect(applied[0]?.n).toBe(MIGRATIONS.length)
@@ -98,3 +113,14 @@ test('three instances on one database append exactly one event per owner+id and 
     expect(listings[2]).toEqual(listings[0] ?? [])
   }
 }, 60_000)
+
+// Until `count` sessions wait on an advisory lock (each instance's first batch).
+async function waitForWaiters(sql: postgres.Sql, count: number): Promise<void> {
+  for (let tries = 0; tries < 200; tries++) {
+    const [row] = await sql<{ n: number }[]>`
+      select count(distinct pid)::int as n from pg_locks where locktype = 'advisory' and not granted`
+    if ((row?.n ?? 0) >= count) return
+    await Bun.sleep(50)
+  }
+  throw new Error(`fewer than ${count} batches waited on the owners' locks`)
+}

@@ -1,0 +1,49 @@
+import { Elysia } from 'elysia'
+import postgres from 'postgres'
+import { authentication } from '../../src/auth/authentication.ts'
+import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { HttpError } from '../../src/http/http-error.ts'
+import { readJsonBody } from '../../src/http/json-body.ts'
+import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
+import { NewPlant, PlantView } from '../../src/plants/schemas.ts'
+
+// The CRUD peer: the create a user would write instead of the service, with the same framework,
+// body reading, schema, token check, driver and pool size, and no events: one prepared
+// `INSERT … ON CONFLICT DO NOTHING` per request into a table of its own, and a read of the stored
+// row only when the insert found one (retry or conflict).
+registerSchemaKinds()
+const secret = new TextEncoder().encode(process.env.AUTH_JWT_SECRET ?? '')
+const sql = postgres(process.env.DATABASE_URL ?? '', {
+  max: Number(process.env.DATABASE_POOL_SIZE ?? 10),
+  onnotice: () => {},
+})
+await sql`create table if not exists crud_plants (
+  owner text not null, id bigint not null, name text not null, tag text, primary key (owner, id))`
+
+const app = new Elysia()
+  .use(authentication(createTokenVerifier({ secret })))
+  .post(
+    '/plants',
+    async ({ body, owner }) => {
+      const id = BigInt(body.id).toString()
+      const tag = body.tag ?? null
+      const inserted = await sql`insert into crud_plants (owner, id, name, tag)
+        values (${owner}, ${id}, ${body.name}, ${tag}) on conflict do nothing`
+      if (inserted.count === 0) {
+        const [stored] = await sql`select name, tag from crud_plants where owner = ${owner} and id = ${id}`
+        if (stored?.name !== body.name || stored?.tag !== tag) throw new HttpError(409, 'conflict')
+      }
+      return tag === null ? { name: body.name } : { name: body.name, tag }
+    },
+    {
+      parse: ({ request }) => readJsonBody(request),
+      transform: ({ body }) => {
+        if (body instanceof HttpError) throw body
+      },
+      body: NewPlant,
+      response: { 200: PlantView },
+    },
+  )
+  .listen({ hostname: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
+
+console.log(JSON.stringify({ msg: 'plant store listening (CRUD peer, no events)', port: app.server?.port }))
