@@ -68,8 +68,10 @@ export function createChangeStream({
     }
     queue.push(frame)
     queuedBytes += frame.length
-    // An error with no reason resets the connection without the runtime logging it.
-    if (queuedBytes > maxBufferedBytes) finish((c) => c.error(undefined))
+    // An error with no reason resets the connection without the runtime logging it. It is raised
+    // on a later turn: Bun leaves the connection open when a body errors in the same turn as a
+    // chunk was enqueued (found with group commit, whose batches arrive in one turn).
+    if (queuedBytes > maxBufferedBytes) finish((c) => setTimeout(() => c.error(undefined), 0))
   }
 
   const body = new ReadableStream<Uint8Array>(
