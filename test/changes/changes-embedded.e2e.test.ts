@@ -63,12 +63,15 @@ describe.each(Object.keys(commands))('GET /plants/changes on the embedded store,
     await resumed.close()
   }, 60_000)
 
-  test('a client that stops reading is disconnected and the memory stays flat', async () => {
+  // The memory is checked on PostgreSQL (changes-postgres): here the database lives in the server's
+  // heap, and PGlite's WebAssembly memory grows with what is written and never shrinks, so the
+  // process's size tells about the store, not about the stream.
+  test('a client that stops reading is disconnected and its stream released', async () => {
     const result = await expectStalledClientDisconnected(
       server,
       await tokenFor('stalled'),
       await tokenFor('warm-up'),
-      { runtime: runtime === 'deno' ? 'deno' : 'bun' },
+      { runtime: runtime === 'deno' ? 'deno' : 'bun', databaseInProcess: true },
     )
     console.log(`${runtime} embedded stalled client: the server grew ${result.grewMb.toFixed(1)} MB`)
   }, 300_000)
