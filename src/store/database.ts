@@ -57,7 +57,15 @@ export function openPostgres({
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     idle_timeout: 60,
     onnotice: () => {},
-    connection: { application_name: 'plant-store', statement_timeout: statementTimeoutMs },
+    connection: {
+      application_name: 'plant-store',
+      statement_timeout: statementTimeoutMs,
+      // Every statement here is prepared and driven by an index whatever its parameters, but the
+      // planner, finding the custom plans of the page and batch statements cheaper on paper, would
+      // plan them again on every execution: measured, that was 0.3 ms of PostgreSQL CPU per page
+      // (GET limit=20: 2,221 → 5,785 req/s on `bun run bench`; creates gained too).
+      plan_cache_mode: 'force_generic_plan',
+    },
   })
   return { db: drizzlePostgres({ client }), kind: 'postgres', close: () => client.end({ timeout: 5 }) }
 }
