@@ -2,20 +2,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Browser, chromium } from 'playwright-core'
+import type { Browser } from 'playwright-core'
+import { launchChromium } from '../support/chromium.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
-
-// Debian's chromium, as in test/prod/docs-page.e2e.test.ts. Without it the test fails: it never skips.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 
 // The README's browser client, taken from the README itself so that the two cannot differ.
 async function readmeClient(): Promise<string> {
@@ -32,7 +21,7 @@ let browser: Browser
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'plant-store-changes-browser-'))
   server = await startServer({ DATA_DIR: dataDir })
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
+  browser = await launchChromium()
 }, 120_000)
 afterAll(async () => {
   await browser?.close()

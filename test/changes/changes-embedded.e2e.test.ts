@@ -3,24 +3,15 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expectSigtermEndsStreams, expectStalledClientDisconnected } from '../support/change-scenarios.ts'
+import { denoServerCommand } from '../support/deno.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { runCli, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 
 // The embedded store (PGlite) wakes its follower in-process: no LISTEN, no other writer.
-const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
 const commands: Record<string, (dataDir: string) => string[]> = {
   bun: () => SERVER_COMMAND,
-  deno: (dataDir) => [
-    DENO,
-    'run',
-    '--allow-net',
-    '--allow-env',
-    '--allow-sys=hostname',
-    `--allow-read=.,${dataDir}`,
-    `--allow-write=${dataDir}`,
-    'src/main.ts',
-  ],
+  deno: denoServerCommand,
 }
 
 describe.each(Object.keys(commands))('GET /plants/changes on the embedded store, served by %s', (runtime) => {

@@ -4,22 +4,13 @@ import {
   expectStalledClientDisconnected,
   openStreamCount,
 } from '../support/change-scenarios.ts'
+import { denoServerCommand } from '../support/deno.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
 
 // Three instances on one PostgreSQL database, one of them on Deno (the pinned binary).
-const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
-const DENO_COMMAND = [
-  DENO,
-  'run',
-  '--allow-net',
-  '--allow-env',
-  '--allow-sys=hostname',
-  '--allow-read=.',
-  'src/main.ts',
-]
 const SECRET = 'changes-e2e-secret-of-at-least-32-bytes'
 
 let database: TestDatabase
@@ -42,7 +33,10 @@ beforeAll(async () => {
   // The first applies the migrations; the others start on a migrated database.
   servers = [await startServer(env())]
   servers.push(
-    ...(await Promise.all([startServer(env()), startServer({ ...env(), NO_COLOR: '1' }, DENO_COMMAND)])),
+    ...(await Promise.all([
+      startServer(env()),
+      startServer({ ...env(), NO_COLOR: '1' }, denoServerCommand()),
+    ])),
   )
 }, 120_000)
 afterAll(async () => {

@@ -3,13 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { denoServerCommand } from '../support/deno.ts'
 import { startLoad } from '../support/feed-load.ts'
 import { createTestFeed, positionsOf, type TestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
-
-const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
 
 const cleanups: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -74,15 +73,7 @@ test('under Deno: the server publishes the feed, with the permissions the README
   cleanups.push(database.drop)
   const feed = await testFeed('deno')
   const secret = 'deno-feed-secret-of-at-least-32-bytes!'
-  const command = [
-    DENO,
-    'run',
-    '--allow-net',
-    '--allow-env',
-    '--allow-sys=hostname',
-    '--allow-read=.',
-    'src/main.ts',
-  ]
+  const command = denoServerCommand()
   const server = track(
     await startServer(
       { DATABASE_URL: database.url, AUTH_JWT_SECRET: secret, NO_COLOR: '1', ...feed.env },

@@ -3,20 +3,11 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { DENO, denoServerCommand } from '../support/deno.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type Env, runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 
-// The same entry, src/main.ts, served by Deno: the pinned deno from the lockfile, never one that
-// happens to be on the PATH. A missing binary fails the suite. The binary itself, not the package's
-// node wrapper in node_modules/.bin, which does not pass signals on.
-const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
-
-// The permissions the README documents: the network, the environment, the hostname for log lines,
-// the project's files, and the data directory (embedded only).
-function denoCommand(dataDir?: string): string[] {
-  const files = dataDir ? [`--allow-read=.,${dataDir}`, `--allow-write=${dataDir}`] : ['--allow-read=.']
-  return [DENO, 'run', '--allow-net', '--allow-env', '--allow-sys=hostname', ...files, 'src/main.ts']
-}
+// The same entry, src/main.ts, served by Deno (the pinned binary: see test/support/deno.ts).
 
 type Storage = { env: Env; command: string[]; cleanup: () => Promise<void> }
 
@@ -25,7 +16,7 @@ const storages: Record<string, () => Promise<Storage>> = {
     const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-deno-'))
     return {
       env: { DATA_DIR: dataDir },
-      command: denoCommand(dataDir),
+      command: denoServerCommand(dataDir),
       cleanup: () => rm(dataDir, { recursive: true, force: true }),
     }
   },
@@ -33,7 +24,7 @@ const storages: Record<string, () => Promise<Storage>> = {
     const database: TestDatabase = await createTestDatabase('deno')
     return {
       env: { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'deno-smoke-secret-of-at-least-32-bytes' },
-      command: denoCommand(),
+      command: denoServerCommand(),
       cleanup: database.drop,
     }
   },

@@ -2,22 +2,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Browser, chromium } from 'playwright-core'
+import type { Browser } from 'playwright-core'
+import { launchChromium } from '../support/chromium.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
-
-// Debian's chromium, installed by .ci/run. Without it the test fails: it never skips.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-// As root in a sandboxed machine: no setuid sandbox, no GPU, and none of the background
-// connections to Google that a closed network refuses.
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 
 let dataDir: string
 let server: ServerProcess
@@ -26,8 +13,7 @@ let browser: Browser
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'plant-store-docs-'))
   server = await startServer({ DATA_DIR: dataDir })
-  // Playwright gives each launch a fresh, empty profile of its own.
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
+  browser = await launchChromium()
 }, 60_000)
 afterAll(async () => {
   await browser?.close()

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
+import { denoServerCommand } from '../support/deno.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
 
@@ -11,12 +12,6 @@ import { runCli, runServerToExit, type ServerProcess, startServer } from '../sup
 // a process group of their own that a SIGKILL takes down at once.
 const START = ['bun', 'run', 'start']
 const ROUNDS = 5
-const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
-
-function denoCommand(dataDir: string): string[] {
-  const files = [`--allow-read=.,${dataDir}`, `--allow-write=${dataDir}`]
-  return [DENO, 'run', '--allow-net', '--allow-env', '--allow-sys=hostname', ...files, 'src/main.ts']
-}
 
 // SIGKILL to the whole group; resolves once the group's leader (the parent) has exited.
 async function killGroup(server: ServerProcess): Promise<void> {
@@ -140,7 +135,7 @@ describe('one process per data directory, by a lock the operating system release
   }, 60_000)
 
   test('under Deno too: it excludes the Bun CLI, and restarts right after a SIGKILL', async () => {
-    const command = denoCommand(dataDir)
+    const command = denoServerCommand(dataDir)
     let server = await started({ DATA_DIR: dataDir, NO_COLOR: '1' }, command, { ownGroup: true })
     const refused = await runCli(['projection', 'status'], { DATA_DIR: dataDir })
     expect(refused.stderr).toContain(`DATA_DIR ${dataDir} is in use`)
