@@ -1,5 +1,4 @@
-import type { Plant } from '../plants/domain.ts'
-import { decodePlantEvent } from '../plants/plant-events.ts'
+import { decodePlantEvent, type Plant } from '../plants/domain.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
 
 // A created plant as the change stream sends it (CONTRACT §9), shaped like the feed's `data`.

@@ -1,4 +1,4 @@
-import { decodePlantEvent } from '../plants/plant-events.ts'
+import { decodePlantEvent } from '../plants/domain.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
 import { feedSubject } from './subjects.ts'
 

@@ -1,11 +1,18 @@
-import { sql } from 'drizzle-orm'
 import type { Database } from '../store/database.ts'
-import { appendBatchStatement, readStream, type StreamAppend } from '../store/event-store.ts'
+import { appendEvents, readStream, type StreamAppend } from '../store/event-store.ts'
 import { groupCommit } from '../store/group-commit.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
-import { type CreatePlant, type Decision, decide, evolve, initialState, type PlantState } from './domain.ts'
-import { decodePlantEvent, encodePlantEvent, plantStreamId } from './plant-events.ts'
-import { projectInto } from './projection.ts'
+import {
+  type CreatePlant,
+  type Decision,
+  decide,
+  decodePlantEvent,
+  encodePlantEvent,
+  evolve,
+  initialState,
+  type PlantState,
+  plantStreamId,
+} from './domain.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,
 // or the one already stored on a retry or a conflict).
@@ -20,14 +27,6 @@ const DEADLOCK_DETECTED = '40P01'
 const MAX_ATTEMPTS = 3
 // Enough for every request of a heavily loaded server to share one commit.
 const MAX_BATCH_SIZE = 256
-
-// Appends and projects in one statement, so one transaction: a GET after a 200 sees the plant.
-const appendPlantEvents = appendBatchStatement('append_plant_events', {
-  // Serialises one owner's appends, so the owner's positions commit in order and paging never
-  // skips a late commit.
-  lockKey: (metadata) => sql`hashtextextended(${metadata}->>'owner', 0)`,
-  with: projectInto(),
-})
 
 // Creates on `db` through group commit: the creates that arrive while a batch is in the database
 // share the next batch's statement, transaction and commit.
@@ -87,7 +86,9 @@ async function appendWithRetries(db: Database, requests: CreateRequest[]): Promi
   }
 }
 
-type StoredPlant = { state: PlantState; position: bigint }
+// What a stream holds once the batch's statement ran: its event's position, and the state the
+// create that appended it decided on (the others of the stream decide on the stored plant).
+type Stream = { state: PlantState; position: bigint; appendedBy?: CreateRequest }
 
 // Most creates are of a plant that does not exist yet, so the first create of each stream in the
 // batch is decided on an empty stream and appended at once: one statement for the whole batch. A
@@ -95,50 +96,36 @@ type StoredPlant = { state: PlantState; position: bigint }
 // retry is unchanged, a different plant a conflict). Later creates of a stream in the same batch are
 // decided, in order, on what its first one left.
 async function appendAndDecide(db: Database, requests: CreateRequest[]): Promise<CreateResult[]> {
-  const streamIds = requests.map(({ command }) => plantStreamId(command.owner, command.plant.id))
-  const firsts = new Map<string, number>()
-  streamIds.forEach((streamId, index) => {
-    if (!firsts.has(streamId)) firsts.set(streamId, index)
-  })
-  const leads = [...firsts.values()].map((index) => {
-    const { command, requestId } = requests[index] as CreateRequest
-    const decision = decide(command, initialState)
-    const [event] = decision.events
+  const streamOf = ({ command }: CreateRequest) => plantStreamId(command.owner, command.plant.id)
+  const leads = new Map<string, CreateRequest>()
+  for (const request of requests) if (!leads.has(streamOf(request))) leads.set(streamOf(request), request)
+  const appends = [...leads].map(([streamId, { command, requestId }]): StreamAppend => {
+    const [event] = decide(command, initialState).events
     if (!event) throw new Error('a plant decided on an empty stream comes with its event')
-    const append: StreamAppend = {
-      streamId: streamIds[index] as string,
-      expectedVersion: 0,
-      event: encodePlantEvent(event),
-      metadata: { owner: command.owner, requestId },
-    }
-    return { index, decision, append }
+    const metadata = { owner: command.owner, requestId }
+    return { streamId, expectedVersion: 0, event: encodePlantEvent(event), metadata }
   })
-  const positions = await appendPlantEvents(
-    db,
-    leads.map((lead) => lead.append),
-  )
-  const appended = new Map<number, bigint>()
-  const stored = new Map<string, StoredPlant>()
+  const positions = await appendEvents(db, appends)
+  const streams = new Map<string, Stream>()
   await Promise.all(
-    leads.map(async ({ index, decision, append }, order) => {
+    [...leads].map(async ([streamId, lead], order) => {
       const position = positions[order]
-      if (position === undefined) {
-        stored.set(append.streamId, await readStoredPlant(db, append.streamId))
-      } else {
-        appended.set(index, position)
-        stored.set(append.streamId, { state: { status: 'created', plant: decision.plant }, position })
-      }
+      const created: PlantState = { status: 'created', plant: lead.command.plant }
+      streams.set(
+        streamId,
+        position === undefined
+          ? await readStoredPlant(db, streamId)
+          : { state: created, position, appendedBy: lead },
+      )
     }),
   )
-  return requests.map(({ command }, index) => {
-    const position = appended.get(index)
-    if (position !== undefined) return { ...decide(command, initialState), position }
-    const plant = stored.get(streamIds[index] as string) as StoredPlant
-    return { ...decide(command, plant.state), position: plant.position }
+  return requests.map((request) => {
+    const { state, position, appendedBy } = streams.get(streamOf(request)) as Stream
+    return { ...decide(request.command, appendedBy === request ? initialState : state), position }
   })
 }
 
-async function readStoredPlant(db: Database, streamId: string): Promise<StoredPlant> {
+async function readStoredPlant(db: Database, streamId: string): Promise<Stream> {
   const history = await readStream(db, streamId)
   const last = history.at(-1)
   // The append was skipped only because the stream's first event is committed.

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
-import { isProjected } from '../plants/projection.ts'
 import type { Executor } from '../store/database.ts'
 import { countEventsAfter, logHead } from '../store/event-log.ts'
+import { isProjected } from '../store/event-store.ts'
 import { readCheckpoint } from './checkpoints.ts'
 
 export type ProjectionStatus = {

@@ -1,7 +1,7 @@
 import { sql, TransactionRollbackError } from 'drizzle-orm'
-import { projectInto } from '../plants/projection.ts'
 import type { Database } from '../store/database.ts'
 import { projectWholeLog } from '../store/event-log.ts'
+import { projectInto } from '../store/event-store.ts'
 import { plants, plantsTable } from '../store/schema.ts'
 import { diffProjection, type ProjectionDiff } from './projection-diff.ts'
 

@@ -1,7 +1,7 @@
 import { asc, eq, type SQL, sql } from 'drizzle-orm'
 import { type Executor, preparedQuery } from './database.ts'
 import { parseEventData } from './event-data.ts'
-import { events } from './schema.ts'
+import { events, type PlantsTable, plants } from './schema.ts'
 
 export type EventMetadata = (typeof events.$inferSelect)['metadata']
 
@@ -36,17 +36,6 @@ export async function readStream(db: Executor, streamId: string): Promise<Record
   return streamQuery(db).execute({ streamId })
 }
 
-export type AppendOptions = {
-  // An advisory lock key (a bigint SQL expression) given the metadata (jsonb) of an event being
-  // appended. The keys of a batch are locked before any of its events gets a position, in sorted
-  // order, so that batches that share keys wait on each other and never deadlock.
-  lockKey?: (metadata: SQL) => SQL
-  // More of the same statement: a statement (a common table expression) that runs with the append,
-  // in its transaction, given `appended`, the new events' rows as stored (shaped like the events
-  // table).
-  with?: (appended: SQL) => SQL
-}
-
 // One event for one stream, appended only if the stream is at `expectedVersion`.
 export type StreamAppend = {
   streamId: string
@@ -55,78 +44,89 @@ export type StreamAppend = {
   metadata: EventMetadata
 }
 
+// The projection: the `plants` row each event makes, as SQL over rows shaped like the events
+// table, so that PostgreSQL applies it where the events are. What each stored shape of an event
+// means is defined once, by the database function plant_store_event (migration 0004). Appends run
+// it on the rows they have just stored, a rebuild on batches of the log and a verification on the
+// whole log (replay/): the events never travel to this process and back.
+export function projectInto(table: PlantsTable = plants) {
+  return (rows: SQL): SQL => sql`
+    insert into ${table} (owner, id, name, tag, position)
+    select e.metadata->>'owner', plant.id, plant.name, plant.tag, e.position
+    from ${rows} as e, plant_store_event(e.type, e.schema_version, e.data, e.position) as plant`
+}
+
+// Whether the event at `event` (a row of the events table) has its row in `plants`.
+export function isProjected(event: SQL): SQL {
+  return sql`exists (select 1 from ${plants} as p
+                     where p.owner = ${event}.metadata->>'owner' and p.position = ${event}.position)`
+}
+
+// A batch of appends, to as many streams, in one prepared statement that also projects them, so one
+// transaction (a GET after a 200 sees the plant), one round trip and one commit, its text built
+// once. Each owner's appends are serialised by an advisory lock on the owner, so one owner's
+// positions commit in order and paging never skips a late commit; a batch takes its owners' locks
+// before any of its events gets a position, in sorted order, so batches never deadlock. An append
+// whose stream version is taken, by an earlier commit or a concurrent writer, is skipped on the
+// (stream_id, stream_version) unique key without failing the others.
+const appendStatement = preparedQuery((db) => {
+  const input = db
+    .$with('input', {})
+    .as(
+      sql`select value, n from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
+    )
+  const locked = db.$with('locked', {}).as(
+    sql`select count(pg_advisory_xact_lock(key)) from (
+          select distinct hashtextextended(input.value->'metadata'->>'owner', 0) as key from input order by 1) as keys`,
+  )
+  const returned = {
+    position: sql<string>`position`.as('position'),
+    streamId: sql<string>`stream_id`.as('stream_id'),
+    streamVersion: sql<number>`stream_version`.as('stream_version'),
+  }
+  // The events' rows come out of the locks' row, so the locks are held before a position is taken.
+  const appended = db.$with('appended', returned).as(sql`
+    insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+    select input.value->>'streamId', (input.value->>'version')::int, input.value->>'type',
+           (input.value->>'schemaVersion')::int, input.value->'data', input.value->'metadata',
+           (input.value->>'recordedAt')::timestamptz
+    from locked, input
+    order by input.n
+    on conflict (stream_id, stream_version) do nothing
+    returning position, stream_id, stream_version, type, schema_version, data, metadata`)
+  const projected = db.$with('projected', {}).as(projectInto()(sql`appended`))
+  return db
+    .with(input, locked, appended, projected)
+    .select({
+      position: sql<string>`${appended.position}::text`,
+      streamId: appended.streamId,
+      streamVersion: appended.streamVersion,
+    })
+    .from(appended)
+    .prepare('append_events')
+})
+
 // The position of each append's event, in the order given; undefined where the stream was no longer
 // at the expected version, and nothing was appended for it.
-export type AppendBatch = (db: Executor, appends: StreamAppend[]) => Promise<(bigint | undefined)[]>
-
-// A batch of appends, to as many streams, in one prepared statement that commits on its own unless
-// `db` is a transaction: one round trip, one commit, its text built once. An append whose stream
-// version is taken, by an earlier commit or a concurrent writer, is skipped on the (stream_id,
-// stream_version) unique key without failing the others. Positions follow the order given.
-export function appendBatchStatement(
-  name: string,
-  { lockKey, with: alongside }: AppendOptions = {},
-): AppendBatch {
-  const statement = preparedQuery((db) => {
-    const input = db
-      .$with('input', {})
-      .as(
-        sql`select value, n from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
-      )
-    const locked = db.$with('locked', {}).as(
-      lockKey
-        ? sql`select count(pg_advisory_xact_lock(key)) from (
-                  select distinct ${lockKey(sql`input.value->'metadata'`)} as key from input order by 1) as keys`
-        : sql`select 1`,
-    )
-    const returned = {
-      position: sql<string>`position`.as('position'),
-      streamId: sql<string>`stream_id`.as('stream_id'),
-      streamVersion: sql<number>`stream_version`.as('stream_version'),
-    }
-    // The events' rows come out of the locks' row, so the locks are held before a position is taken.
-    const appended = db.$with('appended', returned).as(sql`
-      insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-      select input.value->>'streamId', (input.value->>'version')::int, input.value->>'type',
-             (input.value->>'schemaVersion')::int, input.value->'data', input.value->'metadata',
-             (input.value->>'recordedAt')::timestamptz
-      from locked, input
-      order by input.n
-      on conflict (stream_id, stream_version) do nothing
-      returning position, stream_id, stream_version, type, schema_version, data, metadata`)
-    const parts = alongside
-      ? [input, locked, appended, db.$with('alongside', {}).as(alongside(sql`appended`))]
-      : [input, locked, appended]
-    return db
-      .with(...parts)
-      .select({
-        position: sql<string>`${appended.position}::text`,
-        streamId: appended.streamId,
-        streamVersion: appended.streamVersion,
-      })
-      .from(appended)
-      .prepare(name)
+export async function appendEvents(db: Executor, appends: StreamAppend[]): Promise<(bigint | undefined)[]> {
+  if (appends.length === 0) return []
+  const encoded = JSON.stringify(
+    appends.map(({ streamId, expectedVersion, event, metadata }) => ({
+      streamId,
+      version: expectedVersion + 1,
+      type: event.type,
+      schemaVersion: event.schemaVersion,
+      data: event.data,
+      metadata,
+      recordedAt: event.recordedAt.toISOString(),
+    })),
+  )
+  const rows = await appendStatement(db).execute({ appends: encoded })
+  const positions = new Map(rows.map((row) => [appendKey(row.streamId, row.streamVersion), row.position]))
+  return appends.map(({ streamId, expectedVersion }) => {
+    const position = positions.get(appendKey(streamId, expectedVersion + 1))
+    return position === undefined ? undefined : BigInt(position)
   })
-  return async (db, appends) => {
-    if (appends.length === 0) return []
-    const encoded = JSON.stringify(
-      appends.map(({ streamId, expectedVersion, event, metadata }) => ({
-        streamId,
-        version: expectedVersion + 1,
-        type: event.type,
-        schemaVersion: event.schemaVersion,
-        data: event.data,
-        metadata,
-        recordedAt: event.recordedAt.toISOString(),
-      })),
-    )
-    const rows = await statement(db).execute({ appends: encoded })
-    const positions = new Map(rows.map((row) => [appendKey(row.streamId, row.streamVersion), row.position]))
-    return appends.map(({ streamId, expectedVersion }) => {
-      const position = positions.get(appendKey(streamId, expectedVersion + 1))
-      return position === undefined ? undefined : BigInt(position)
-    })
-  }
 }
 
 function appendKey(streamId: string, version: number): string {

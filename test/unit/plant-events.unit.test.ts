@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
 import type { PlantEvent } from '../../src/plants/domain.ts'
-import { decodePlantEvent, encodePlantEvent } from '../../src/plants/plant-events.ts'
+import { decodePlantEvent, encodePlantEvent } from '../../src/plants/domain.ts'
 
 const read = (type: string, data: unknown) => ({
   position: 5n,
