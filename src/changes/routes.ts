@@ -4,6 +4,7 @@ import { authentication } from '../auth/authentication.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { HttpError } from '../http/http-error.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
+import { BearerHeaders } from '../plants/schemas.ts'
 import { ShuttingDown } from './open-change-stream.ts'
 import type { Changes } from './start-changes.ts'
 import { POSITION_RULE, parsePosition } from './start-position.ts'
@@ -19,7 +20,7 @@ export const ChangesQuery = Type.Object({
   ),
 })
 
-export const ChangesHeaders = Type.Object({
+export const ChangesHeaders = BearerHeaders({
   'last-event-id': Type.Optional(Position('Last-Event-ID', 'Resume after this event id; wins over after')),
 })
 
@@ -66,7 +67,6 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
         operationId: 'followPlantChanges',
         summary: "Follow the caller's new plants as server-sent events",
         tags: ['plants'],
-        security: [{ bearerAuth: [] }],
         parameters: [
           { name: 'after', in: 'query', description: ChangesQuery.properties.after.description },
           {

@@ -66,7 +66,6 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[]) {
   const detail = (summary: string, responses: DocumentedResponses, hide = false) => ({
     summary,
     tags: ['docs'],
-    security: [],
     responses,
     hide,
   })

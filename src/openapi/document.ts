@@ -58,12 +58,15 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[]) {
   })
 }
 
+// A route whose headers include Authorization is behind the bearer token (the document's default
+// security); any other is open to all.
 function operation({ params, query, headers, body, response = {}, detail = {} }: RouteHooks) {
   const { hide: _, parameters: described = [], responses: documented = {}, ...rest } = detail
+  const { authorization, ...otherHeaders } = headers?.properties ?? {}
   const parameters = [
     ...parametersOf('path', params, described),
     ...parametersOf('query', query, described),
-    ...parametersOf('header', headers, described),
+    ...parametersOf('header', headers && { ...headers, properties: otherHeaders }, described),
   ]
   const responses = Object.entries(response).map(([status, schema]) => {
     const said = documented[status]
@@ -73,6 +76,7 @@ function operation({ params, query, headers, body, response = {}, detail = {} }:
   })
   return {
     ...rest,
+    ...(authorization === undefined && { security: [] }),
     ...(parameters.length > 0 && { parameters }),
     ...(body && { requestBody: { required: true, content: { 'application/json': { schema: body } } } }),
     responses: Object.fromEntries(responses),

@@ -12,6 +12,7 @@ import { type PlantCreator, plantCreator } from './create-plant.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { primaryReads, type ReadPlants } from './read-plants.ts'
 import {
+  BearerHeaders,
   ListHeaders,
   ListQuery,
   NEW_PLANT_RULE,
@@ -33,8 +34,6 @@ export type PlantRoutesDeps = {
   // How many batches of creates may be in the database at once (group commit); 1 by default.
   batchesInFlight?: number
 }
-
-const security = [{ bearerAuth: [] }]
 
 const created = replies({
   200: reply(PlantView, 'The plant response', {
@@ -96,12 +95,12 @@ export function plantRoutes(deps: PlantRoutesDeps) {
             throw new HttpError(400, NEW_PLANT_RULE)
         },
         body: NewPlant,
+        headers: BearerHeaders({}),
         response: created.response,
         detail: {
           operationId: 'createPlant',
           summary: 'Create a plant',
           tags: ['plants'],
-          security,
           responses: created.responses,
         },
       },
@@ -114,7 +113,6 @@ export function plantRoutes(deps: PlantRoutesDeps) {
         operationId: 'listPlants',
         summary: "List the caller's plants, oldest first",
         tags: ['plants'],
-        security,
         parameters: [
           { name: 'limit', in: 'query', description: 'Maximum number of plants' },
           { name: 'after', in: 'query', description: 'Cursor from a next link' },

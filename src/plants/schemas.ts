@@ -1,4 +1,4 @@
-import { Kind, type Static, Type } from '@sinclair/typebox'
+import { Kind, type Static, type TProperties, Type } from '@sinclair/typebox'
 import { queryInteger } from '../http/query-integer.ts'
 
 // The API's shapes. Int64, Text and IntegerParameter are kinds checked by http/schema-kinds.ts.
@@ -77,5 +77,15 @@ export const Position = Type.Unsafe<string>({
   error: `${POSITION_HEADER} must be a decimal integer from 0 to 9223372036854775807`,
 })
 
-export const ListHeaders = Type.Object({ [POSITION_HEADER]: Type.Optional(Position) })
+// The request headers of a route behind a bearer token: Authorization, and the route's own. The
+// token is checked before validation (auth/authentication.ts answers 401 itself), so the schema takes
+// any text; the OpenAPI document shows it as the route's security requirement.
+export function BearerHeaders<Properties extends TProperties>(properties: Properties) {
+  return Type.Object({
+    authorization: Type.Optional(Type.String({ description: 'Bearer <token>' })),
+    ...properties,
+  })
+}
+
+export const ListHeaders = BearerHeaders({ [POSITION_HEADER]: Type.Optional(Position) })
 export type ListHeaders = Static<typeof ListHeaders>
