@@ -25,21 +25,16 @@ const PAGE = `<!doctype html>
 <body>
 <div id="reference"></div>
 <script src="/docs/swagger-ui-bundle.js"></script>
-<script src="/docs/init.js"></script>
+<script>window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', validatorUrl: null, deepLinking: true })</script>
 </body>
 </html>
 `
-
-const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', validatorUrl: null, deepLinking: true })\n`
 
 const documentReply = replies({
   200: reply(Type.Object({}, { additionalProperties: true }), 'This OpenAPI 3.1 document'),
 })
 const pageReply = replies({
   200: reply(Type.String(), 'The API reference page', { contentType: 'text/html' }),
-})
-const scriptReply = replies({
-  200: reply(Type.String(), 'The reference page script', { contentType: 'text/javascript' }),
 })
 const assetReply = replies({
   200: reply(Type.String(), 'A Swagger UI file', { contentType: 'application/octet-stream' }),
@@ -77,10 +72,6 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[]) {
     .get('/docs', () => html(PAGE, 'text/html; charset=utf-8'), {
       response: pageReply.response,
       detail: detail('The API reference', pageReply.responses),
-    })
-    .get('/docs/init.js', () => html(INIT, 'text/javascript; charset=utf-8'), {
-      response: scriptReply.response,
-      detail: detail('The reference page script', scriptReply.responses, true),
     })
     .get(
       '/docs/:asset',

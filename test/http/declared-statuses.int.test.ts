@@ -80,7 +80,6 @@ function normalFlows(): HostileRequest[] {
     get('/metrics'),
     get('/openapi.json'),
     get('/docs'),
-    get('/docs/init.js'),
     get('/docs/swagger-ui.css'),
     get('/docs/no-such-file'),
     { method: 'DELETE', path: '/plants', headers: {} },
