@@ -44,14 +44,10 @@ export class StaleTail extends Error {
   override name = 'StaleTail'
 }
 
-export async function feedStream(
-  nc: NatsConnection,
-  {
-    stream,
-    subjectPrefix,
-    replicas = 1,
-  }: Pick<FeedConfig, 'stream' | 'subjectPrefix'> & Partial<Pick<FeedConfig, 'replicas'>>,
-): Promise<FeedStream> {
+type StreamSettings = Pick<FeedConfig, 'stream' | 'subjectPrefix'> & { replicas?: number }
+
+export async function feedStream(nc: NatsConnection, settings: StreamSettings): Promise<FeedStream> {
+  const { stream, subjectPrefix, replicas = 1 } = settings
   const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
   const filter = feedFilter(subjectPrefix)
   return {
