@@ -7,7 +7,10 @@ export type FeedGauges = {
 }
 
 // The event feed's metrics, in the app's registry; the gauges are read at scrape time.
-export function createFeedMetrics(registry: Registry, gauges: FeedGauges) {
+export function createFeedMetrics(
+  registry: Registry,
+  gauges: FeedGauges,
+): { published: (count: number) => void } {
   const registers = [registry]
   const published = new Counter({
     name: 'plant_store_feed_published_total',
