@@ -2,8 +2,8 @@ import process from 'node:process'
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { type Config, ConfigError } from '../config.ts'
-import { readFeedStatus } from '../feed/feed-status.ts'
 import { feedStream } from '../feed/nats-stream.ts'
+import { countLogAfter, logHead } from '../store/event-log.ts'
 import { parseArguments } from './arguments.ts'
 import { withStorage } from './projection-command.ts'
 
@@ -19,13 +19,11 @@ export async function feedStatusCommand(args: string[], config: Config): Promise
   })
   if (!nc) return 1
   try {
-    const stream = await feedStream(nc, feed)
+    const { cursor } = await (await feedStream(nc, feed)).readTail()
     return await withStorage(config, async (db) => {
-      const { lastPublished, head, behind } = await readFeedStatus(db, stream)
+      const [head, behind] = await Promise.all([logHead(db), countLogAfter(db, cursor)])
       const at =
-        lastPublished === undefined
-          ? 'nothing published yet'
-          : `last published position ${lastPublished.position}`
+        cursor.position === 0n ? 'nothing published yet' : `last published position ${cursor.position}`
       const state = behind === 0 ? 'up to date' : `${behind} event(s) behind`
       process.stdout.write(
         `feed ${feed.stream}: ${at}; log head: position ${head.position} (${head.events} events); ${state}\n`,

@@ -1,8 +1,8 @@
 import { decodePlantEvent } from '../plants/domain.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
-import { feedSubject } from './subjects.ts'
 
 export type FeedMessage = {
+  // `<prefix>.events.<type>`, so that a consumer subscribes to `feedFilter(prefix)`.
   subject: string
   // The event's position, decimal: the CloudEvents id and the Nats-Msg-Id.
   id: string
@@ -15,28 +15,30 @@ export type MessageSettings = { subjectPrefix: string; source: string }
 
 export const CLOUD_EVENTS_CONTENT_TYPE = 'application/cloudevents+json'
 
+export function feedFilter(prefix: string): string {
+  return `${prefix}.events.>`
+}
+
 // A logged event as a CloudEvents 1.0 structured JSON message (CONTRACT §8), in its current shape
 // whatever shape it was stored in. Ids are decimal strings so that no JSON reader rounds them.
 export function toFeedMessage(event: LoggedEvent, { subjectPrefix, source }: MessageSettings): FeedMessage {
-  const plant = decodePlantEvent(event)
+  const { type, data } = decodePlantEvent(event)
   const id = event.position.toString()
-  const data =
-    plant.data.tag === null
-      ? { id: plant.data.id.toString(), name: plant.data.name }
-      : { id: plant.data.id.toString(), name: plant.data.name, tag: plant.data.tag }
+  const plantId = data.id.toString()
   const cloudEvent = {
     specversion: '1.0',
     id,
     source,
-    type: plant.type,
-    subject: plant.data.id.toString(),
+    type,
+    subject: plantId,
     time: event.time,
     datacontenttype: 'application/json',
     owner: event.metadata.owner,
-    data,
+    data:
+      data.tag === null ? { id: plantId, name: data.name } : { id: plantId, name: data.name, tag: data.tag },
   }
   return {
-    subject: feedSubject(subjectPrefix, plant.type),
+    subject: `${subjectPrefix}.events.${type}`,
     id,
     transactionId: event.transactionId.toString(),
     body: JSON.stringify(cloudEvent),

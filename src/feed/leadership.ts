@@ -36,7 +36,6 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
     onnotice: () => {},
     connection: { application_name: 'plant-store-feed', statement_timeout: 5000 },
   })
-  const classId = LOCK_CLASS
   const objectId = nameHash(stream)
   return {
     isLeader: async () => {
@@ -45,15 +44,15 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
         // connection has lost it): taking a session lock again would stack it.
         const [row] = await client<{ leader: boolean }[]>`select coalesce(
           (select granted from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()
-             and classid = ${classId}::oid and objid = ${objectId}::oid and objsubid = 2),
-          pg_try_advisory_lock(${classId}::int, ${objectId}::int)) as leader`
+             and classid = ${LOCK_CLASS}::oid and objid = ${objectId}::oid and objsubid = 2),
+          pg_try_advisory_lock(${LOCK_CLASS}::int, ${objectId}::int)) as leader`
         return row?.leader === true
       } catch {
         return false
       }
     },
     release: async () => {
-      await client`select pg_advisory_unlock(${classId}::int, ${objectId}::int)`.catch(() => {})
+      await client`select pg_advisory_unlock(${LOCK_CLASS}::int, ${objectId}::int)`.catch(() => {})
     },
     close: () => client.end({ timeout: 2 }),
   }

@@ -1,16 +1,23 @@
 import {
+  type ApiError,
   JetStreamApiCodes,
   JetStreamApiError,
   type JetStreamManager,
   jetstreamManager,
+  type PubAck,
   StorageType,
 } from '@nats-io/jetstream'
-import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node'
+import {
+  createInbox,
+  deadline,
+  deferred,
+  headers,
+  type Msg,
+  type NatsConnection,
+} from '@nats-io/transport-node'
 import { ConfigError, type FeedConfig } from '../config.ts'
 import { LOG_START, type LogCursor } from '../store/event-log.ts'
-import { aborted } from './abort.ts'
-import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage } from './cloud-event.ts'
-import { feedFilter, subjectCovers } from './subjects.ts'
+import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage, feedFilter } from './cloud-event.ts'
 
 // Where the stream ends: its last sequence (any subject), and the log cursor of the last feed
 // message in it. The stream, not the database, remembers how far the feed has gone.
@@ -37,14 +44,10 @@ export class StaleTail extends Error {
   override name = 'StaleTail'
 }
 
-export async function feedStream(
-  nc: NatsConnection,
-  {
-    stream,
-    subjectPrefix,
-    replicas = 1,
-  }: Pick<FeedConfig, 'stream' | 'subjectPrefix'> & Partial<Pick<FeedConfig, 'replicas'>>,
-): Promise<FeedStream> {
+type StreamSettings = Pick<FeedConfig, 'stream' | 'subjectPrefix'> & { replicas?: number }
+
+export async function feedStream(nc: NatsConnection, settings: StreamSettings): Promise<FeedStream> {
+  const { stream, subjectPrefix, replicas = 1 } = settings
   const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
   const filter = feedFilter(subjectPrefix)
   return {
@@ -60,33 +63,48 @@ async function ensureStream(
   filter: string,
   replicas: number,
 ): Promise<void> {
-  try {
-    const info = await jsm.streams.info(stream)
+  const info = await jsm.streams.info(stream).catch((error: unknown) => {
+    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
+      return undefined
+    throw error
+  })
+  if (info !== undefined) {
     const subjects = info.config.subjects ?? []
-    if (!subjects.some((pattern) => subjectCovers(pattern, filter))) {
-      throw new ConfigError(
-        `EVENTS_NATS_STREAM: the stream "${stream}" captures ${JSON.stringify(subjects)}, which does not cover "${filter}"`,
-      )
-    }
-  } catch (error) {
-    if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error
-    // Every setting of a stream the service creates is here (CONTRACT §8, §10).
-    await jsm.streams
-      .add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
-      .catch((refused: unknown) => {
-        if (refused instanceof JetStreamApiError && REPLICAS_REFUSED.includes(refused.code)) {
-          throw new ConfigError(
-            `EVENTS_NATS_REPLICAS: NATS cannot keep ${replicas} replicas of "${stream}": ${refused.message}`,
-          )
-        }
-        throw refused
-      })
+    if (subjects.some((pattern) => subjectCovers(pattern, filter))) return
+    throw new ConfigError(
+      `EVENTS_NATS_STREAM: the stream "${stream}" captures ${JSON.stringify(subjects)}, which does not cover "${filter}"`,
+    )
   }
+  // Every setting of a stream the service creates is here (CONTRACT §8, §10).
+  await jsm.streams
+    .add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
+    .catch((refused: unknown) => {
+      if (refused instanceof JetStreamApiError && REPLICAS_REFUSED.includes(refused.code)) {
+        throw new ConfigError(
+          `EVENTS_NATS_REPLICAS: NATS cannot keep ${replicas} replicas of "${stream}": ${refused.message}`,
+        )
+      }
+      throw refused
+    })
+}
+
+// Whether the stream subject `pattern` captures every subject that `wanted` matches, token by
+// token: `>` takes one or more remaining tokens, `*` exactly one.
+export function subjectCovers(pattern: string, wanted: string): boolean {
+  const have = pattern.split('.')
+  const need = wanted.split('.')
+  for (const [index, token] of have.entries()) {
+    const other = need[index]
+    if (other === undefined) return false
+    if (token === '>') return true
+    if (other === '>') return false
+    if (token !== '*' && token !== other) return false
+  }
+  return have.length === need.length
 }
 
 async function readTail(jsm: JetStreamManager, stream: string, filter: string): Promise<Tail> {
   const { state } = await jsm.streams.info(stream)
-  if (state.messages === 0) return { sequence: state.last_seq, cursor: LOG_START }
   const last = await jsm.streams.getMessage(stream, { last_by_subj: filter })
   if (last === null) return { sequence: state.last_seq, cursor: LOG_START }
   const position = last.header.get('Nats-Msg-Id')
@@ -112,10 +130,9 @@ async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after
   let tail = after
   let published = 0
   for (const [index, message] of messages.entries()) {
-    const answer = answers[index] ?? {
-      error: `no answer for message ${message.id} within ${PUBLISH_TIMEOUT_MS} ms`,
-    }
-    if ('error' in answer) return { tail, published, failure: new Error(answer.error) }
+    const answer =
+      answers[index] ?? new Error(`no answer for message ${message.id} within ${PUBLISH_TIMEOUT_MS} ms`)
+    if (answer instanceof Error) return { tail, published, failure: answer }
     if (answer.seq !== tail.sequence + 1) {
       const failure = new StaleTail(
         `message ${message.id} is already in the stream at sequence ${answer.seq}`,
@@ -136,14 +153,14 @@ async function sendAll(nc: NatsConnection, messages: FeedMessage[], after: Tail)
   const inbox = createInbox()
   const answers: Answer[] = new Array(messages.length)
   let waiting = messages.length
-  const allAnswered = new AbortController()
+  const allAnswered = deferred<void>()
   const subscription = nc.subscribe(`${inbox}.*`, {
     callback: (error, reply) => {
       if (error) return
       const index = Number(reply.subject.slice(inbox.length + 1))
       if (answers[index] !== undefined) return
-      answers[index] = readAnswer(reply.data)
-      if (--waiting === 0) allAnswered.abort()
+      answers[index] = readAnswer(reply)
+      if (--waiting === 0) allAnswered.resolve()
     },
   })
   try {
@@ -155,32 +172,27 @@ async function sendAll(nc: NatsConnection, messages: FeedMessage[], after: Tail)
       messageHeaders.set('Nats-Expected-Last-Sequence', String(after.sequence + index))
       nc.publish(message.subject, message.body, { headers: messageHeaders, reply: `${inbox}.${index}` })
     }
-    await aborted(allAnswered.signal, AbortSignal.timeout(PUBLISH_TIMEOUT_MS))
+    await deadline(allAnswered, PUBLISH_TIMEOUT_MS).catch(() => {})
   } finally {
     subscription.unsubscribe()
   }
   return answers
 }
 
-type Answer = { seq: number; duplicate: boolean } | { error: string }
+type Answer = { seq: number; duplicate: boolean } | Error
 
 // JetStream's answer to a publish: the stored sequence, or why not. An empty answer is NATS
 // saying that no stream captures the subject.
-function readAnswer(data: Uint8Array): Answer {
-  if (data.length === 0) return { error: 'no stream answered: is JetStream on, and does the stream exist?' }
+function readAnswer(reply: Msg): Answer {
+  if (reply.data.length === 0)
+    return new Error('no stream answered: is JetStream on, and does the stream exist?')
   try {
-    const answer = JSON.parse(new TextDecoder().decode(data)) as {
-      seq?: number
-      duplicate?: boolean
-      error?: { description?: string; err_code?: number }
+    const { seq, duplicate, error } = reply.json<Partial<PubAck> & { error?: ApiError }>()
+    if (error || typeof seq !== 'number') {
+      return new Error(`JetStream refused the message: ${error?.description} (${error?.err_code})`)
     }
-    if (answer.error || typeof answer.seq !== 'number') {
-      return {
-        error: `JetStream refused the message: ${answer.error?.description} (${answer.error?.err_code})`,
-      }
-    }
-    return { seq: answer.seq, duplicate: answer.duplicate === true }
+    return { seq, duplicate: duplicate === true }
   } catch {
-    return { error: 'JetStream answered something that is not JSON' }
+    return new Error('JetStream answered something that is not JSON')
   }
 }

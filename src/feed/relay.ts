@@ -1,7 +1,6 @@
 import type { Logger } from '../logger.ts'
 import type { Database } from '../store/database.ts'
 import { type LogCursor, readLog } from '../store/event-log.ts'
-import { pause, unlessAborted } from './abort.ts'
 import { type MessageSettings, toFeedMessage } from './cloud-event.ts'
 import type { Leadership } from './leadership.ts'
 import type { FeedStream, Tail } from './nats-stream.ts'
@@ -39,38 +38,18 @@ export type Relay = {
 // instance cannot reach NATS, and another can.
 const STEP_DOWN_AFTER = 3
 
-// Everything about the relay that changes, in one place.
-type RelayState = {
-  // Where the stream ends, as last read or published; undefined when it must be read again.
-  tail: Tail | undefined
-  // The log cursor of the last message known to be in the stream, kept across failures.
-  lastPublished: LogCursor | undefined
-  // Aborted by `wake`; replaced before each read of the log, so a wake during a round is kept.
-  woken: AbortController
-  // Until when this instance is known to lead without asking again.
-  leaderUntil: number
-  // Failed rounds in a row.
-  failures: number
-}
-
 // Publishes the log, in log order, from where the stream ends. Each round reads the stream's
 // tail again after any failure, so a crash, a lost ack or a competing instance never makes it
 // skip or repeat an event: the stream, not memory, says what is in it.
 export function startRelay(deps: RelayDeps): Relay {
   const stop = new AbortController()
-  const state: RelayState = {
-    tail: undefined,
-    lastPublished: undefined,
-    woken: new AbortController(),
-    leaderUntil: 0,
-    failures: 0,
-  }
-  const running = relay(deps, state, stop.signal).catch((error: unknown) => {
+  const seen: Seen = { woken: new AbortController(), lastPublished: undefined }
+  const running = relay(deps, seen, stop.signal).catch((error: unknown) => {
     if (!stop.signal.aborted) deps.logger.error({ err: error }, 'the event feed stopped')
   })
   return {
-    wake: () => state.woken.abort(),
-    lastPublished: () => state.lastPublished,
+    wake: () => seen.woken.abort(),
+    lastPublished: () => seen.lastPublished,
     stop: async () => {
       stop.abort()
       await running
@@ -78,55 +57,88 @@ export function startRelay(deps: RelayDeps): Relay {
   }
 }
 
-async function relay(deps: RelayDeps, state: RelayState, stopped: AbortSignal): Promise<void> {
+// What the loop shares with `wake` and `lastPublished`.
+type Seen = {
+  // Aborted by `wake`; replaced before each read of the log, so a wake during a round is kept.
+  woken: AbortController
+  // The log cursor of the last message known to be in the stream, kept across failures.
+  lastPublished: LogCursor | undefined
+}
+
+async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise<void> {
   const { db, leadership, messages, logger, onPublished } = deps
   const { batchSize = 500, pollMs = 200, leadershipCheckMs = 1000, gatherMs = 20, retryMs = 500 } = deps
-  const stream = await unlessAborted(deps.stream, stopped)
-  while (stream !== undefined && !stopped.aborted) {
+  const stream = await Promise.race([deps.stream, aborted(stopped)])
+  // Where the stream ends, as last read or published; undefined when it must be read again.
+  let tail: Tail | undefined
+  // Until when this instance is known to lead without asking again.
+  let leaderUntil = 0
+  // Failed rounds in a row.
+  let failures = 0
+  while (stream && !stopped.aborted) {
     try {
-      if (Date.now() >= state.leaderUntil) {
+      if (Date.now() >= leaderUntil) {
         const leader = await leadership.isLeader()
-        state.leaderUntil = leader ? Date.now() + leadershipCheckMs : 0
+        leaderUntil = leader ? Date.now() + leadershipCheckMs : 0
         if (!leader) {
-          state.tail = undefined
+          tail = undefined
           await pause(leadershipCheckMs, stopped)
           continue
         }
       }
-      if (state.tail === undefined) {
+      if (tail === undefined) {
         await stream.ensure()
-        state.tail = await stream.readTail()
-        state.lastPublished = state.tail.cursor
+        tail = await stream.readTail()
+        seen.lastPublished = tail.cursor
       }
-      state.woken = new AbortController()
-      const batch = await readLog(db, state.tail.cursor, batchSize)
+      seen.woken = new AbortController()
+      const batch = await readLog(db, tail.cursor, batchSize)
       if (batch.length > 0) {
         const result = await stream.publish(
           batch.map((event) => toFeedMessage(event, messages)),
-          state.tail,
+          tail,
         )
-        state.tail = result.tail
-        state.lastPublished = result.tail.cursor
+        tail = result.tail
+        seen.lastPublished = result.tail.cursor
         if (result.published > 0) onPublished?.(result.published)
         if (result.failure !== undefined) throw result.failure
       }
-      if (state.failures > 0) logger.info('the event feed resumed')
-      state.failures = 0
+      if (failures > 0) logger.info('the event feed resumed')
+      failures = 0
       // A full batch: more is waiting. Otherwise rest until woken or the next poll, then gather.
       if (batch.length === batchSize) continue
-      if (batch.length === 0) await pause(pollMs, stopped, state.woken.signal)
+      if (batch.length === 0) await pause(pollMs, stopped, seen.woken.signal)
       await pause(gatherMs, stopped)
     } catch (error) {
-      state.tail = undefined
-      state.leaderUntil = 0
+      tail = undefined
+      leaderUntil = 0
       // Said once per outage; the retries go on quietly.
-      if (state.failures++ === 0)
+      if (failures++ === 0)
         logger.warn({ err: error }, 'the event feed paused; it resumes from the end of the stream')
       else logger.debug({ err: error }, 'the event feed is still paused')
-      if (state.failures % STEP_DOWN_AFTER === 0) {
+      if (failures % STEP_DOWN_AFTER === 0) {
         await leadership.release()
         await pause(leadershipCheckMs * 2, stopped)
       } else await pause(retryMs, stopped)
     }
   }
+}
+
+// Waits `ms`, or less when a signal aborts.
+export function pause(ms: number, ...signals: AbortSignal[]): Promise<void> {
+  return aborted(AbortSignal.timeout(ms), ...signals)
+}
+
+// Resolves once any of `signals` aborts, and takes its listeners with it: a long-lived signal
+// (the relay's stop) waited on in a loop must not gather one per wait, as `AbortSignal.any` does
+// (denoland/deno#24842, nodejs/node#55351; still so on Deno 2.9).
+function aborted(...signals: AbortSignal[]): Promise<void> {
+  return new Promise((resolve) => {
+    if (signals.some((signal) => signal.aborted)) return resolve()
+    const done = () => {
+      for (const signal of signals) signal.removeEventListener('abort', done)
+      resolve()
+    }
+    for (const signal of signals) signal.addEventListener('abort', done)
+  })
 }

@@ -1,10 +1,10 @@
-import { type ConnectionOptions, connect, type NatsConnection } from '@nats-io/transport-node'
+import { type ConnectionOptions, connect, deadline, type NatsConnection } from '@nats-io/transport-node'
 import type { Registry } from 'prom-client'
 import { type Config, ConfigError, type FeedConfig } from '../config.ts'
 import type { Logger } from '../logger.ts'
 import { createFeedMetrics } from '../observability/feed-metrics.ts'
 import type { Database } from '../store/database.ts'
-import { feedLag } from './feed-status.ts'
+import { countLogAfter } from '../store/event-log.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
 import { feedStream } from './nats-stream.ts'
 import { startRelay } from './relay.ts'
@@ -31,6 +31,9 @@ const NATS_OPTIONS: ConnectionOptions = {
   maxPingOut: 2,
 }
 
+// How long a scrape waits for the stream's tail before it counts from the last one known.
+const LAG_READ_TIMEOUT_MS = 1000
+
 // The feed beside the server: it never holds up a request. When NATS answers at start a stream
 // that cannot carry the feed stops the start; otherwise that is checked once NATS answers.
 export async function startFeed({ config, storage, db, logger, registry }: FeedDeps): Promise<Feed> {
@@ -39,7 +42,6 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
     logger.warn({ err: error, servers: config.servers }, 'the event feed cannot reach NATS yet')
     return undefined
   })
-  if (first !== undefined) await checkStream(first, config, logger)
   // Not there at first: the client keeps trying until NATS answers.
   const connecting = first ? Promise.resolve(first) : connect({ ...options, waitOnFirstConnect: true })
   let connection: NatsConnection | undefined
@@ -53,11 +55,28 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
     return feedStream(nc, config)
   })
   stream.catch(() => {})
+  if (first !== undefined) {
+    await stream
+      .then((ready) => ready.ensure())
+      .catch(async (error: unknown) => {
+        if (!(error instanceof ConfigError)) {
+          return logger.warn({ err: error }, 'the event feed could not check its stream yet')
+        }
+        await first.close()
+        throw error
+      })
+  }
   const leadership =
     storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
   const metrics = createFeedMetrics(registry, {
     connected: () => connected,
-    lag: () => feedLag(db, readCursor, relay.lastPublished()),
+    // From the stream's tail when it answers in time, else from the last cursor the relay knew.
+    lag: async () => {
+      const read = connected ? stream.then((ready) => ready.readTail()) : undefined
+      const tail = read && (await deadline(read, LAG_READ_TIMEOUT_MS).catch(() => undefined))
+      const cursor = tail?.cursor ?? relay.lastPublished()
+      return cursor === undefined ? undefined : countLogAfter(db, cursor)
+    },
   })
   const relay = startRelay({
     db,
@@ -67,10 +86,6 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
     logger,
     onPublished: metrics.published,
   })
-  const readCursor = async () => {
-    if (!connected) throw new Error('NATS is not connected')
-    return (await (await stream).readTail()).cursor
-  }
   logger.info({ stream: config.stream, connected: first !== undefined }, 'event feed started')
   return {
     wake: relay.wake,
@@ -80,19 +95,6 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
       if (connection) await connection.close()
       else void connecting.then((nc) => nc.close())
     },
-  }
-}
-
-// A stream that cannot carry the feed stops the start; NATS failing to answer now does not.
-async function checkStream(nc: NatsConnection, config: FeedConfig, logger: Logger): Promise<void> {
-  try {
-    await (await feedStream(nc, config)).ensure()
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      await nc.close()
-      throw error
-    }
-    logger.warn({ err: error }, 'the event feed could not check its stream yet')
   }
 }
 

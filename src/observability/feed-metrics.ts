@@ -6,10 +6,11 @@ export type FeedGauges = {
   lag: () => Promise<number | undefined>
 }
 
-export type FeedMetrics = { published: (count: number) => void }
-
 // The event feed's metrics, in the app's registry; the gauges are read at scrape time.
-export function createFeedMetrics(registry: Registry, gauges: FeedGauges): FeedMetrics {
+export function createFeedMetrics(
+  registry: Registry,
+  gauges: FeedGauges,
+): { published: (count: number) => void } {
   const registers = [registry]
   const published = new Counter({
     name: 'plant_store_feed_published_total',
@@ -33,5 +34,5 @@ export function createFeedMetrics(registry: Registry, gauges: FeedGauges): FeedM
       this.set(gauges.connected() ? 1 : 0)
     },
   })
-  return { published: (count) => published.inc(count) }
+  return { published: (count: number) => published.inc(count) }
 }

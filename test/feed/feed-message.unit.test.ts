@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { toFeedMessage } from '../../src/feed/cloud-event.ts'
-import { subjectCovers } from '../../src/feed/subjects.ts'
+import { subjectCovers } from '../../src/feed/nats-stream.ts'
 import type { LoggedEvent } from '../../src/store/event-log.ts'
 
 const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }

@@ -1,5 +1,9 @@
 import { describe, expect, test } from 'bun:test'
-import { aborted, pause, unlessAborted } from '../../src/feed/abort.ts'
+import { soleLeadership } from '../../src/feed/leadership.ts'
+import type { FeedStream } from '../../src/feed/nats-stream.ts'
+import { pause, startRelay } from '../../src/feed/relay.ts'
+import { createLogger } from '../../src/logger.ts'
+import type { Database } from '../../src/store/database.ts'
 
 // Counts the abort listeners a signal holds, through its own public methods.
 function counted(signal: AbortSignal): { signal: AbortSignal; listeners: () => number } {
@@ -17,31 +21,22 @@ function counted(signal: AbortSignal): { signal: AbortSignal; listeners: () => n
   return { signal, listeners: () => listeners }
 }
 
-describe('waiting on abort signals', () => {
-  test('aborted resolves when any signal aborts, and leaves no listener on the others', async () => {
+describe("the relay's waits", () => {
+  test('a pause ended by any signal leaves no listener on the others', async () => {
     const long = counted(new AbortController().signal)
     for (let round = 0; round < 100; round++) {
       const short = new AbortController()
-      const waiting = aborted(long.signal, short.signal)
+      const waiting = pause(10_000, long.signal, short.signal)
       short.abort()
       await waiting
     }
     expect(long.listeners()).toBe(0)
   })
 
-  test('aborted resolves at once for a signal aborted already', async () => {
-    const waiting = aborted(AbortSignal.abort(), new AbortController().signal)
+  test('a pause ends at once for a signal aborted already', async () => {
+    const waiting = pause(10_000, AbortSignal.abort(), new AbortController().signal)
     expect(await Promise.race([waiting.then(() => 'resolved'), Bun.sleep(50).then(() => 'pending')])).toBe(
       'resolved',
-    )
-  })
-
-  test('unlessAborted gives the value, or undefined when the signal aborts first', async () => {
-    expect(await unlessAborted(Promise.resolve(7), AbortSignal.timeout(1000))).toBe(7)
-    const never = new Promise<number>(() => {})
-    expect(await unlessAborted(never, AbortSignal.timeout(20))).toBeUndefined()
-    await expect(unlessAborted(Promise.reject(new Error('boom')), AbortSignal.timeout(1000))).rejects.toThrow(
-      'boom',
     )
   })
 
@@ -54,5 +49,20 @@ describe('waiting on abort signals', () => {
     setTimeout(() => stop.abort(), 10)
     await pause(10_000, stop.signal)
     expect(performance.now() - started).toBeLessThan(5000)
+  })
+
+  test('a relay still waiting for NATS stops at once', async () => {
+    // given: a stream that never becomes reachable
+    const relay = startRelay({
+      db: {} as Database,
+      stream: new Promise<FeedStream>(() => {}),
+      leadership: soleLeadership,
+      messages: { subjectPrefix: 'plant-store', source: 'plant-store' },
+      logger: createLogger('silent'),
+    })
+    // when
+    const stopped = relay.stop().then(() => 'stopped')
+    // then
+    expect(await Promise.race([stopped, Bun.sleep(1000).then(() => 'waiting')])).toBe('stopped')
   })
 })
