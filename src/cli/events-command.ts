@@ -3,9 +3,8 @@ import type { Config } from '../config.ts'
 import { exportEvents } from '../replay/export-events.ts'
 import { importEvents } from '../replay/import-events.ts'
 import { readLines } from '../replay/lines.ts'
-import { parseArguments } from './arguments.ts'
+import { parseArguments, UsageError } from './arguments.ts'
 import { rebuildWithProgress, withStorage } from './projection-command.ts'
-import { UsageError } from './usage-error.ts'
 
 const EXPORT_USAGE = 'events export [--after POSITION]'
 
