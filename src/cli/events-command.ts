@@ -1,8 +1,7 @@
 import process from 'node:process'
 import type { Config } from '../config.ts'
 import { exportEvents } from '../replay/export-events.ts'
-import { importEvents } from '../replay/import-events.ts'
-import { readLines } from '../replay/lines.ts'
+import { importEvents, readLines } from '../replay/import-events.ts'
 import { parseArguments, UsageError } from './arguments.ts'
 import { rebuildWithProgress, withStorage } from './projection-command.ts'
 

@@ -1,8 +1,7 @@
 import { type SQL, type SQLWrapper, sql } from 'drizzle-orm'
 import { projectInto } from '../plants/projection.ts'
-import { blockAppends } from '../store/append-lock.ts'
 import type { Database, Executor } from '../store/database.ts'
-import { LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
+import { blockAppends, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
 import { type PlantsTable, plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
 

@@ -16,18 +16,16 @@ export async function tryLockFile(path: string): Promise<FileLock | undefined> {
   return deno ? tryLockWithDeno(deno, path) : tryLockWithFlock(path)
 }
 
-type DenoFile = {
-  tryLock: (exclusive: boolean) => Promise<boolean>
-  truncate: (length: number) => Promise<void>
-  write: (bytes: Uint8Array) => Promise<number>
-  close: () => void
-}
-
 type DenoFiles = {
   open: (
     path: string,
     options: { read: boolean; write: boolean; create: boolean; mode: number },
-  ) => Promise<DenoFile>
+  ) => Promise<{
+    tryLock: (exclusive: boolean) => Promise<boolean>
+    truncate: (length: number) => Promise<void>
+    write: (bytes: Uint8Array) => Promise<number>
+    close: () => void
+  }>
 }
 
 async function tryLockWithDeno(deno: DenoFiles, path: string): Promise<FileLock | undefined> {
@@ -36,16 +34,11 @@ async function tryLockWithDeno(deno: DenoFiles, path: string): Promise<FileLock 
     file.close()
     return undefined
   }
-  return {
-    note: async (text) => {
-      await file.truncate(0)
-      await file.write(new TextEncoder().encode(text))
-    },
-    release: async () => {
-      await file.truncate(0)
-      file.close()
-    },
-  }
+  return heldLock(
+    () => file.truncate(0),
+    (text) => file.write(new TextEncoder().encode(text)),
+    () => file.close(),
+  )
 }
 
 const LOCK_EX = 2
@@ -56,44 +49,44 @@ const BUN_FFI = 'bun:ffi'
 
 // Bun has no file lock of its own: flock(2) from the C library, on a descriptor from node:fs.
 async function tryLockWithFlock(path: string): Promise<FileLock | undefined> {
+  const libc = await openLibc()
   const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600)
-  try {
-    if ((await flock(fd, LOCK_EX | LOCK_NB)) !== 0) {
-      closeSync(fd)
-      return undefined
-    }
-  } catch (error) {
+  const locked = libc.symbols.flock(fd, LOCK_EX | LOCK_NB) === 0
+  libc.close()
+  if (!locked) {
     closeSync(fd)
-    throw error
+    return undefined
   }
+  return heldLock(
+    () => ftruncateSync(fd, 0),
+    (text) => writeSync(fd, text, 0),
+    () => closeSync(fd),
+  )
+}
+
+// Either runtime's open file as a FileLock; the file is emptied on release.
+function heldLock(truncate: () => unknown, write: (text: string) => unknown, close: () => void): FileLock {
   return {
     note: async (text) => {
-      ftruncateSync(fd, 0)
-      writeSync(fd, text, 0)
+      await truncate()
+      await write(text)
     },
     release: async () => {
-      ftruncateSync(fd, 0)
-      closeSync(fd)
+      await truncate()
+      close()
     },
   }
 }
 
-async function flock(fd: number, operation: number): Promise<number> {
+async function openLibc() {
   const { dlopen, FFIType }: typeof import('bun:ffi') = await import(BUN_FFI)
   const signature = { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } } as const
   let lastError: unknown
   for (const name of LIBC_NAMES) {
-    let libc: ReturnType<typeof dlopen<typeof signature>>
     try {
-      libc = dlopen(name, signature)
+      return dlopen(name, signature)
     } catch (error) {
       lastError = error
-      continue
-    }
-    try {
-      return libc.symbols.flock(fd, operation)
-    } finally {
-      libc.close()
     }
   }
   throw new Error(`cannot load the C library to lock a file (tried ${LIBC_NAMES.join(', ')})`, {
