@@ -20,9 +20,7 @@ const USAGE = `usage: bun run cli <command>
   feed status                         the last position in the NATS stream beside the head of the log
 `
 
-type Command = (args: string[], config: Config) => Promise<number>
-
-const commands: Record<string, Command> = {
+const commands: Record<string, (args: string[], config: Config) => Promise<number>> = {
   'token issue': issueTokenCommand,
   'db migrate': migrateCommand,
   'projection rebuild': rebuildCommand,

@@ -89,19 +89,20 @@ export async function withStorage(config: Config, run: (db: Database) => Promise
 
 // Exit 0 with `inSync`, or exit 1 with `drifted` and a readable account of the drift: counts,
 // then a few rows of each kind.
-function reportDrift({ missing, extra, changed }: ProjectionDiff, inSync: string, drifted: string): number {
-  if (isInSync({ missing, extra, changed })) {
+function reportDrift(diff: ProjectionDiff, inSync: string, drifted: string): number {
+  if (isInSync(diff)) {
     process.stdout.write(`${inSync}\n`)
     return 0
   }
   const lines = [`${drifted}:`]
+  const { missing, extra, changed } = diff
   if (missing.count > 0) {
     lines.push(`missing: ${missing.count} row(s) the log has and the projection lacks, e.g.`)
-    for (const row of missing.examples) lines.push(`  ${describeRow(row)}`)
+    lines.push(...missing.examples.map((row) => `  ${describeRow(row)}`))
   }
   if (extra.count > 0) {
     lines.push(`extra: ${extra.count} row(s) in the projection that no event explains, e.g.`)
-    for (const row of extra.examples) lines.push(`  ${describeRow(row)}`)
+    lines.push(...extra.examples.map((row) => `  ${describeRow(row)}`))
   }
   if (changed.count > 0) {
     lines.push(`changed: ${changed.count} row(s) whose values differ from the log, e.g.`)

@@ -1,8 +1,8 @@
-import { type SQL, type SQLWrapper, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import { projectInto } from '../plants/projection.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { blockAppends, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
-import { type PlantsTable, plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
+import { plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
 
 export type RebuildOptions = {
@@ -36,25 +36,30 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
   } = options
   const started = clock()
   const { events: total } = await logHead(db)
-  const progress = { events: 0, total, position: 0n }
+  let events = 0
+  let position = 0n
   // A table of the projection's shape under another name, filled while `plants` keeps serving.
   const name = `plants_rebuild_${crypto.randomUUID().slice(0, 8)}`
   const scratch = plantsTable(name)
+  const key = (suffix: string) => sql.identifier(`${name}_${suffix}`)
   const copy = async (tx: Executor, from: LogCursor, settled: boolean) => {
     for (let cursor = from; ; ) {
       const batch = await projectLogBatch(tx, cursor, batchSize, projectInto(scratch), { settled })
       if (batch.events === 0) return cursor
-      if (batch.highest > progress.position) progress.position = batch.highest
-      progress.events += batch.events
-      progress.total = Math.max(progress.total, progress.events)
-      onProgress({ events: progress.events, total: progress.total })
+      if (batch.highest > position) position = batch.highest
+      events += batch.events
+      onProgress({ events, total: Math.max(total, events) })
       cursor = batch.cursor
     }
   }
   await db.execute(sql`create table ${scratch} (like plants including defaults)`)
   try {
     let cursor = await copy(db, LOG_START, true)
-    for (const key of KEYS) await db.execute(key.add(scratch, sql.identifier(`${name}_${key.suffix}`)))
+    // The keys the migrations gave `plants`, added after the bulk fill (faster than maintaining them
+    // row by row) and given their names on the swap, so the next migration or rebuild finds what it
+    // expects (test/replay/rebuild.int.test.ts compares the two).
+    await db.execute(sql`alter table ${scratch} add constraint ${key('owner_id_pk')} primary key (owner, id)`)
+    await db.execute(sql`create index ${key('owner_position')} on ${scratch} (owner, position)`)
     cursor = await copy(db, cursor, true)
     const outcome = await db.transaction(async (tx) => {
       await blockAppends(tx)
@@ -66,38 +71,17 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
       // Readers queue for the moment the DDL takes, then find the new table under the old name.
       await tx.execute(sql`drop table plants`)
       await tx.execute(sql`alter table ${scratch} rename to plants`)
-      for (const { suffix } of KEYS) {
-        await tx.execute(
-          sql`alter index ${sql.identifier(`${name}_${suffix}`)} rename to ${sql.identifier(`plants_${suffix}`)}`,
-        )
+      for (const suffix of ['owner_id_pk', 'owner_position']) {
+        await tx.execute(sql`alter index ${key(suffix)} rename to ${sql.identifier(`plants_${suffix}`)}`)
       }
-      const checkpoint = { projection: 'plants', position: progress.position }
       await tx
         .insert(projectionCheckpoints)
-        .values(checkpoint)
-        .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: checkpoint })
+        .values({ projection: 'plants', position })
+        .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
       return { plants: rows, diff: undefined }
     })
-    return {
-      events: progress.events,
-      plants: outcome.plants,
-      position: progress.position,
-      seconds: (clock() - started) / 1000,
-      swapped: !dryRun,
-      diff: outcome.diff,
-    }
+    return { events, position, seconds: (clock() - started) / 1000, swapped: !dryRun, ...outcome }
   } finally {
     await db.execute(sql`drop table if exists ${scratch}`)
   }
 }
-
-// The keys the migrations gave `plants`. The scratch table gets them after the bulk fill (faster
-// than maintaining them row by row) and their names on the swap, so the next migration or rebuild
-// finds what it expects (test/replay/rebuild.int.test.ts compares the two).
-const KEYS: { suffix: string; add: (table: PlantsTable, key: SQLWrapper) => SQL }[] = [
-  {
-    suffix: 'owner_id_pk',
-    add: (table, key) => sql`alter table ${table} add constraint ${key} primary key (owner, id)`,
-  },
-  { suffix: 'owner_position', add: (table, key) => sql`create index ${key} on ${table} (owner, position)` },
-]

@@ -7,23 +7,18 @@ export class DataDirInUse extends Error {
   override name = 'DataDirInUse'
 }
 
-export type DataDirLockOptions = {
-  // How long a busy lock is tried again before the start is refused. A process killed together
-  // with its parent (a whole process group) may still be closing its files for a few
-  // milliseconds after the parent has been reaped; a live holder is refused once this is up.
-  waitMs?: number
-}
+// How long a busy lock is tried again before the start is refused. A process killed together with
+// its parent (a whole process group) may still be closing its files for a few milliseconds after
+// the parent has been reaped; a live holder is refused once this is up.
+const BUSY_WAIT_MS = 1000
 
 // One process at a time per data directory: two PGlite instances on one directory silently lose
 // writes. The lock is the operating system's, on `server.pid`, and ends with its holder's life;
 // the process id written into the file is only for people (`kill $(cat data/server.pid)`).
-export async function lockDataDir(
-  dataDir: string,
-  { waitMs = 1000 }: DataDirLockOptions = {},
-): Promise<() => Promise<void>> {
+export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   await mkdir(dataDir, { recursive: true })
   const path = join(dataDir, 'server.pid')
-  const deadline = Date.now() + waitMs
+  const deadline = Date.now() + BUSY_WAIT_MS
   for (;;) {
     const lock = await tryLockFile(path)
     if (lock) {
