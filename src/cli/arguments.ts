@@ -1,5 +1,9 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util'
-import { UsageError } from './usage-error.ts'
+
+// A mistake in how the CLI was called: its message is shown and the exit code is 2.
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
 
 // A command's arguments through `node:util` parseArgs, strict: an unknown option, a missing value
 // or more positionals than `positionals` is a usage error showing `usage`.

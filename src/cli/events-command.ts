@@ -1,20 +1,17 @@
 import process from 'node:process'
 import type { Config } from '../config.ts'
 import { exportEvents } from '../replay/export-events.ts'
-import { importEvents } from '../replay/import-events.ts'
-import { readLines } from '../replay/lines.ts'
-import { parseArguments } from './arguments.ts'
+import { importEvents, readLines } from '../replay/import-events.ts'
+import { parseArguments, UsageError } from './arguments.ts'
 import { rebuildWithProgress, withStorage } from './projection-command.ts'
-import { UsageError } from './usage-error.ts'
 
 const EXPORT_USAGE = 'events export [--after POSITION]'
 
 export async function exportCommand(args: string[], config: Config): Promise<number> {
   const { values } = parseArguments(args, EXPORT_USAGE, { after: { type: 'string', default: '0' } })
-  const after = values.after
-  if (!/^(0|[1-9][0-9]{0,18})$/.test(after)) throw new UsageError(`usage: ${EXPORT_USAGE}`)
+  if (!/^(0|[1-9][0-9]{0,18})$/.test(values.after)) throw new UsageError(`usage: ${EXPORT_USAGE}`)
   return withStorage(config, async (db) => {
-    const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(after) })
+    const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
     process.stderr.write(`exported ${exported} events\n`)
     return 0
   })

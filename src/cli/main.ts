@@ -2,12 +2,11 @@ import process from 'node:process'
 import { type Config, ConfigError, IN_MEMORY, loadConfig } from '../config.ts'
 import { ImportRefused } from '../replay/import-events.ts'
 import { DataDirInUse } from '../store/data-dir-lock.ts'
+import { UsageError } from './arguments.ts'
 import { exportCommand, importCommand } from './events-command.ts'
 import { feedStatusCommand } from './feed-command.ts'
-import { migrateCommand } from './migrate-command.ts'
-import { rebuildCommand, statusCommand, verifyCommand } from './projection-command.ts'
+import { migrateCommand, rebuildCommand, statusCommand, verifyCommand } from './projection-command.ts'
 import { issueTokenCommand } from './token-command.ts'
-import { UsageError } from './usage-error.ts'
 
 const USAGE = `usage: bun run cli <command>
 
@@ -21,28 +20,15 @@ const USAGE = `usage: bun run cli <command>
   feed status                         the last position in the NATS stream beside the head of the log
 `
 
-type Command = (args: string[], env: Record<string, string | undefined>) => Promise<number>
-
-// A store in memory lives inside its server process: a command would only see an empty one of its own.
-function storedConfig(env: Record<string, string | undefined>): Config {
-  const config = loadConfig(env)
-  if (config.storage.kind === 'memory') {
-    throw new UsageError(
-      `DATA_DIR=${IN_MEMORY} lives inside the server process; this command cannot reach it`,
-    )
-  }
-  return config
-}
-
-const commands: Record<string, Command> = {
-  'token issue': (args, env) => issueTokenCommand(args, loadConfig(env)),
-  'db migrate': (args, env) => migrateCommand(args, storedConfig(env)),
-  'projection rebuild': (args, env) => rebuildCommand(args, storedConfig(env)),
-  'projection verify': (args, env) => verifyCommand(args, storedConfig(env)),
-  'projection status': (args, env) => statusCommand(args, storedConfig(env)),
-  'events export': (args, env) => exportCommand(args, storedConfig(env)),
-  'events import': (args, env) => importCommand(args, storedConfig(env)),
-  'feed status': (args, env) => feedStatusCommand(args, storedConfig(env)),
+const commands: Record<string, (args: string[], config: Config) => Promise<number>> = {
+  'token issue': issueTokenCommand,
+  'db migrate': migrateCommand,
+  'projection rebuild': rebuildCommand,
+  'projection verify': verifyCommand,
+  'projection status': statusCommand,
+  'events export': exportCommand,
+  'events import': importCommand,
+  'feed status': feedStatusCommand,
 }
 
 async function run(argv: string[]): Promise<number> {
@@ -53,7 +39,14 @@ async function run(argv: string[]): Promise<number> {
     return 2
   }
   try {
-    return await command(argv.slice(2), process.env)
+    const config = loadConfig(process.env)
+    // A store in memory lives inside its server process: a command would only see an empty one of its own.
+    if (name !== 'token issue' && config.storage.kind === 'memory') {
+      throw new UsageError(
+        `DATA_DIR=${IN_MEMORY} lives inside the server process; this command cannot reach it`,
+      )
+    }
+    return await command(argv.slice(2), config)
   } catch (error) {
     if (error instanceof ConfigError || error instanceof DataDirInUse || error instanceof UsageError) {
       process.stderr.write(`${error.message}\n`)

@@ -1,31 +1,36 @@
 import process from 'node:process'
 import type { Config } from '../config.ts'
 import { progressReporter } from '../replay/progress.ts'
-import { isInSync } from '../replay/projection-diff.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../replay/rebuild-projection.ts'
-import { verifyProjection } from '../replay/verify-projection.ts'
+import {
+  isInSync,
+  type PlantRow,
+  type ProjectionDiff,
+  verifyProjection,
+} from '../replay/verify-projection.ts'
 import type { Database } from '../store/database.ts'
 import { openStorage } from '../store/open-storage.ts'
 import { parseArguments } from './arguments.ts'
-import { describeDiff } from './print-diff.ts'
+
+// Opening the storage applies the migrations.
+export async function migrateCommand(args: string[], config: Config): Promise<number> {
+  parseArguments(args, 'db migrate', {})
+  return withStorage(config, async () => 0)
+}
 
 export async function rebuildCommand(args: string[], config: Config): Promise<number> {
   const { values } = parseArguments(args, 'projection rebuild [--dry-run]', {
     'dry-run': { type: 'boolean', default: false },
   })
-  const dryRun = values['dry-run']
   return withStorage(config, async (db) => {
-    const result = await rebuildWithProgress(db, dryRun)
-    if (!result.diff) return 0
-    if (isInSync(result.diff)) {
-      process.stdout.write('dry run: the live projection already matches the log; nothing swapped\n')
-      return 0
-    }
-    process.stdout.write(
-      `dry run: nothing swapped; a rebuild would fix this drift:\n${describeDiff(result.diff)}`,
+    const { diff } = await rebuildWithProgress(db, values['dry-run'])
+    if (!diff) return 0
+    return reportDrift(
+      diff,
+      'dry run: the live projection already matches the log; nothing swapped',
+      'dry run: nothing swapped; a rebuild would fix this drift',
     )
-    return 1
   })
 }
 
@@ -49,14 +54,11 @@ export async function verifyCommand(args: string[], config: Config): Promise<num
   parseArguments(args, 'projection verify', {})
   return withStorage(config, async (db) => {
     const { events, diff } = await verifyProjection(db)
-    if (isInSync(diff)) {
-      process.stdout.write(`the projection matches the fold of the log (${events} events)\n`)
-      return 0
-    }
-    process.stdout.write(
-      `the projection differs from the fold of the log (${events} events):\n${describeDiff(diff)}`,
+    return reportDrift(
+      diff,
+      `the projection matches the fold of the log (${events} events)`,
+      `the projection differs from the fold of the log (${events} events)`,
     )
-    return 1
   })
 }
 
@@ -83,4 +85,35 @@ export async function withStorage(config: Config, run: (db: Database) => Promise
   } finally {
     await storage.close()
   }
+}
+
+// Exit 0 with `inSync`, or exit 1 with `drifted` and a readable account of the drift: counts,
+// then a few rows of each kind.
+function reportDrift(diff: ProjectionDiff, inSync: string, drifted: string): number {
+  if (isInSync(diff)) {
+    process.stdout.write(`${inSync}\n`)
+    return 0
+  }
+  const lines = [`${drifted}:`]
+  const { missing, extra, changed } = diff
+  if (missing.count > 0) {
+    lines.push(`missing: ${missing.count} row(s) the log has and the projection lacks, e.g.`)
+    lines.push(...missing.examples.map((row) => `  ${describeRow(row)}`))
+  }
+  if (extra.count > 0) {
+    lines.push(`extra: ${extra.count} row(s) in the projection that no event explains, e.g.`)
+    lines.push(...extra.examples.map((row) => `  ${describeRow(row)}`))
+  }
+  if (changed.count > 0) {
+    lines.push(`changed: ${changed.count} row(s) whose values differ from the log, e.g.`)
+    for (const { expected, actual } of changed.examples) {
+      lines.push(`  log:        ${describeRow(expected)}`, `  projection: ${describeRow(actual)}`)
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n`)
+  return 1
+}
+
+function describeRow(row: PlantRow): string {
+  return `owner=${JSON.stringify(row.owner)} id=${row.id} name=${JSON.stringify(row.name)} tag=${JSON.stringify(row.tag)} position=${row.position}`
 }

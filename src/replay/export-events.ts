@@ -19,7 +19,7 @@ export async function exportEvents(
     if (!last) return exported
     await write(batch.map(toLine).join(''))
     exported += batch.length
-    cursor = { transactionId: last.transactionId, position: last.position }
+    cursor = last
   }
 }
 

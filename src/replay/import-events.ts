@@ -1,8 +1,8 @@
-import { type Static, Type } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { blockAppends } from '../store/append-lock.ts'
 import type { Database } from '../store/database.ts'
 import { advancePositionSequence, appendExported, isLogEmpty } from '../store/event-import.ts'
+import { blockAppends } from '../store/event-log.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 
 export class ImportRefused extends Error {
@@ -20,7 +20,6 @@ const ExportedEvent = Type.Object({
   metadata: Type.Object({ owner: Type.String(), requestId: Type.String() }),
   recordedAt: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?Z$' }),
 })
-type ExportedEvent = Static<typeof ExportedEvent>
 
 export type ImportOptions = { append?: boolean; batchSize?: number }
 
@@ -68,14 +67,14 @@ export async function importEvents(
   }
 }
 
-function checkLine(line: string, lineNumber: number): ExportedEvent {
+function checkLine(line: string, lineNumber: number): void {
   let value: unknown
   try {
     value = JSON.parse(line)
   } catch {
     throw new ImportRefused(`line ${lineNumber}: not JSON`)
   }
-  if (Value.Check(ExportedEvent, value)) return value
+  if (Value.Check(ExportedEvent, value)) return
   const first = Value.Errors(ExportedEvent, value).First()
   throw new ImportRefused(
     `line ${lineNumber}: ${first ? `${first.path || '/'} ${first.message}` : 'invalid'}`,
@@ -83,7 +82,24 @@ function checkLine(line: string, lineNumber: number): ExportedEvent {
 }
 
 function rootMessage(error: unknown): string {
-  let current = error
-  while ((current as { cause?: unknown }).cause) current = (current as { cause?: unknown }).cause
-  return (current as { detail?: string }).detail ?? String((current as Error).message)
+  let root = error as { cause?: unknown; detail?: string; message?: string }
+  while (root.cause) root = root.cause as typeof root
+  return root.detail ?? String(root.message)
+}
+
+// Splits a byte or text stream into lines without holding more than a chunk and a line.
+export async function* readLines(chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true })
+  let pending = ''
+  for await (const chunk of chunks) {
+    pending += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true })
+    let start = 0
+    for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n', start)) {
+      yield pending.slice(start, newline).replace(/\r$/, '')
+      start = newline + 1
+    }
+    pending = pending.slice(start)
+  }
+  pending += decoder.decode()
+  if (pending !== '') yield pending
 }

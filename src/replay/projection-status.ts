@@ -1,11 +1,13 @@
-import { sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import type { Executor } from '../store/database.ts'
 import { countEventsAfter, logHead } from '../store/event-log.ts'
 import { isProjected } from '../store/event-store.ts'
-import { readCheckpoint } from './checkpoints.ts'
+import { projectionCheckpoints } from '../store/schema.ts'
 
 export type ProjectionStatus = {
-  // Where the log stood at the last rebuild; undefined if the projection was never rebuilt.
+  // Where the log stood at the last rebuild (the highest position it folded); undefined if the
+  // projection was never rebuilt. Live appends move no checkpoint, so that no row is written by
+  // every create.
   checkpoint: bigint | undefined
   head: bigint
   events: number
@@ -19,11 +21,17 @@ export type ProjectionStatus = {
 // import, a restored log) can be behind. Those are counted among the events since the last
 // rebuild, each by its own row: the cost grows with those events, not with the log.
 export async function projectionStatus(db: Executor): Promise<ProjectionStatus> {
-  const [checkpoint, head] = await Promise.all([readCheckpoint(db, 'plants'), logHead(db)])
-  const since = checkpoint ?? 0n
+  const [[row], head] = await Promise.all([
+    db
+      .select({ position: projectionCheckpoints.position })
+      .from(projectionCheckpoints)
+      .where(eq(projectionCheckpoints.projection, 'plants')),
+    logHead(db),
+  ])
+  const since = row?.position ?? 0n
   const [sinceCheckpoint, behind] = await Promise.all([
     countEventsAfter(db, since),
     countEventsAfter(db, since, (event) => sql`not ${isProjected(event)}`),
   ])
-  return { checkpoint, head: head.position, events: head.events, sinceCheckpoint, behind }
+  return { checkpoint: row?.position, head: head.position, events: head.events, sinceCheckpoint, behind }
 }

@@ -1,12 +1,9 @@
-import { count } from 'drizzle-orm'
-import { blockAppends } from '../store/append-lock.ts'
+import { sql } from 'drizzle-orm'
 import type { Database, Executor } from '../store/database.ts'
-import { LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
+import { blockAppends, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
 import { projectInto } from '../store/event-store.ts'
-import { type PlantsTable, plants } from '../store/schema.ts'
-import { writeCheckpoint } from './checkpoints.ts'
-import { diffProjection, type ProjectionDiff } from './projection-diff.ts'
-import { createScratchTable, dropScratchTable, indexScratchTable, swapIntoPlants } from './scratch-table.ts'
+import { plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
+import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
 
 export type RebuildOptions = {
   batchSize?: number
@@ -39,43 +36,52 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
   } = options
   const started = clock()
   const { events: total } = await logHead(db)
-  const progress = { events: 0, total, position: 0n }
-  const copy = async (tx: Executor, table: PlantsTable, from: LogCursor, settled: boolean) => {
+  let events = 0
+  let position = 0n
+  // A table of the projection's shape under another name, filled while `plants` keeps serving.
+  const name = `plants_rebuild_${crypto.randomUUID().slice(0, 8)}`
+  const scratch = plantsTable(name)
+  const key = (suffix: string) => sql.identifier(`${name}_${suffix}`)
+  const copy = async (tx: Executor, from: LogCursor, settled: boolean) => {
     for (let cursor = from; ; ) {
-      const batch = await projectLogBatch(tx, cursor, batchSize, projectInto(table), { settled })
+      const batch = await projectLogBatch(tx, cursor, batchSize, projectInto(scratch), { settled })
       if (batch.events === 0) return cursor
-      if (batch.highest > progress.position) progress.position = batch.highest
-      progress.events += batch.events
-      progress.total = Math.max(progress.total, progress.events)
-      onProgress({ events: progress.events, total: progress.total })
+      if (batch.highest > position) position = batch.highest
+      events += batch.events
+      onProgress({ events, total: Math.max(total, events) })
       cursor = batch.cursor
     }
   }
-  const scratch = await createScratchTable(db)
+  await db.execute(sql`create table ${scratch} (like plants including defaults)`)
   try {
-    let cursor = await copy(db, scratch.table, LOG_START, true)
-    await indexScratchTable(db, scratch)
-    cursor = await copy(db, scratch.table, cursor, true)
+    let cursor = await copy(db, LOG_START, true)
+    // The keys the migrations gave `plants`, added after the bulk fill (faster than maintaining them
+    // row by row) and given their names on the swap, so the next migration or rebuild finds what it
+    // expects (test/replay/rebuild.int.test.ts compares the two).
+    await db.execute(sql`alter table ${scratch} add constraint ${key('owner_id_pk')} primary key (owner, id)`)
+    await db.execute(sql`create index ${key('owner_position')} on ${scratch} (owner, position)`)
+    cursor = await copy(db, cursor, true)
     const outcome = await db.transaction(async (tx) => {
       await blockAppends(tx)
       // With the lock held every event is committed: the rest of the log can be read as it is.
-      await copy(tx, scratch.table, cursor, false)
-      const [rows] = await tx.select({ count: count() }).from(scratch.table)
+      await copy(tx, cursor, false)
+      const rows = await tx.$count(scratch)
       // A dry run compares under the lock, so both sides stand at the same point of the log.
-      if (dryRun) return { plants: rows?.count ?? 0, diff: await diffProjection(tx, scratch.table, plants) }
-      await swapIntoPlants(tx, scratch)
-      await writeCheckpoint(tx, 'plants', progress.position)
-      return { plants: rows?.count ?? 0, diff: undefined }
+      if (dryRun) return { plants: rows, diff: await diffProjection(tx, scratch, plants) }
+      // Readers queue for the moment the DDL takes, then find the new table under the old name.
+      await tx.execute(sql`drop table plants`)
+      await tx.execute(sql`alter table ${scratch} rename to plants`)
+      for (const suffix of ['owner_id_pk', 'owner_position']) {
+        await tx.execute(sql`alter index ${key(suffix)} rename to ${sql.identifier(`plants_${suffix}`)}`)
+      }
+      await tx
+        .insert(projectionCheckpoints)
+        .values({ projection: 'plants', position })
+        .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
+      return { plants: rows, diff: undefined }
     })
-    return {
-      events: progress.events,
-      plants: outcome.plants,
-      position: progress.position,
-      seconds: (clock() - started) / 1000,
-      swapped: !dryRun,
-      diff: outcome.diff,
-    }
+    return { events, position, seconds: (clock() - started) / 1000, swapped: !dryRun, ...outcome }
   } finally {
-    await dropScratchTable(db, scratch)
+    await db.execute(sql`drop table if exists ${scratch}`)
   }
 }

@@ -1,32 +1,84 @@
-import { sql, TransactionRollbackError } from 'drizzle-orm'
-import type { Database } from '../store/database.ts'
+import { and, eq, getTableColumns, isNull, sql } from 'drizzle-orm'
+import type { Database, Executor } from '../store/database.ts'
 import { projectWholeLog } from '../store/event-log.ts'
 import { projectInto } from '../store/event-store.ts'
-import { plants, plantsTable } from '../store/schema.ts'
-import { diffProjection, type ProjectionDiff } from './projection-diff.ts'
+import { type PlantsTable, plants, plantsTable } from '../store/schema.ts'
 
 export type Verification = { events: number; diff: ProjectionDiff }
 
 // Folds the log through the live projection into a temporary table and compares it with
 // `plants`. One REPEATABLE READ snapshot sees the log and the projection at the same instant
 // (appends project in their own transaction), so writes landing meanwhile cause no false drift.
-// Nothing is kept: the transaction is rolled back.
+// Nothing is kept: the table is dropped when the transaction ends.
 export async function verifyProjection(db: Database): Promise<Verification> {
-  let verification: Verification | undefined
-  try {
-    await db.transaction(
-      async (tx) => {
-        await tx.execute(sql`create temp table plants_expected (like plants including all)`)
-        const expected = plantsTable('plants_expected')
-        const events = await projectWholeLog(tx, projectInto(expected))
-        verification = { events, diff: await diffProjection(tx, expected, plants) }
-        tx.rollback()
-      },
-      { isolationLevel: 'repeatable read' },
+  return db.transaction(
+    async (tx) => {
+      await tx.execute(sql`create temp table plants_expected (like plants including all) on commit drop`)
+      const expected = plantsTable('plants_expected')
+      const events = await projectWholeLog(tx, projectInto(expected))
+      return { events, diff: await diffProjection(tx, expected, plants) }
+    },
+    { isolationLevel: 'repeatable read' },
+  )
+}
+
+export type PlantRow = typeof plants.$inferSelect
+
+export type Drift<Example> = { count: number; examples: Example[] }
+
+// How `actual` differs from `expected`, keyed by (owner, id): rows it lacks, rows it should not
+// have, and rows whose values differ. Set-based, so memory stays flat whatever the size.
+export type ProjectionDiff = {
+  missing: Drift<PlantRow>
+  extra: Drift<PlantRow>
+  changed: Drift<{ expected: PlantRow; actual: PlantRow }>
+}
+
+export function isInSync(diff: ProjectionDiff): boolean {
+  return diff.missing.count === 0 && diff.extra.count === 0 && diff.changed.count === 0
+}
+
+export async function diffProjection(
+  db: Executor,
+  expected: PlantsTable,
+  actual: PlantsTable,
+  exampleCount = 3,
+): Promise<ProjectionDiff> {
+  const [missing, extra, changed] = await Promise.all([
+    absentFrom(db, expected, actual, exampleCount),
+    absentFrom(db, actual, expected, exampleCount),
+    differing(db, expected, actual, exampleCount),
+  ])
+  return { missing, extra, changed }
+}
+
+async function absentFrom(db: Executor, from: PlantsTable, other: PlantsTable, limit: number) {
+  const rows = await db
+    .select({ ...getTableColumns(from), total })
+    .from(from)
+    .leftJoin(other, and(eq(other.owner, from.owner), eq(other.id, from.id)))
+    .where(isNull(other.owner))
+    .orderBy(from.position)
+    .limit(limit)
+  return drift(rows)
+}
+
+async function differing(db: Executor, expected: PlantsTable, actual: PlantsTable, limit: number) {
+  const rows = await db
+    .select({ expected: getTableColumns(expected), actual: getTableColumns(actual), total })
+    .from(expected)
+    .innerJoin(actual, and(eq(actual.owner, expected.owner), eq(actual.id, expected.id)))
+    .where(
+      sql`(${expected.name}, ${expected.tag}, ${expected.position}) is distinct from (${actual.name}, ${actual.tag}, ${actual.position})`,
     )
-  } catch (error) {
-    if (!(error instanceof TransactionRollbackError)) throw error
-  }
-  if (!verification) throw new Error('verification did not complete')
-  return verification
+    .orderBy(expected.position)
+    .limit(limit)
+  return drift(rows)
+}
+
+// Every matching row is counted before the limit keeps the first few: one query per kind of drift.
+const total = sql<number>`count(*) over ()`.mapWith(Number)
+
+function drift<Row extends { total: number }>(rows: Row[]): Drift<Omit<Row, 'total'>> {
+  return { count: rows[0]?.total ?? 0, examples: rows.map(({ total: _, ...example }) => example) }
 }

@@ -1,34 +1,34 @@
+import { closeSync, constants, ftruncateSync, openSync, writeSync } from 'node:fs'
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
-import { tryLockFile } from './file-lock.ts'
 
 export class DataDirInUse extends Error {
   override name = 'DataDirInUse'
 }
 
-export type DataDirLockOptions = {
-  // How long a busy lock is tried again before the start is refused. A process killed together
-  // with its parent (a whole process group) may still be closing its files for a few
-  // milliseconds after the parent has been reaped; a live holder is refused once this is up.
-  waitMs?: number
-}
+// How long a busy lock is tried again before the start is refused. A process killed together with
+// its parent (a whole process group) may still be closing its files for a few milliseconds after
+// the parent has been reaped; a live holder is refused once this is up.
+const BUSY_WAIT_MS = 1000
 
 // One process at a time per data directory: two PGlite instances on one directory silently lose
 // writes. The lock is the operating system's, on `server.pid`, and ends with its holder's life;
 // the process id written into the file is only for people (`kill $(cat data/server.pid)`).
-export async function lockDataDir(
-  dataDir: string,
-  { waitMs = 1000 }: DataDirLockOptions = {},
-): Promise<() => Promise<void>> {
+// Returns the lock's release.
+export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   await mkdir(dataDir, { recursive: true })
   const path = join(dataDir, 'server.pid')
-  const deadline = Date.now() + waitMs
+  const deadline = Date.now() + BUSY_WAIT_MS
   for (;;) {
-    const lock = await tryLockFile(path)
-    if (lock) {
-      await lock.note(`${process.pid}\n`)
-      return lock.release
+    const file = await tryLockFile(path)
+    if (file) {
+      await file.truncate()
+      await file.write(`${process.pid}\n`)
+      return async () => {
+        await file.truncate()
+        file.close()
+      }
     }
     if (Date.now() >= deadline) throw new DataDirInUse(await inUseMessage(dataDir, path))
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -39,4 +39,84 @@ async function inUseMessage(dataDir: string, path: string): Promise<string> {
   const holder = (await readFile(path, 'utf8').catch(() => '')).trim()
   const by = /^\d+$/.test(holder) ? `process ${holder}` : 'another process'
   return `DATA_DIR ${dataDir} is in use by ${by}; stop it first (one process at a time)`
+}
+
+// An exclusive lock on a file, held through an open file descriptor. The operating system drops it
+// when the descriptor closes, which it does for a process that dies however it dies (SIGKILL, out
+// of memory, a crash), so no stale lock can outlive its holder. Bun and Deno take the same kind of
+// lock (flock), so a server on one and the CLI on the other exclude each other too.
+type LockedFile = {
+  truncate: () => Promise<unknown>
+  write: (text: string) => Promise<unknown>
+  close: () => void
+}
+
+// Undefined when another open file description holds the lock. Never waits.
+async function tryLockFile(path: string): Promise<LockedFile | undefined> {
+  const deno = (globalThis as { Deno?: DenoFiles }).Deno
+  return deno ? tryLockWithDeno(deno, path) : tryLockWithFlock(path)
+}
+
+type DenoFiles = {
+  open: (
+    path: string,
+    options: { read: boolean; write: boolean; create: boolean; mode: number },
+  ) => Promise<{
+    tryLock: (exclusive: boolean) => Promise<boolean>
+    truncate: (length: number) => Promise<void>
+    write: (bytes: Uint8Array) => Promise<number>
+    close: () => void
+  }>
+}
+
+async function tryLockWithDeno(deno: DenoFiles, path: string): Promise<LockedFile | undefined> {
+  const file = await deno.open(path, { read: true, write: true, create: true, mode: 0o600 })
+  if (!(await file.tryLock(true))) {
+    file.close()
+    return undefined
+  }
+  return {
+    truncate: () => file.truncate(0),
+    write: (text) => file.write(new TextEncoder().encode(text)),
+    close: () => file.close(),
+  }
+}
+
+const LOCK_EX = 2
+const LOCK_NB = 4
+const LIBC_NAMES = ['libc.so.6', 'libc.dylib', 'libc.so']
+// Held in a variable so that Deno, which never takes this path, does not try to resolve it.
+const BUN_FFI = 'bun:ffi'
+
+// Bun has no file lock of its own: flock(2) from the C library, on a descriptor from node:fs.
+async function tryLockWithFlock(path: string): Promise<LockedFile | undefined> {
+  const libc = await openLibc()
+  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600)
+  const locked = libc.symbols.flock(fd, LOCK_EX | LOCK_NB) === 0
+  libc.close()
+  if (!locked) {
+    closeSync(fd)
+    return undefined
+  }
+  return {
+    truncate: async () => ftruncateSync(fd, 0),
+    write: async (text) => writeSync(fd, text, 0),
+    close: () => closeSync(fd),
+  }
+}
+
+async function openLibc() {
+  const { dlopen, FFIType }: typeof import('bun:ffi') = await import(BUN_FFI)
+  const signature = { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } } as const
+  let lastError: unknown
+  for (const name of LIBC_NAMES) {
+    try {
+      return dlopen(name, signature)
+    } catch (error) {
+      lastError = error
+    }
+  }
+  throw new Error(`cannot load the C library to lock a file (tried ${LIBC_NAMES.join(', ')})`, {
+    cause: lastError,
+  })
 }

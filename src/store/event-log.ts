@@ -1,4 +1,5 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
+import type { PgSelect } from 'drizzle-orm/pg-core'
 import { type Executor, rowsOf, type Transaction } from './database.ts'
 import { parseEventData } from './event-data.ts'
 import { currentData, currentShape, type FoldableEvent } from './event-store.ts'
@@ -20,25 +21,23 @@ const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UT
 
 // `settled` keeps to events whose transaction is older than every transaction still running:
 // nothing can commit before them any more, so the cursor never moves past a late commit. Only a
-// reader that holds the append lock exclusively (see append-lock.ts) may drop it.
+// reader that holds the append lock exclusively (see blockAppends) may drop it.
 export async function readLog(
   db: Executor,
   after: LogCursor,
   batchSize: number,
   { settled = true } = {},
 ): Promise<LoggedEvent[]> {
-  const found = db
-    .select({
-      transactionId: events.transactionId,
-      position: events.position,
-      event: loggedEventArray,
-    })
-    .from(events)
-    .crossJoinLateral(currentShape)
-    .where(logFilter(after, settled))
-    .orderBy(asc(events.transactionId), asc(events.position))
-    .limit(batchSize)
-    .as('found')
+  const found = nextEvents(
+    db
+      .select({ transactionId: events.transactionId, position: events.position, event: loggedEventArray })
+      .from(events)
+      .crossJoinLateral(currentShape)
+      .$dynamic(),
+    after,
+    batchSize,
+    settled,
+  ).as('found')
   const [batch] = await db
     .select({
       events: sql<string>`coalesce(json_agg(${found.event} order by ${found.transactionId}, ${found.position}), '[]')::text`,
@@ -81,7 +80,7 @@ function toLoggedEvent([
 // The same events as readLog, as exact text for export: jsonb as PostgreSQL prints it (numbers
 // keep every digit) and the timestamp to the microsecond, in UTC.
 export async function readLogText(db: Executor, after: LogCursor, batchSize: number, afterPosition = 0n) {
-  return db
+  const query = db
     .select({
       transactionId: events.transactionId,
       position: events.position,
@@ -94,9 +93,8 @@ export async function readLogText(db: Executor, after: LogCursor, batchSize: num
       recordedAt: recordedAtText,
     })
     .from(events)
-    .where(and(logFilter(after, true), gt(events.position, afterPosition)))
-    .orderBy(asc(events.transactionId), asc(events.position))
-    .limit(batchSize)
+    .$dynamic()
+  return nextEvents(query, after, batchSize, true, gt(events.position, afterPosition))
 }
 
 // Runs `project` (given `batch`: rows shaped like the events table) over the next events of the
@@ -109,27 +107,20 @@ export async function projectLogBatch(
   project: (batch: SQL) => SQL,
   { settled = true } = {},
 ): Promise<{ events: number; highest: bigint; cursor: LogCursor }> {
+  const batch = nextEvents(db.select().from(events).$dynamic(), after, batchSize, settled)
   const result = await db.execute(sql`
-    with batch as (
-      select * from ${events}
-      where ${logFilter(after, settled)}
-      order by ${events.transactionId}, ${events.position}
-      limit ${batchSize}
-    ),
+    with batch as (${batch}),
     projected as (${project(sql`batch`)})
     select count(*)::int as events, max(position)::text as highest,
            (select array[transaction_id::text, position::text] from batch
             order by transaction_id desc, position desc limit 1) as last
     from batch`)
-  const rows = rowsOf<{ events: number; highest: string | null; last: string[] | null }>(result)
-  const [transactionId, position] = rows[0]?.last ?? []
+  const [row] = rowsOf<{ events: number; highest: string | null; last: [string, string] | null }>(result)
+  const last = row?.last
   return {
-    events: rows[0]?.events ?? 0,
-    highest: BigInt(rows[0]?.highest ?? 0),
-    cursor:
-      transactionId === undefined || position === undefined
-        ? after
-        : { transactionId: BigInt(transactionId), position: BigInt(position) },
+    events: row?.events ?? 0,
+    highest: BigInt(row?.highest ?? 0),
+    cursor: last ? { transactionId: BigInt(last[0]), position: BigInt(last[1]) } : after,
   }
 }
 
@@ -148,25 +139,35 @@ export async function logHead(db: Executor): Promise<{ events: number; position:
 export async function countEventsAfter(
   db: Executor,
   position: bigint,
-  condition: (event: SQL) => SQL = () => sql`true`,
+  condition?: (event: SQL) => SQL,
 ): Promise<number> {
-  const [row] = await db
-    .select({ events: count() })
-    .from(events)
-    .where(and(gt(events.position, position), condition(sql`${events}`)))
-  return row?.events ?? 0
+  return db.$count(events, and(gt(events.position, position), condition?.(sql`${events}`)))
 }
 
-function logFilter(after: LogCursor, settled: boolean): SQL | undefined {
-  const afterCursor = sql`(${events.transactionId}, ${events.position}) > (${after.transactionId.toString()}::xid8, ${after.position.toString()}::bigint)`
-  if (!settled) return afterCursor
-  return and(afterCursor, sql`${events.transactionId} < pg_snapshot_xmin(pg_current_snapshot())`)
+// The one way the log is read: the next `batchSize` events after `after`, in log order, that
+// `where` also admits. `settled` as for readLog.
+function nextEvents<Query extends PgSelect>(
+  query: Query,
+  after: LogCursor,
+  batchSize: number,
+  settled: boolean,
+  where?: SQL,
+) {
+  return query
+    .where(and(afterCursor(after), settled ? isSettled : undefined, where))
+    .orderBy(asc(events.transactionId), asc(events.position))
+    .limit(batchSize)
 }
+
+function afterCursor(after: LogCursor): SQL {
+  return sql`(${events.transactionId}, ${events.position}) > (${after.transactionId.toString()}::xid8, ${after.position.toString()}::bigint)`
+}
+
+const isSettled = sql`${events.transactionId} < pg_snapshot_xmin(pg_current_snapshot())`
 
 // Events after `after` in log order, settled or not: how far a reader of the log is behind.
 export async function countLogAfter(db: Executor, after: LogCursor): Promise<number> {
-  const [row] = await db.select({ events: count() }).from(events).where(logFilter(after, false))
-  return row?.events ?? 0
+  return db.$count(events, afterCursor(after))
 }
 
 // A cursor from which a reader sees every transaction that commits from now on: those still running
@@ -177,4 +178,12 @@ export async function logCursorNow(db: Executor): Promise<LogCursor> {
     await db.execute(sql`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`),
   )
   return { transactionId: BigInt(row?.xmin ?? '1') - 1n, position: 2n ** 63n - 1n }
+}
+
+// Every append holds the events table's ROW EXCLUSIVE lock, as any insert does, at no extra cost.
+// A projection swap, or an import into an empty store, takes it EXCLUSIVE: once that is granted no
+// append is in flight, none starts until the transaction ends, and every event in the table is
+// committed. Readers carry on.
+export async function blockAppends(tx: Transaction): Promise<void> {
+  await tx.execute(sql`lock table ${events} in exclusive mode`)
 }

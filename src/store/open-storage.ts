@@ -9,11 +9,9 @@ export async function openStorage(storage: Config['storage']): Promise<DatabaseH
     return openPostgres(storage)
   }
   const handle = await openEmbedded(storage.kind === 'memory' ? undefined : storage.dataDir)
-  try {
-    await migrateEmbeddedDatabase(handle)
-  } catch (error) {
+  await migrateEmbeddedDatabase(handle).catch(async (error: unknown) => {
     await handle.close()
     throw error
-  }
+  })
   return handle
 }

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { exportEvents } from '../../src/replay/export-events.ts'
-import { isInSync } from '../../src/replay/projection-diff.ts'
-import { verifyProjection } from '../../src/replay/verify-projection.ts'
+import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { rowsOf } from '../../src/store/database.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
 

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { isInSync } from '../../src/replay/projection-diff.ts'
 import { projectionStatus } from '../../src/replay/projection-status.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import { verifyProjection } from '../../src/replay/verify-projection.ts'
+import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
 import {
   count,

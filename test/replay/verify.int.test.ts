@@ -1,8 +1,7 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { isInSync } from '../../src/replay/projection-diff.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import { verifyProjection } from '../../src/replay/verify-projection.ts'
+import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { createTrickyPlants } from './fixtures.ts'
 import { count, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
 

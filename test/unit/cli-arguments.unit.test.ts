@@ -1,9 +1,8 @@
 import { expect, test } from 'bun:test'
-import { parseArguments } from '../../src/cli/arguments.ts'
+import { parseArguments, UsageError } from '../../src/cli/arguments.ts'
 import { exportCommand, importCommand } from '../../src/cli/events-command.ts'
 import { rebuildCommand, statusCommand } from '../../src/cli/projection-command.ts'
 import { issueTokenCommand } from '../../src/cli/token-command.ts'
-import { UsageError } from '../../src/cli/usage-error.ts'
 import { loadConfig } from '../../src/config.ts'
 
 const TTL = { ttl: { type: 'string', default: '24h' } } as const
