@@ -14,12 +14,6 @@ export type LogFollowerDeps = {
   batchSize?: number
 }
 
-export type LogFollower = {
-  // Something may have been appended: read the log now rather than at the next poll.
-  wake: () => void
-  stop: () => Promise<void>
-}
-
 // The one reader of the log in this process. It reads the log as the feed does (event-log.ts),
 // gap-free: an event whose transaction commits late is read late, never skipped. It starts with
 // the transactions that commit from now on; the streams' catch-up reads cover what came before.
@@ -30,23 +24,25 @@ export async function startLogFollower({
   pollMs = 200,
   gatherMs = 10,
   batchSize = 1000,
-}: LogFollowerDeps): Promise<LogFollower> {
+}: LogFollowerDeps) {
   let cursor = await logCursorNow(db)
   let stopped = false
+  // Set by a wake, cleared as a read starts: a wake during the read cuts the rest after it short.
   let woken = false
-  let wakeUp: (() => void) | undefined
+  let rouse = () => {}
   const rest = (ms: number) =>
     new Promise<void>((resolve) => {
-      if (woken || stopped) return resolve()
-      const timer = setTimeout(done, ms)
-      function done() {
+      if (woken) return resolve()
+      const timer = setTimeout(resolve, ms)
+      rouse = () => {
         clearTimeout(timer)
-        wakeUp = undefined
         resolve()
       }
-      wakeUp = done
     })
-  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  const wake = () => {
+    woken = true
+    rouse()
+  }
 
   const run = async () => {
     let failing = false
@@ -68,19 +64,17 @@ export async function startLogFollower({
         failing = true
         await rest(pollMs * 5)
       }
-      await pause(gatherMs)
+      await new Promise((resolve) => setTimeout(resolve, gatherMs))
     }
   }
   const running = run()
 
   return {
-    wake: () => {
-      woken = true
-      wakeUp?.()
-    },
+    // Something may have been appended: read the log now rather than at the next poll.
+    wake,
     stop: async () => {
       stopped = true
-      wakeUp?.()
+      wake()
       await running
     },
   }

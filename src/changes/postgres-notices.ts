@@ -28,27 +28,23 @@ export function postgresNotices({ url, onNotice, logger, everyMs = 10 }: NoticeO
   sql.listen(CHANNEL, onNotice, onNotice).catch((error: unknown) => {
     logger.warn({ err: error }, 'LISTEN failed; the change streams poll the log instead')
   })
+  // One NOTIFY at a time, `everyMs` after the one before: the calls meanwhile make one more.
   let sending = false
   let again = false
-  let lastSentAt = Number.NEGATIVE_INFINITY
-  const send = async () => {
-    again = false
-    try {
-      await sql.notify(CHANNEL, '')
-    } catch (error) {
-      logger.debug({ err: error }, 'NOTIFY failed; other instances see the events at their next poll')
-    }
-    lastSentAt = performance.now()
-    sending = false
-    if (again) notify()
-  }
-  const notify = () => {
-    if (sending) {
-      again = true
-      return
-    }
+  const notify = async () => {
+    again = true
+    if (sending) return
     sending = true
-    setTimeout(send, Math.max(0, lastSentAt + everyMs - performance.now()))
+    while (again) {
+      again = false
+      try {
+        await sql.notify(CHANNEL, '')
+      } catch (error) {
+        logger.debug({ err: error }, 'NOTIFY failed; other instances see the events at their next poll')
+      }
+      await new Promise((resolve) => setTimeout(resolve, everyMs))
+    }
+    sending = false
   }
   return { notify, close: () => sql.end({ timeout: 1 }) }
 }
