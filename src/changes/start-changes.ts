@@ -3,8 +3,8 @@ import type { Logger } from '../logger.ts'
 import { createChangeMetrics } from '../observability/change-metrics.ts'
 import type { Executor } from '../store/database.ts'
 import { createChangeHub } from './change-hub.ts'
+import { type ChangeRequest, openChangeStream } from './change-stream.ts'
 import { startLogFollower } from './log-follower.ts'
-import { type ChangeRequest, openChangeStream } from './open-change-stream.ts'
 import { postgresNotices } from './postgres-notices.ts'
 
 export type ChangesDeps = {
@@ -24,14 +24,7 @@ export type ChangesDeps = {
   pollMs?: number
 }
 
-export type Changes = {
-  open: (request: ChangeRequest) => Promise<ReadableStream<Uint8Array>>
-  // This process appended events: followers here and elsewhere read the log now.
-  appended: () => void
-  count: () => number
-  // Ends every stream at once (so that a shutdown does not wait for them), then stops reading.
-  close: () => Promise<void>
-}
+export type Changes = Awaited<ReturnType<typeof startChanges>>
 
 // GET /plants/changes's machinery: one follower of the log feeding every open stream.
 export async function startChanges({
@@ -45,7 +38,7 @@ export async function startChanges({
   maxBufferedBytes = 1024 * 1024,
   catchUpBatch = 500,
   pollMs,
-}: ChangesDeps): Promise<Changes> {
+}: ChangesDeps) {
   const hub = createChangeHub({ logger, now, keepAliveMs, tickMs })
   const follower = await startLogFollower({ db, logger, pollMs, onEvents: hub.deliver }).catch((error) => {
     hub.close()
@@ -56,12 +49,15 @@ export async function startChanges({
     : undefined
   createChangeMetrics(registry, hub.count)
   return {
-    open: (request) => openChangeStream({ db, hub, logger, maxBufferedBytes, catchUpBatch }, request),
+    // The stream's body; undefined once shutting down.
+    open: (request: ChangeRequest) =>
+      openChangeStream({ db, hub, logger, maxBufferedBytes, catchUpBatch }, request),
+    // This process appended events: followers here and elsewhere read the log now.
     appended: () => {
       follower.wake()
       notices?.notify()
     },
-    count: hub.count,
+    // Ends every stream at once (so that a shutdown does not wait for them), then stops reading.
     close: async () => {
       hub.close()
       await follower.stop()

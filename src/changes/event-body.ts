@@ -1,0 +1,63 @@
+import { commentFrame } from './change-frame.ts'
+
+export type EventBodyOptions = {
+  // Text waiting for a client that does not read, beyond which it is disconnected (it resumes
+  // with Last-Event-ID). What the runtime has already taken sits in the kernel's socket buffers.
+  maxBufferedBytes: number
+  // The client took everything written so far and wants more.
+  onDrained: () => void | Promise<void>
+  onClosed: () => void
+}
+
+const encoder = new TextEncoder()
+
+// A response body of server-sent events. Nothing is pushed at the client: the runtime reads the
+// body as the connection drains, so a client that stops reading stops the reads, its text piles up
+// in the body's queue (counted in bytes: its desired size is minus what waits), and past the bound
+// its connection is reset. It opens with a comment, so that the client knows it is connected.
+export function createEventBody({ maxBufferedBytes, onDrained, onClosed }: EventBodyOptions) {
+  // Set by `start`, which the constructor calls.
+  let controller!: ReadableStreamDefaultController<Uint8Array>
+  let closed = false
+  const finish = (close: () => void) => {
+    if (closed) return
+    closed = true
+    try {
+      close()
+    } catch {
+      // The client went away first: the body is already closed.
+    }
+    onClosed()
+  }
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start: (c) => {
+        controller = c
+        c.enqueue(encoder.encode(commentFrame('connected')))
+      },
+      pull: onDrained,
+      cancel: () => finish(() => {}),
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: 0 }),
+  )
+
+  return {
+    body,
+    isClosed: () => closed,
+    write: (text: string) => {
+      if (closed) return
+      controller.enqueue(encoder.encode(text))
+      // An error with no reason resets the connection without the runtime logging it. It is raised
+      // on a later turn: Bun leaves the connection open when a body errors in the same turn as a
+      // chunk was enqueued (found with group commit, whose batches arrive in one turn).
+      if (-(controller.desiredSize ?? 0) > maxBufferedBytes)
+        finish(() => setTimeout(() => controller.error(undefined), 0))
+    },
+    // A clean end: what is queued still goes out, then the body ends and the client reconnects.
+    end: (reason: string) =>
+      finish(() => {
+        controller.enqueue(encoder.encode(commentFrame(reason)))
+        controller.close()
+      }),
+  }
+}
