@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.ts'
+import { decodePlantEvent } from '../plants/plant-events.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
-import { changeFrame, changeOf } from './change-frame.ts'
+import { changeFrame } from './change-frame.ts'
 import type { ChangeStream } from './change-stream.ts'
 
 export type ChangeHubOptions = {
@@ -30,7 +31,7 @@ export function createChangeHub({
     const at = now()
     for (const stream of all) {
       if (at >= stream.expiresAt) stream.end('the token has expired')
-      else if (at - stream.lastSentAt >= keepAliveMs) stream.comment('keep-alive')
+      else if (at - stream.lastSentAt() >= keepAliveMs) stream.comment('keep-alive')
     }
   }, tickMs)
 
@@ -57,7 +58,7 @@ export function createChangeHub({
         if (!streams) continue
         let frame: string
         try {
-          frame = changeFrame(changeOf(event))
+          frame = changeFrame({ position: event.position, ...decodePlantEvent(event).data })
         } catch (error) {
           logger.error(
             { err: error, position: String(event.position) },

@@ -1,17 +1,16 @@
 import type { Logger } from '../logger.ts'
 import type { Executor } from '../store/database.ts'
-import { changeFrame, commentFrame } from './change-frame.ts'
+import { changeFrame } from './change-frame.ts'
 import type { ChangeHub } from './change-hub.ts'
-import { createEventBody } from './event-body.ts'
+import { createEventBody, type EventBody } from './event-body.ts'
 import { readOwnerChanges, readOwnerHead } from './owner-changes.ts'
 
-export type ChangeStreamDeps = {
-  db: Executor
-  hub: ChangeHub
-  logger: Logger
-  maxBufferedBytes: number
-  catchUpBatch: number
-}
+export type ChangeStreamDeps = { db: Executor; hub: ChangeHub; logger: Logger }
+
+// Text waiting for a client that does not read, beyond which it is disconnected (it resumes with
+// Last-Event-ID); the same bound holds the live events that wait while a stream catches up.
+const MAX_BUFFERED_BYTES = 1024 * 1024
+const CATCH_UP_BATCH = 500
 
 export type ChangeRequest = {
   owner: string
@@ -22,14 +21,11 @@ export type ChangeRequest = {
 }
 
 // One client's stream, as the hub sees it.
-export type ChangeStream = {
+export type ChangeStream = EventBody & {
   owner: string
   expiresAt: number
-  lastSentAt: number
   // An event from the live log.
   offer: (position: bigint, frame: string) => void
-  comment: (text: string) => void
-  end: (reason: string) => void
 }
 
 type Frame = { position: bigint; frame: string }
@@ -41,7 +37,7 @@ type Frame = { position: bigint; frame: string }
 // before the response, so an unreachable database is a clean 503; the next ones each time the
 // client took what was sent, so a long catch-up never piles up here. Undefined once the hub closes.
 export async function openChangeStream(
-  { db, hub, logger, maxBufferedBytes, catchUpBatch }: ChangeStreamDeps,
+  { db, hub, logger }: ChangeStreamDeps,
   { owner, after, expiresAt }: ChangeRequest,
 ): Promise<ReadableStream<Uint8Array> | undefined> {
   let last = -1n
@@ -50,7 +46,8 @@ export async function openChangeStream(
   let held: { frames: Frame[]; bytes: number } | 'dropped' | 'live' = { frames: [], bytes: 0 }
 
   const body = createEventBody({
-    maxBufferedBytes,
+    maxBufferedBytes: MAX_BUFFERED_BYTES,
+    now: hub.now,
     onDrained: () =>
       catchUp().catch((error: unknown) => {
         logger.warn({ err: error }, 'a change stream could not catch up; it ends and the client resumes')
@@ -58,10 +55,6 @@ export async function openChangeStream(
       }),
     onClosed: () => hub.remove(stream),
   })
-  const write = (text: string) => {
-    stream.lastSentAt = hub.now()
-    body.write(text)
-  }
   // Sends the frames above the last position sent, in one write; false when there was none.
   const send = (frames: Frame[]): boolean => {
     let text = ''
@@ -70,7 +63,7 @@ export async function openChangeStream(
       last = position
       text += frame
     }
-    if (text !== '') write(text)
+    if (text !== '') body.write(text)
     return text !== ''
   }
   // Sends the held events and goes live, unless some were dropped: then the database is read again.
@@ -82,26 +75,24 @@ export async function openChangeStream(
   // Reads on until something was sent or the stream is live; a short read has caught up.
   const catchUp = async () => {
     while (held !== 'live' && !body.isClosed()) {
-      const found = await readOwnerChanges(db, owner, last, catchUpBatch)
+      const found = await readOwnerChanges(db, owner, last, CATCH_UP_BATCH)
       const sent = send(found.map((change) => ({ position: change.position, frame: changeFrame(change) })))
-      if (found.length < catchUpBatch) goLive()
+      if (found.length < CATCH_UP_BATCH) goLive()
       if (sent) return
     }
   }
   const stream: ChangeStream = {
+    ...body,
     owner,
     expiresAt,
-    lastSentAt: hub.now(),
     offer: (position, frame) => {
       if (held === 'live') send([{ position, frame }])
       else if (held !== 'dropped') {
         held.frames.push({ position, frame })
         held.bytes += frame.length
-        if (held.bytes > maxBufferedBytes) held = 'dropped'
+        if (held.bytes > MAX_BUFFERED_BYTES) held = 'dropped'
       }
     },
-    comment: (text) => write(commentFrame(text)),
-    end: body.end,
   }
 
   if (!hub.add(stream)) return undefined
@@ -113,5 +104,5 @@ export async function openChangeStream(
     hub.remove(stream)
     throw error
   }
-  return body.body
+  return stream.body
 }

@@ -1,13 +1,16 @@
 import { commentFrame } from './change-frame.ts'
 
 export type EventBodyOptions = {
-  // Text waiting for a client that does not read, beyond which it is disconnected (it resumes
-  // with Last-Event-ID). What the runtime has already taken sits in the kernel's socket buffers.
+  // Beyond this much waiting, the connection is reset. What the runtime has already taken sits
+  // in the kernel's socket buffers.
   maxBufferedBytes: number
+  now: () => number
   // The client took everything written so far and wants more.
   onDrained: () => void | Promise<void>
   onClosed: () => void
 }
+
+export type EventBody = ReturnType<typeof createEventBody>
 
 const encoder = new TextEncoder()
 
@@ -15,10 +18,11 @@ const encoder = new TextEncoder()
 // body as the connection drains, so a client that stops reading stops the reads, its text piles up
 // in the body's queue (counted in bytes: its desired size is minus what waits), and past the bound
 // its connection is reset. It opens with a comment, so that the client knows it is connected.
-export function createEventBody({ maxBufferedBytes, onDrained, onClosed }: EventBodyOptions) {
+export function createEventBody({ maxBufferedBytes, now, onDrained, onClosed }: EventBodyOptions) {
   // Set by `start`, which the constructor calls.
   let controller!: ReadableStreamDefaultController<Uint8Array>
   let closed = false
+  let lastSentAt = now()
   const finish = (close: () => void) => {
     if (closed) return
     closed = true
@@ -41,18 +45,23 @@ export function createEventBody({ maxBufferedBytes, onDrained, onClosed }: Event
     new ByteLengthQueuingStrategy({ highWaterMark: 0 }),
   )
 
+  const write = (text: string) => {
+    if (closed) return
+    lastSentAt = now()
+    controller.enqueue(encoder.encode(text))
+    // An error with no reason resets the connection without the runtime logging it. It is raised
+    // on a later turn: Bun leaves the connection open when a body errors in the same turn as a
+    // chunk was enqueued (found with group commit, whose batches arrive in one turn).
+    if (-(controller.desiredSize ?? 0) > maxBufferedBytes)
+      finish(() => setTimeout(() => controller.error(undefined), 0))
+  }
+
   return {
     body,
     isClosed: () => closed,
-    write: (text: string) => {
-      if (closed) return
-      controller.enqueue(encoder.encode(text))
-      // An error with no reason resets the connection without the runtime logging it. It is raised
-      // on a later turn: Bun leaves the connection open when a body errors in the same turn as a
-      // chunk was enqueued (found with group commit, whose batches arrive in one turn).
-      if (-(controller.desiredSize ?? 0) > maxBufferedBytes)
-        finish(() => setTimeout(() => controller.error(undefined), 0))
-    },
+    lastSentAt: () => lastSentAt,
+    write,
+    comment: (text: string) => write(commentFrame(text)),
     // A clean end: what is queued still goes out, then the body ends and the client reconnects.
     end: (reason: string) =>
       finish(() => {
