@@ -5,12 +5,11 @@ import type { ChangeHub } from './change-hub.ts'
 import { createEventBody, type EventBody } from './event-body.ts'
 import { readOwnerChanges, readOwnerHead } from './owner-changes.ts'
 
-export type ChangeStreamDeps = { db: Executor; hub: ChangeHub; logger: Logger }
+export type ChangeStreamDeps = { db: Executor; hub: ChangeHub; logger: Logger; catchUpBatch: number }
 
 // Text waiting for a client that does not read, beyond which it is disconnected (it resumes with
 // Last-Event-ID); the same bound holds the live events that wait while a stream catches up.
 const MAX_BUFFERED_BYTES = 1024 * 1024
-const CATCH_UP_BATCH = 500
 
 export type ChangeRequest = {
   owner: string
@@ -37,7 +36,7 @@ type Frame = { position: bigint; frame: string }
 // before the response, so an unreachable database is a clean 503; the next ones each time the
 // client took what was sent, so a long catch-up never piles up here. Undefined once the hub closes.
 export async function openChangeStream(
-  { db, hub, logger }: ChangeStreamDeps,
+  { db, hub, logger, catchUpBatch }: ChangeStreamDeps,
   { owner, after, expiresAt }: ChangeRequest,
 ): Promise<ReadableStream<Uint8Array> | undefined> {
   let last = -1n
@@ -75,9 +74,9 @@ export async function openChangeStream(
   // Reads on until something was sent or the stream is live; a short read has caught up.
   const catchUp = async () => {
     while (held !== 'live' && !body.isClosed()) {
-      const found = await readOwnerChanges(db, owner, last, CATCH_UP_BATCH)
+      const found = await readOwnerChanges(db, owner, last, catchUpBatch)
       const sent = send(found.map((change) => ({ position: change.position, frame: changeFrame(change) })))
-      if (found.length < CATCH_UP_BATCH) goLive()
+      if (found.length < catchUpBatch) goLive()
       if (sent) return
     }
   }

@@ -13,12 +13,20 @@ export type ChangesDeps = ChangeHubOptions & {
   // PostgreSQL: the database where instances notify each other of appends (the primary). Absent
   // (the embedded store, which one process holds): this process's own appends are all there is.
   noticesUrl?: string
+  // The most plants one catch-up read takes.
+  catchUpBatch?: number
 }
 
 export type Changes = Awaited<ReturnType<typeof startChanges>>
 
 // GET /plants/changes's machinery: one follower of the log feeding every open stream.
-export async function startChanges({ db, registry, noticesUrl, ...hubOptions }: ChangesDeps) {
+export async function startChanges({
+  db,
+  registry,
+  noticesUrl,
+  catchUpBatch = 500,
+  ...hubOptions
+}: ChangesDeps) {
   const { logger } = hubOptions
   const hub = createChangeHub(hubOptions)
   const follower = await startLogFollower({ db, logger, onEvents: hub.deliver }).catch((error) => {
@@ -31,7 +39,7 @@ export async function startChanges({ db, registry, noticesUrl, ...hubOptions }: 
   createChangeMetrics(registry, hub.count)
   return {
     // The stream's body; undefined once shutting down.
-    open: (request: ChangeRequest) => openChangeStream({ db, hub, logger }, request),
+    open: (request: ChangeRequest) => openChangeStream({ db, hub, logger, catchUpBatch }, request),
     // This process appended events: followers here and elsewhere read the log now.
     appended: () => {
       follower.wake()
