@@ -14,15 +14,26 @@ export type EventBody = ReturnType<typeof createEventBody>
 
 const encoder = new TextEncoder()
 
-// A response body of server-sent events. Nothing is pushed at the client: the runtime reads the
-// body as the connection drains, so a client that stops reading stops the reads, its text piles up
-// in the body's queue (counted in bytes: its desired size is minus what waits), and past the bound
-// its connection is reset. It opens with a comment, so that the client knows it is connected.
+// A response body of server-sent events. Nothing is pushed at the client: the runtime pulls the
+// body as the connection drains, so a client that stops reading stops the pulls, its text piles up
+// here, and past the bound its connection is reset. Text kept here goes out as one chunk a pull.
+// It opens with a comment, so that the client knows it is connected.
 export function createEventBody({ maxBufferedBytes, now, onDrained, onClosed }: EventBodyOptions) {
   // Set by `start`, which the constructor calls.
   let controller!: ReadableStreamDefaultController<Uint8Array>
+  let queue: string[] = []
+  let queuedBytes = 0
+  // A pull that found nothing to send waits for the next write.
+  let pulling: (() => void) | undefined
   let closed = false
   let lastSentAt = now()
+  const flush = (text = '') => {
+    controller.enqueue(encoder.encode(queue.join('') + text))
+    queue = []
+    queuedBytes = 0
+    pulling?.()
+    pulling = undefined
+  }
   const finish = (close: () => void) => {
     if (closed) return
     closed = true
@@ -31,6 +42,8 @@ export function createEventBody({ maxBufferedBytes, now, onDrained, onClosed }: 
     } catch {
       // The client went away first: the body is already closed.
     }
+    queue = []
+    pulling?.()
     onClosed()
   }
   const body = new ReadableStream<Uint8Array>(
@@ -39,21 +52,26 @@ export function createEventBody({ maxBufferedBytes, now, onDrained, onClosed }: 
         controller = c
         c.enqueue(encoder.encode(commentFrame('connected')))
       },
-      pull: onDrained,
+      pull: async () => {
+        if (queue.length === 0) await onDrained()
+        if (queue.length > 0) flush()
+        else if (!closed) await new Promise<void>((resolve) => (pulling = resolve))
+      },
       cancel: () => finish(() => {}),
     },
-    new ByteLengthQueuingStrategy({ highWaterMark: 0 }),
+    { highWaterMark: 0 },
   )
 
   const write = (text: string) => {
     if (closed) return
     lastSentAt = now()
-    controller.enqueue(encoder.encode(text))
+    queue.push(text)
+    queuedBytes += text.length
+    if (pulling) flush()
     // An error with no reason resets the connection without the runtime logging it. It is raised
     // on a later turn: Bun leaves the connection open when a body errors in the same turn as a
     // chunk was enqueued (found with group commit, whose batches arrive in one turn).
-    if (-(controller.desiredSize ?? 0) > maxBufferedBytes)
-      finish(() => setTimeout(() => controller.error(undefined), 0))
+    else if (queuedBytes > maxBufferedBytes) finish(() => setTimeout(() => controller.error(undefined), 0))
   }
 
   return {
@@ -65,7 +83,7 @@ export function createEventBody({ maxBufferedBytes, now, onDrained, onClosed }: 
     // A clean end: what is queued still goes out, then the body ends and the client reconnects.
     end: (reason: string) =>
       finish(() => {
-        controller.enqueue(encoder.encode(commentFrame(reason)))
+        flush(commentFrame(reason))
         controller.close()
       }),
   }
