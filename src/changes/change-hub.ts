@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.ts'
+import { decodePlantEvent } from '../plants/domain.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
-import { changeFrame, changeOf } from './change-frame.ts'
+import { changeFrame } from './change-frame.ts'
 import type { ChangeStream } from './change-stream.ts'
 
 export type ChangeHubOptions = {
@@ -22,37 +23,34 @@ export function createChangeHub({
   keepAliveMs = 10_000,
   tickMs = 1000,
 }: ChangeHubOptions) {
+  const all = new Set<ChangeStream>()
   const byOwner = new Map<string, Set<ChangeStream>>()
-  let count = 0
   let closing = false
 
-  const tick = () => {
+  const timer = setInterval(() => {
     const at = now()
-    for (const streams of byOwner.values()) {
-      for (const stream of streams) {
-        if (at >= stream.expiresAt) stream.end('the token has expired')
-        else if (at - stream.lastSentAt >= keepAliveMs) stream.comment('keep-alive')
-      }
+    for (const stream of all) {
+      if (at >= stream.expiresAt) stream.end('the token has expired')
+      else if (at - stream.lastSentAt() >= keepAliveMs) stream.comment('keep-alive')
     }
-  }
-  const timer = setInterval(tick, tickMs)
+  }, tickMs)
 
   return {
     now,
     // False once the hub is closing: no new stream is taken.
     add: (stream: ChangeStream): boolean => {
       if (closing) return false
-      const streams = byOwner.get(stream.owner) ?? new Set()
-      if (streams.size === 0) byOwner.set(stream.owner, streams)
-      if (!streams.has(stream)) count++
-      streams.add(stream)
+      all.add(stream)
+      const streams = byOwner.get(stream.owner)
+      if (streams) streams.add(stream)
+      else byOwner.set(stream.owner, new Set([stream]))
       return true
     },
     remove: (stream: ChangeStream) => {
+      if (!all.delete(stream)) return
       const streams = byOwner.get(stream.owner)
-      if (!streams?.delete(stream)) return
-      count--
-      if (streams.size === 0) byOwner.delete(stream.owner)
+      streams?.delete(stream)
+      if (streams?.size === 0) byOwner.delete(stream.owner)
     },
     deliver: (events: LoggedEvent[]) => {
       for (const event of events) {
@@ -60,7 +58,7 @@ export function createChangeHub({
         if (!streams) continue
         let frame: string
         try {
-          frame = changeFrame(changeOf(event))
+          frame = changeFrame({ position: event.position, ...decodePlantEvent(event).data })
         } catch (error) {
           logger.error(
             { err: error, position: String(event.position) },
@@ -71,13 +69,13 @@ export function createChangeHub({
         for (const stream of streams) stream.offer(event.position, frame)
       }
     },
-    count: () => count,
-    // Ends every stream cleanly (clients reconnect elsewhere) and takes no more.
+    count: () => all.size,
+    // Ends every stream cleanly (clients reconnect elsewhere) and takes no more. A stream leaves
+    // the set as it ends, which its iteration allows.
     close: () => {
       closing = true
       clearInterval(timer)
-      for (const streams of [...byOwner.values()])
-        for (const stream of [...streams]) stream.end('shutting down')
+      for (const stream of all) stream.end('shutting down')
     },
   }
 }

@@ -7,53 +7,43 @@ export type LogFollowerDeps = {
   db: Executor
   onEvents: (events: LoggedEvent[]) => void
   logger: Logger
-  // How often the log is read when nothing woke the follower: a missed notification, an import.
-  pollMs?: number
-  // The least time between two reads: under a stream of creates, wakes gather into one read.
-  gatherMs?: number
-  batchSize?: number
 }
 
-export type LogFollower = {
-  // Something may have been appended: read the log now rather than at the next poll.
-  wake: () => void
-  stop: () => Promise<void>
-}
+// How often the log is read when nothing woke the follower: a missed notification, an import.
+const POLL_MS = 200
+// The least time between two reads: under a stream of creates, wakes gather into one read.
+const GATHER_MS = 10
+const BATCH_SIZE = 1000
 
 // The one reader of the log in this process. It reads the log as the feed does (event-log.ts),
 // gap-free: an event whose transaction commits late is read late, never skipped. It starts with
 // the transactions that commit from now on; the streams' catch-up reads cover what came before.
-export async function startLogFollower({
-  db,
-  onEvents,
-  logger,
-  pollMs = 200,
-  gatherMs = 10,
-  batchSize = 1000,
-}: LogFollowerDeps): Promise<LogFollower> {
+export async function startLogFollower({ db, onEvents, logger }: LogFollowerDeps) {
   let cursor = await logCursorNow(db)
   let stopped = false
+  // Set by a wake, cleared as a read starts: a wake during the read cuts the rest after it short.
   let woken = false
-  let wakeUp: (() => void) | undefined
+  let rouse = () => {}
   const rest = (ms: number) =>
     new Promise<void>((resolve) => {
-      if (woken || stopped) return resolve()
-      const timer = setTimeout(done, ms)
-      function done() {
+      if (woken) return resolve()
+      const timer = setTimeout(resolve, ms)
+      rouse = () => {
         clearTimeout(timer)
-        wakeUp = undefined
         resolve()
       }
-      wakeUp = done
     })
-  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  const wake = () => {
+    woken = true
+    rouse()
+  }
 
   const run = async () => {
     let failing = false
     while (!stopped) {
       woken = false
       try {
-        const events = await readLog(db, cursor, batchSize)
+        const events = await readLog(db, cursor, BATCH_SIZE)
         const last = events.at(-1)
         if (last) {
           cursor = { transactionId: last.transactionId, position: last.position }
@@ -61,26 +51,24 @@ export async function startLogFollower({
         }
         if (failing) logger.info('the change streams follow the log again')
         failing = false
-        if (events.length === batchSize) continue
-        await rest(pollMs)
+        if (events.length === BATCH_SIZE) continue
+        await rest(POLL_MS)
       } catch (error) {
         if (!failing) logger.warn({ err: error }, 'the change streams cannot read the log; retrying')
         failing = true
-        await rest(pollMs * 5)
+        await rest(POLL_MS * 5)
       }
-      await pause(gatherMs)
+      await new Promise((resolve) => setTimeout(resolve, GATHER_MS))
     }
   }
   const running = run()
 
   return {
-    wake: () => {
-      woken = true
-      wakeUp?.()
-    },
+    // Something may have been appended: read the log now rather than at the next poll.
+    wake,
     stop: async () => {
       stopped = true
-      wakeUp?.()
+      wake()
       await running
     },
   }

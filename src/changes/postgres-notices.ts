@@ -1,23 +1,17 @@
 import postgres from 'postgres'
 import type { Logger } from '../logger.ts'
 
-// How the instances sharing a PostgreSQL database tell each other that they appended events.
-export type Notices = { notify: () => void; close: () => Promise<void> }
-
 const CHANNEL = 'plant_store_appended'
+// The least time between two notifications this instance sends: a burst of creates costs one.
+const EVERY_MS = 10
 
-export type NoticeOptions = {
-  url: string
-  onNotice: () => void
-  logger: Logger
-  // The least time between two notifications this instance sends: a burst of creates costs one.
-  everyMs?: number
-}
+export type NoticeOptions = { url: string; onNotice: () => void; logger: Logger }
 
+// How the instances sharing a PostgreSQL database tell each other that they appended events.
 // LISTEN on a connection of its own (postgres.js listens again after a reconnect) and NOTIFY
 // outside the creates' transactions: a NOTIFY inside them would make every create's commit queue
 // on PostgreSQL's notification lock. A lost notification costs latency only: followers also poll.
-export function postgresNotices({ url, onNotice, logger, everyMs = 10 }: NoticeOptions): Notices {
+export function postgresNotices({ url, onNotice, logger }: NoticeOptions) {
   const sql = postgres(url, {
     max: 1,
     connect_timeout: 5,
@@ -28,27 +22,23 @@ export function postgresNotices({ url, onNotice, logger, everyMs = 10 }: NoticeO
   sql.listen(CHANNEL, onNotice, onNotice).catch((error: unknown) => {
     logger.warn({ err: error }, 'LISTEN failed; the change streams poll the log instead')
   })
+  // One NOTIFY at a time, EVERY_MS after the one before: the calls meanwhile make one more.
   let sending = false
   let again = false
-  let lastSentAt = Number.NEGATIVE_INFINITY
-  const send = async () => {
-    again = false
-    try {
-      await sql.notify(CHANNEL, '')
-    } catch (error) {
-      logger.debug({ err: error }, 'NOTIFY failed; other instances see the events at their next poll')
-    }
-    lastSentAt = performance.now()
-    sending = false
-    if (again) notify()
-  }
-  const notify = () => {
-    if (sending) {
-      again = true
-      return
-    }
+  const notify = async () => {
+    again = true
+    if (sending) return
     sending = true
-    setTimeout(send, Math.max(0, lastSentAt + everyMs - performance.now()))
+    while (again) {
+      again = false
+      try {
+        await sql.notify(CHANNEL, '')
+      } catch (error) {
+        logger.debug({ err: error }, 'NOTIFY failed; other instances see the events at their next poll')
+      }
+      await new Promise((resolve) => setTimeout(resolve, EVERY_MS))
+    }
+    sending = false
   }
   return { notify, close: () => sql.end({ timeout: 1 }) }
 }

@@ -48,7 +48,8 @@ for (const kind of STORAGE_KINDS) {
     }
 
     beforeAll(async () => {
-      h = await createHarness(kind, { changes: { keepAliveMs: 300, tickMs: 50 } })
+      // Catch-up reads of two plants: every replay here takes several.
+      h = await createHarness(kind, { changes: { keepAliveMs: 300, tickMs: 50, catchUpBatch: 2 } })
     })
     afterAll(async () => {
       await Promise.all(open.map((reader) => reader.close()))
