@@ -64,14 +64,6 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
         operationId: 'followPlantChanges',
         summary: "Follow the caller's new plants as server-sent events",
         tags: ['plants'],
-        parameters: [
-          { name: 'after', in: 'query', description: ChangesQuery.properties.after.description },
-          {
-            name: 'last-event-id',
-            in: 'header',
-            description: ChangesHeaders.properties['last-event-id'].description,
-          },
-        ],
         responses: followed.responses,
       },
     },

@@ -83,8 +83,8 @@ function operation({ params, query, headers, body, response = {}, detail = {} }:
   }
 }
 
-// One parameter per property of the params, query or headers schema; its description comes from the
-// route's detail.parameters, the schema says what it accepts.
+// One parameter per property of the params, query or headers schema; its description is the schema's
+// unless the route's detail.parameters gives one, the schema says what it accepts.
 function parametersOf(
   location: string,
   schema: TSchema | undefined,
@@ -96,6 +96,7 @@ function parametersOf(
     name,
     in: location,
     required: location === 'path' || required.includes(name),
+    ...(property.description !== undefined && { description: property.description }),
     ...described.find((parameter) => parameter.name === name && parameter.in === location),
     schema: property,
   }))
