@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import type { StoreState } from './metrics-route.ts'
 import type { RequestRecord } from './request-observation.ts'
-import type { StoreState } from './store-state.ts'
 
 export type Metrics = ReturnType<typeof createMetrics>
 

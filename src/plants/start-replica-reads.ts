@@ -4,6 +4,7 @@ import type { Logger } from '../logger.ts'
 import { createReadMetrics } from '../observability/read-metrics.ts'
 import { type Database, openPostgres, type PostgresSettings } from '../store/database.ts'
 import { watchReplicas } from '../store/replica-health.ts'
+import { within } from '../time-limit.ts'
 import { type ReadPlants, replicaReads } from './read-plants.ts'
 
 export type ReplicaReads = { readPlants: ReadPlants; close: () => Promise<void> }
@@ -40,10 +41,7 @@ export async function startReplicaReads({
     logger,
   })
   const metrics = createReadMetrics(registry, replicas.statuses)
-  await Promise.race([
-    replicas.firstCheck,
-    new Promise((resolve) => setTimeout(resolve, FIRST_CHECK_WAIT_MS)),
-  ])
+  await within(replicas.firstCheck, FIRST_CHECK_WAIT_MS)
   logger.info({ replicas: replicas.statuses() }, 'reading from replicas')
   return {
     readPlants: replicaReads({ primary, replicas, waitMs: config.waitMs, onRead: metrics.read }),

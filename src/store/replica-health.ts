@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Logger } from '../logger.ts'
+import { within } from '../time-limit.ts'
 import { type Database, type DatabaseHandle, rowsOf } from './database.ts'
 
 export type ReadReplica = { name: string; db: Database }
@@ -56,12 +57,12 @@ export function watchReplicas({
   let closed = false
 
   const check = async () => {
-    const lsn = await withTimeout(primaryLsn(primary))
+    const lsn = await probe(primaryLsn(primary))
     if (lsn !== undefined) samples.push({ at: clock(), lsn })
     if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
     await Promise.all(
       states.map(async (state) => {
-        const replayed = await withTimeout(replayedLsn(state.replica.db))
+        const replayed = await probe(replayedLsn(state.replica.db))
         const wasUp = state.up
         state.up = replayed !== undefined
         state.lagMs = replayed === undefined ? state.lagMs : lagMs(samples, replayed, clock())
@@ -130,15 +131,10 @@ async function replayedLsn(db: Database): Promise<bigint | undefined> {
   return row?.lsn == null ? undefined : BigInt(row.lsn)
 }
 
-// Undefined when the query fails or does not answer in time.
-async function withTimeout<T>(work: Promise<T>): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, CHECK_TIMEOUT_MS, undefined)
-  })
-  try {
-    return await Promise.race([work.catch(() => undefined), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
+// Undefined when a check query fails or does not answer in time.
+function probe<T>(query: Promise<T>): Promise<T | undefined> {
+  return within(
+    query.catch(() => undefined),
+    CHECK_TIMEOUT_MS,
+  )
 }
