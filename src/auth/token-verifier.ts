@@ -35,6 +35,7 @@ export class KeySetUnavailable extends Error {
 }
 
 const ASYMMETRIC_ALGORITHMS = ['RS256', 'ES256', 'EdDSA']
+const HMAC = { name: 'HMAC', hash: 'SHA-256' }
 
 export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   const { secret, keySet, issuer, audience, clockToleranceSeconds = 30, cacheSize, now = Date.now } = settings
@@ -43,11 +44,7 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   // HS256 is refused when only a key set is configured (no algorithm confusion).
   const algorithms = [...(secret ? ['HS256'] : []), ...(keySet ? ASYMMETRIC_ALGORITHMS : [])]
   // Imported once: jose would import a raw secret again on every verification.
-  const hmacKey = secret
-    ? crypto.subtle.importKey('raw', new Uint8Array(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
-        'verify',
-      ])
-    : undefined
+  const hmacKey = secret && crypto.subtle.importKey('raw', new Uint8Array(secret), HMAC, false, ['verify'])
   const getKey: JWTVerifyGetKey = (header, token) =>
     header.alg === 'HS256' && hmacKey ? hmacKey : (keySet as JWTVerifyGetKey)(header, token)
   const options = {
@@ -61,10 +58,8 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   return async (token) => {
     const remembered = await verified.find(token, async (key) => (await currentKey(getKey, token)) === key)
     if (remembered !== undefined) return { subject: remembered.subject, expiresAt: remembered.expiresAtMs }
-    const { payload, key } = await jwtVerify(token, getKey, {
-      ...options,
-      currentDate: new Date(now()),
-    }).catch((error: unknown) => {
+    const at = { ...options, currentDate: new Date(now()) }
+    const { payload, key } = await jwtVerify(token, getKey, at).catch((error: unknown) => {
       throw new TokenRejected(describe(error))
     })
     const { sub: subject, exp } = payload
@@ -117,22 +112,17 @@ function describe(error: unknown): string {
 // entry makes room.
 export type VerifiedToken<Key> = { subject: string; expiresAtMs: number; key: Key }
 
-export type VerifiedTokens<Key> = {
-  find: (token: string, isCurrent: (key: Key) => Promise<boolean>) => Promise<VerifiedToken<Key> | undefined>
-  remember: (token: string, verified: VerifiedToken<Key>) => void
-}
-
-export function verifiedTokens<Key>({ maxEntries = 10_000, now = Date.now } = {}): VerifiedTokens<Key> {
+export function verifiedTokens<Key>({ maxEntries = 10_000, now = Date.now } = {}) {
   const entries = new Map<string, VerifiedToken<Key>>()
   return {
-    find: async (token, isCurrent) => {
+    find: async (token: string, isCurrent: (key: Key) => Promise<boolean>) => {
       const entry = entries.get(token)
       if (!entry) return undefined
       if (now() < entry.expiresAtMs && (await isCurrent(entry.key))) return entry
       entries.delete(token)
       return undefined
     },
-    remember: (token, verified) => {
+    remember: (token: string, verified: VerifiedToken<Key>) => {
       if (maxEntries <= 0) return
       entries.delete(token)
       if (entries.size >= maxEntries) {

@@ -50,7 +50,7 @@ export async function startReplicaReads({
 }
 
 // host:port/database, never the credentials: it names the replica in metrics and logs.
-export function replicaName(url: string): string {
+function replicaName(url: string): string {
   const { hostname, port, pathname } = new URL(url)
   return `${hostname}:${port || '5432'}${pathname}`
 }
