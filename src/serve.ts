@@ -43,7 +43,7 @@ export function serve(app: App, { hostname, port, requestTimeoutMs }: ServeOptio
 
 // No request waits on a response longer than `timeoutMs`: a database connection that went silent
 // (no reset, no error) would otherwise hold it until TCP gives up. A streamed body may go on.
-export function withDeadline(handler: Handler, timeoutMs: number): Handler {
+function withDeadline(handler: Handler, timeoutMs: number): Handler {
   return async (request) =>
     (await within(Promise.resolve(handler(request)), timeoutMs)) ??
     errorResponse(503, `no answer within ${timeoutMs} ms; retry later`, {
