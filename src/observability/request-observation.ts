@@ -21,17 +21,6 @@ export type RequestObservationDeps = {
   clock?: () => number
 }
 
-type AfterResponseContext = {
-  request: Request
-  path: string
-  route?: string
-  // The error handler writes the status of its answer here.
-  set: { status?: number | string }
-  response?: unknown
-  responseValue?: unknown
-  owner?: unknown
-}
-
 // Times every request and reports how it ended, after the response has gone out.
 export function requestObservation({
   onStarted = () => {},
@@ -46,17 +35,18 @@ export function requestObservation({
       onStarted()
     })
     .onAfterResponse({ as: 'global' }, (context) => {
-      const ctx = context as unknown as AfterResponseContext
-      const started = startedAt.get(ctx.request) ?? clock()
-      const response = ctx.response ?? ctx.responseValue
+      const { request, path, route, set, responseValue } = context
+      // The authentication plugin's caller, on the routes that have one.
+      const { owner } = context as { owner?: unknown }
       onFinished({
-        requestId: requestIdOf(ctx.request),
-        method: ctx.request.method,
-        route: ctx.route ?? 'unmatched',
-        path: ctx.path,
-        status: response instanceof Response ? response.status : Number(ctx.set.status ?? 200) || 200,
-        durationMs: clock() - started,
-        subject: typeof ctx.owner === 'string' ? ctx.owner : undefined,
+        requestId: requestIdOf(request),
+        method: request.method,
+        route: route ?? 'unmatched',
+        path,
+        // An error's status is in `set`: the error handler writes there the status it answered.
+        status: responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200) || 200,
+        durationMs: clock() - (startedAt.get(request) ?? clock()),
+        subject: typeof owner === 'string' ? owner : undefined,
       })
     })
 }
