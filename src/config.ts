@@ -57,7 +57,7 @@ type Env = Record<string, string | undefined>
 export const IN_MEMORY = 'memory:'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
-const LOG_FORMATS = ['auto', 'json', 'pretty'] as const
+const LOG_FORMATS: Config['logFormat'][] = ['auto', 'json', 'pretty']
 
 // The only reader of the environment. Every bad value stops the start with the variable's name.
 export function loadConfig(env: Env): Config {
@@ -85,16 +85,11 @@ export function loadConfig(env: Env): Config {
       `DATA_DIR=${IN_MEMORY} keeps nothing on disk, so there is no local secret: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL`,
     )
   }
-  const logLevel = nonEmpty(env, 'LOG_LEVEL') ?? 'info'
-  if (!LOG_LEVELS.includes(logLevel))
-    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
-  const logFormat = nonEmpty(env, 'LOG_FORMAT') ?? 'auto'
-  if (!isLogFormat(logFormat)) throw new ConfigError(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}`)
   return {
     host: nonEmpty(env, 'HOST') ?? '0.0.0.0',
     port: integer(env, 'PORT', 3000, 0, 65535),
-    logLevel,
-    logFormat,
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, 'auto'),
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
     dataDir,
     storage:
@@ -143,8 +138,8 @@ function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig |
 
 // One server per URL, with a host and at most a database name as its path.
 function isPostgresUrl(text: string): boolean {
-  if (!URL.canParse(text) || /\s/.test(text)) return false
-  const url = new URL(text)
+  const url = URL.parse(text)
+  if (url === null || /\s/.test(text)) return false
   return /^postgres(ql)?:$/.test(url.protocol) && url.hostname !== '' && /^(\/[^/]*)?$/.test(url.pathname)
 }
 
@@ -177,13 +172,15 @@ function feedConfig(env: Env): FeedConfig | undefined {
 }
 
 function isNatsUrl(text: string): boolean {
-  if (!URL.canParse(text)) return false
-  const url = new URL(text)
+  const url = URL.parse(text)
+  if (url === null) return false
   return (url.protocol === 'nats:' || url.protocol === 'tls:') && url.hostname !== '' && url.port !== ''
 }
 
-function isLogFormat(value: string): value is Config['logFormat'] {
-  return (LOG_FORMATS as readonly string[]).includes(value)
+function oneOf<T extends string>(env: Env, name: string, values: T[], fallback: T): T {
+  const value = (nonEmpty(env, name) ?? fallback) as T
+  if (!values.includes(value)) throw new ConfigError(`${name} must be one of ${values.join(', ')}`)
+  return value
 }
 
 function nonEmpty(env: Env, name: string): string | undefined {

@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import { HttpError } from './http/http-error.ts'
 import { replies, reply, unavailable } from './openapi/replies.ts'
 import type { Database } from './store/database.ts'
+import { within } from './time-limit.ts'
 
 const READY_TIMEOUT_MS = 2000
 
@@ -29,13 +30,9 @@ export function healthRoutes({ db }: { db: Database }) {
 }
 
 async function readiness(db: Database) {
-  const answered = await Promise.race([
-    db.execute(sql`select 1`).then(
-      () => true,
-      () => false,
-    ),
-    new Promise<boolean>((resolve) => setTimeout(resolve, READY_TIMEOUT_MS, false)),
-  ])
-  if (!answered) throw new HttpError(503, 'the database is unreachable', { 'retry-after': '5' })
+  const answer = db.execute(sql`select 1`).catch(() => undefined)
+  if ((await within(answer, READY_TIMEOUT_MS)) === undefined) {
+    throw new HttpError(503, 'the database is unreachable', { 'retry-after': '5' })
+  }
   return { status: 'ready' as const }
 }

@@ -1,6 +1,5 @@
 import process from 'node:process'
 import pino from 'pino'
-import { prettyLine } from './observability/pretty-line.ts'
 
 export type Logger = Pick<pino.Logger, 'info' | 'warn' | 'error' | 'debug' | 'fatal' | 'child'>
 
@@ -26,4 +25,26 @@ export function createLogger(level: string, { pretty = false, write }: LoggerOpt
 
 export function silentLogger(): Logger {
   return pino({ level: 'silent' })
+}
+
+// One pino JSON line as `12:00:00.123 INFO  message key=value …` for a person at a terminal.
+export function prettyLine(jsonLine: string): string {
+  let entry: Record<string, unknown>
+  try {
+    entry = JSON.parse(jsonLine) as Record<string, unknown>
+  } catch {
+    return jsonLine
+  }
+  const { level, time, msg, err, ...fields } = entry
+  const clock = typeof time === 'string' ? time.slice(11, 23) : ''
+  const pairs = Object.entries(fields).map(([key, value]) => `${key}=${formatValue(value)}`)
+  const label = pino.levels.labels[Number(level)]?.toUpperCase().padEnd(5) ?? String(level)
+  const head = [clock, label, String(msg ?? ''), ...pairs].join(' ')
+  const stack = (err as { stack?: unknown } | undefined)?.stack
+  return `${head}${err ? `\n  ${typeof stack === 'string' ? stack : JSON.stringify(err)}` : ''}\n`
+}
+
+function formatValue(value: unknown): string {
+  if (typeof value === 'string') return /\s/.test(value) ? JSON.stringify(value) : value
+  return JSON.stringify(value)
 }

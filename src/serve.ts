@@ -1,6 +1,7 @@
 import type { App } from './app.ts'
 import { errorResponse } from './http/http-error.ts'
 import { chooseRequestId } from './http/request-id.ts'
+import { within } from './time-limit.ts'
 
 export type RunningServer = { port: number; stop: () => Promise<void> }
 
@@ -42,24 +43,11 @@ export function serve(app: App, { hostname, port, requestTimeoutMs }: ServeOptio
 
 // No request waits on a response longer than `timeoutMs`: a database connection that went silent
 // (no reset, no error) would otherwise hold it until TCP gives up. A streamed body may go on.
-export function withDeadline(handler: Handler, timeoutMs: number): Handler {
-  return async (request) => {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const deadline = new Promise<Response>((resolve) => {
-      timer = setTimeout(() => {
-        const requestId = chooseRequestId(request.headers.get('x-request-id'))
-        resolve(
-          errorResponse(503, `no answer within ${timeoutMs} ms; retry later`, {
-            'retry-after': '5',
-            'x-request-id': requestId,
-          }),
-        )
-      }, timeoutMs)
+function withDeadline(handler: Handler, timeoutMs: number): Handler {
+  return async (request) =>
+    (await within(Promise.resolve(handler(request)), timeoutMs)) ??
+    errorResponse(503, `no answer within ${timeoutMs} ms; retry later`, {
+      'retry-after': '5',
+      'x-request-id': chooseRequestId(request.headers.get('x-request-id')),
     })
-    try {
-      return await Promise.race([Promise.resolve(handler(request)), deadline])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
 }

@@ -1,6 +1,5 @@
 import { Elysia } from 'elysia'
 import { HttpError } from '../http/http-error.ts'
-import { readBearerToken } from './bearer-token.ts'
 import { TokenRejected, type TokenVerifier } from './token-verifier.ts'
 
 const REALM = 'Bearer realm="plants"'
@@ -28,4 +27,21 @@ function rejected(reason: string): HttpError {
   return new HttpError(401, reason, {
     'www-authenticate': `${REALM}, error="invalid_token", error_description="${reason.replaceAll('"', "'")}"`,
   })
+}
+
+export type BearerCredentials =
+  | { kind: 'missing' }
+  | { kind: 'malformed'; reason: string }
+  | { kind: 'token'; token: string }
+
+// RFC 7235: the scheme name is case-insensitive. RFC 6750: the credentials are one token68.
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i
+
+// Another scheme, or none, is a missing bearer token; a bearer scheme without one token is malformed.
+export function readBearerToken(authorization: string | null | undefined): BearerCredentials {
+  const header = authorization?.trim() ?? ''
+  if (!/^bearer( |$)/i.test(header)) return { kind: 'missing' }
+  const token = BEARER.exec(header)?.[1]
+  if (!token) return { kind: 'malformed', reason: 'the Authorization header is not "Bearer <token>"' }
+  return { kind: 'token', token }
 }

@@ -7,16 +7,16 @@ const SECRET_FILE = 'auth-secret'
 // The embedded default needs no auth settings: a random HS256 secret is made on first start and
 // kept beside the data (mode 0600), so `cli token issue` can sign with the same secret.
 export async function loadOrCreateLocalSecret(dataDir: string): Promise<Uint8Array> {
-  const path = join(dataDir, SECRET_FILE)
-  const existing = await readSecret(path)
+  const existing = await readLocalSecret(dataDir)
   if (existing) return existing
   await mkdir(dataDir, { recursive: true })
+  const path = join(dataDir, SECRET_FILE)
   const secret = crypto.getRandomValues(new Uint8Array(32))
   try {
     await writeFile(path, `${Buffer.from(secret).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' })
   } catch (error) {
     // Another process wrote it first: use theirs.
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return (await readSecret(path)) ?? secret
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return (await readLocalSecret(dataDir)) ?? secret
     throw error
   }
   await chmod(path, 0o600)
@@ -24,12 +24,9 @@ export async function loadOrCreateLocalSecret(dataDir: string): Promise<Uint8Arr
 }
 
 export async function readLocalSecret(dataDir: string): Promise<Uint8Array | undefined> {
-  return readSecret(join(dataDir, SECRET_FILE))
-}
-
-async function readSecret(path: string): Promise<Uint8Array | undefined> {
   try {
-    return new Uint8Array(Buffer.from((await readFile(path, 'utf8')).trim(), 'base64url'))
+    const text = await readFile(join(dataDir, SECRET_FILE), 'utf8')
+    return new Uint8Array(Buffer.from(text.trim(), 'base64url'))
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error

@@ -5,8 +5,6 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose'
-import { KeySetUnavailable } from './remote-key-set.ts'
-import { verifiedTokens } from './verified-tokens.ts'
 
 // `expiresAt`: the token's `exp`, in milliseconds since the epoch.
 export type Identity = { subject: string; expiresAt: number }
@@ -31,7 +29,13 @@ export class TokenRejected extends Error {
   override name = 'TokenRejected'
 }
 
+// The identity provider's key set could not be had; the caller gets a 401 that says so.
+export class KeySetUnavailable extends Error {
+  override name = 'KeySetUnavailable'
+}
+
 const ASYMMETRIC_ALGORITHMS = ['RS256', 'ES256', 'EdDSA']
+const HMAC = { name: 'HMAC', hash: 'SHA-256' }
 
 export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   const { secret, keySet, issuer, audience, clockToleranceSeconds = 30, cacheSize, now = Date.now } = settings
@@ -40,11 +44,7 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   // HS256 is refused when only a key set is configured (no algorithm confusion).
   const algorithms = [...(secret ? ['HS256'] : []), ...(keySet ? ASYMMETRIC_ALGORITHMS : [])]
   // Imported once: jose would import a raw secret again on every verification.
-  const hmacKey = secret
-    ? crypto.subtle.importKey('raw', new Uint8Array(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
-        'verify',
-      ])
-    : undefined
+  const hmacKey = secret && crypto.subtle.importKey('raw', new Uint8Array(secret), HMAC, false, ['verify'])
   const getKey: JWTVerifyGetKey = (header, token) =>
     header.alg === 'HS256' && hmacKey ? hmacKey : (keySet as JWTVerifyGetKey)(header, token)
   const options = {
@@ -58,18 +58,16 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   return async (token) => {
     const remembered = await verified.find(token, async (key) => (await currentKey(getKey, token)) === key)
     if (remembered !== undefined) return { subject: remembered.subject, expiresAt: remembered.expiresAtMs }
-    let result: Awaited<ReturnType<typeof jwtVerify>>
-    try {
-      result = await jwtVerify(token, getKey, { ...options, currentDate: new Date(now()) })
-    } catch (error) {
+    const at = { ...options, currentDate: new Date(now()) }
+    const { payload, key } = await jwtVerify(token, getKey, at).catch((error: unknown) => {
       throw new TokenRejected(describe(error))
-    }
-    const { sub: subject, exp } = result.payload
+    })
+    const { sub: subject, exp } = payload
     if (typeof subject !== 'string' || subject.length < 1 || subject.length > 255) {
       throw new TokenRejected('the token subject (sub) must be 1 to 255 characters')
     }
     const expiresAt = (exp ?? 0) * 1000
-    verified.remember(token, { subject, expiresAtMs: expiresAt, key: result.key })
+    verified.remember(token, { subject, expiresAtMs: expiresAt, key })
     return { subject, expiresAt }
   }
 }
@@ -85,23 +83,18 @@ async function currentKey(getKey: JWTVerifyGetKey, token: string): Promise<unkno
   }
 }
 
+const CLAIM_PROBLEMS: Record<string, string> = {
+  aud: 'the token is for another audience',
+  iss: 'the token is from another issuer',
+  nbf: 'the token is not valid yet',
+  exp: 'the token has no expiry (exp)',
+  sub: 'the token has no subject (sub)',
+}
+
 function describe(error: unknown): string {
   if (error instanceof errors.JWTExpired) return 'the token has expired'
   if (error instanceof errors.JWTClaimValidationFailed) {
-    switch (error.claim) {
-      case 'aud':
-        return 'the token is for another audience'
-      case 'iss':
-        return 'the token is from another issuer'
-      case 'nbf':
-        return 'the token is not valid yet'
-      case 'exp':
-        return 'the token has no expiry (exp)'
-      case 'sub':
-        return 'the token has no subject (sub)'
-      default:
-        return `the token claim ${error.claim} is invalid`
-    }
+    return CLAIM_PROBLEMS[error.claim] ?? `the token claim ${error.claim} is invalid`
   }
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'the token signature is invalid'
   if (error instanceof errors.JOSEAlgNotAllowed) return 'the token algorithm is not accepted'
@@ -110,4 +103,33 @@ function describe(error: unknown): string {
     return "the identity provider's key set is unavailable"
   }
   return 'the token is malformed'
+}
+
+// A bounded memory of tokens that passed verification, so that a caller's next requests skip the
+// signature check. An entry is trusted only until the token's `exp`, and only while the key that
+// verified it is still the one the key source hands out for that token (`isCurrent`): a rotated
+// or refetched key set sends the token through full verification again. When full, the oldest
+// entry makes room.
+export type VerifiedToken<Key> = { subject: string; expiresAtMs: number; key: Key }
+
+export function verifiedTokens<Key>({ maxEntries = 10_000, now = Date.now } = {}) {
+  const entries = new Map<string, VerifiedToken<Key>>()
+  return {
+    find: async (token: string, isCurrent: (key: Key) => Promise<boolean>) => {
+      const entry = entries.get(token)
+      if (!entry) return undefined
+      if (now() < entry.expiresAtMs && (await isCurrent(entry.key))) return entry
+      entries.delete(token)
+      return undefined
+    },
+    remember: (token: string, verified: VerifiedToken<Key>) => {
+      if (maxEntries <= 0) return
+      entries.delete(token)
+      if (entries.size >= maxEntries) {
+        const oldest = entries.keys().next().value
+        if (oldest !== undefined) entries.delete(oldest)
+      }
+      entries.set(token, verified)
+    },
+  }
 }

@@ -19,36 +19,33 @@ export function errorHandler({ logger, allowedMethods, requestIds }: ErrorHandle
     .onRequest(({ request, set }) => {
       set.headers['x-request-id'] = requestIds.assign(request)
     })
-    .onError({ as: 'global' }, ({ code, error, request, path }) => {
+    .onError({ as: 'global' }, ({ code, error, request, path, set }) => {
       const requestId = requestIds.of(request)
-      const withId = (headers: Record<string, string> = {}) => ({ ...headers, 'x-request-id': requestId })
-      if (error instanceof HttpError) return errorResponse(error.status, error.message, withId(error.headers))
+      const reply = (status: number, message: string, headers: Record<string, string> = {}) => {
+        // Elysia does not hand the after-response hook the Response returned here: the request
+        // observation reads the status from `set`.
+        set.status = status
+        return errorResponse(status, message, { ...headers, 'x-request-id': requestId })
+      }
+      if (error instanceof HttpError) return reply(error.status, error.message, error.headers)
       switch (code) {
         case 'VALIDATION':
-          return errorResponse(400, validationMessage(error), withId())
+          return reply(400, validationMessage(error))
         case 'PARSE':
-          return errorResponse(400, 'the body could not be parsed', withId())
+          return reply(400, 'the body could not be parsed')
         case 'NOT_FOUND': {
           const allowed = allowedMethods(path)
           return allowed.length > 0
-            ? errorResponse(
-                405,
-                `${request.method} is not allowed on ${path}`,
-                withId({ allow: allowed.join(', ') }),
-              )
-            : errorResponse(404, `no such path: ${path}`, withId())
+            ? reply(405, `${request.method} is not allowed on ${path}`, { allow: allowed.join(', ') })
+            : reply(404, `no such path: ${path}`)
         }
       }
       if (isDatabaseUnavailable(error)) {
         logger.warn({ requestId, err: error }, 'database unavailable')
-        return errorResponse(
-          503,
-          'the database is unavailable; retry later',
-          withId({ 'retry-after': RETRY_AFTER_SECONDS }),
-        )
+        return reply(503, 'the database is unavailable; retry later', { 'retry-after': RETRY_AFTER_SECONDS })
       }
       logger.error({ requestId, err: error }, 'unexpected error')
-      return errorResponse(500, `internal error (request id ${requestId})`, withId())
+      return reply(500, `internal error (request id ${requestId})`)
     })
 }
 

@@ -1,4 +1,3 @@
-import { parseJsonExact } from './exact-json.ts'
 import { HttpError } from './http-error.ts'
 
 export const MAX_BODY_BYTES = 65_536
@@ -45,12 +44,12 @@ function isJsonContentType(header: string | null): boolean {
 
 async function readAtMost(request: Request, limit: number): Promise<Uint8Array | undefined> {
   if (!request.body) return new Uint8Array()
-  const chunks: Uint8Array[] = []
+  const chunks: Uint8Array<ArrayBuffer>[] = []
   let size = 0
   const reader = request.body.getReader()
   for (;;) {
     const { done, value } = await reader.read()
-    if (done) break
+    if (done) return new Uint8Array(await new Blob(chunks).arrayBuffer())
     size += value.byteLength
     if (size > limit) {
       await reader.cancel()
@@ -58,15 +57,40 @@ async function readAtMost(request: Request, limit: number): Promise<Uint8Array |
     }
     chunks.push(value)
   }
-  const bytes = new Uint8Array(size)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return bytes
 }
 
 function tooLarge(): HttpError {
   return new HttpError(413, `the body is larger than ${MAX_BODY_BYTES} bytes`)
+}
+
+// JSON.parse rounds integers beyond 2^53. The reviver's `context.source` (Bun, Deno, Node 21+)
+// gives the literal as written, so `id` values keep their exact value as bigint.
+export function parseJsonExact(text: string): unknown {
+  return JSON.parse(text, (key, value, context?: { source?: string }) => {
+    if (key !== 'id' || typeof value !== 'number' || context?.source === undefined) return value
+    return exactInteger(context.source) ?? value
+  })
+}
+
+const NUMBER_LITERAL = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
+// Beyond this many digits a value is far outside int64; stop before building huge bigints.
+const MAX_DIGITS = 40
+
+// The exact integer a JSON number literal denotes (`7.0` and `7e0` are 7), or undefined when it
+// has a fractional part or is too large to be worth computing.
+export function exactInteger(literal: string): bigint | undefined {
+  const match = NUMBER_LITERAL.exec(literal)
+  if (!match) return undefined
+  const [, sign = '', whole = '', fraction = '', exponentText = '0'] = match
+  const digits = (whole + fraction).replace(/^0+(?=\d)/, '')
+  const scale = Number(exponentText) - fraction.length
+  if (digits === '0') return 0n
+  if (scale >= 0) {
+    if (digits.length + scale > MAX_DIGITS) return undefined
+    return BigInt(sign + digits) * 10n ** BigInt(scale)
+  }
+  const cut = digits.length + scale
+  const dropped = cut > 0 ? digits.slice(cut) : digits
+  if (!/^0*$/.test(dropped)) return undefined
+  return cut > 0 ? BigInt(sign + digits.slice(0, cut)) : 0n
 }

@@ -1,7 +1,7 @@
 import { TypeRegistry } from '@sinclair/typebox'
 
 // Two rules JSON Schema keywords cannot express in TypeBox: ids are exact int64 values (parsed as
-// bigint, see exact-json.ts) and text length counts Unicode code points, not UTF-16 units. The
+// bigint, see json-body.ts) and text length counts Unicode code points, not UTF-16 units. The
 // schemas keep the JSON Schema keywords for the OpenAPI document; these kinds enforce them.
 // TypeBox's registry is process-wide, so the app registers them when it is created (setting a kind
 // again replaces it with the same check).

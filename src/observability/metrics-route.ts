@@ -1,16 +1,26 @@
 import { Type } from '@sinclair/typebox'
+import { sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
 import { replies, reply } from '../openapi/replies.ts'
-import type { Database } from '../store/database.ts'
+import { type Database, rowsOf } from '../store/database.ts'
+import { within } from '../time-limit.ts'
 import type { Metrics } from './metrics.ts'
-import { readStoreState } from './store-state.ts'
+
+export type StoreState = {
+  headPosition: number
+  projectedPosition: number
+  // PostgreSQL connections of this application, by state (`active`, `idle`, …).
+  connections: Record<string, number>
+}
+
+const READ_TIMEOUT_MS = 1000
 
 const scraped = replies({
   200: reply(Type.String(), 'Prometheus text exposition', { contentType: 'text/plain' }),
 })
 
-// Prometheus text exposition. The store is read at scrape time; while the database is down the
-// HTTP metrics are still served, with plant_store_database_up 0.
+// Prometheus text exposition. The store is read at scrape time; while the database is down (does
+// not answer within READ_TIMEOUT_MS) the HTTP metrics are still served, with plant_store_database_up 0.
 export function metricsRoute({ db, metrics }: { db: Database; metrics: Metrics }) {
   return new Elysia({ name: 'metrics' }).get('/metrics', () => scrape(db, metrics), {
     response: scraped.response,
@@ -19,8 +29,33 @@ export function metricsRoute({ db, metrics }: { db: Database; metrics: Metrics }
 }
 
 async function scrape(db: Database, metrics: Metrics) {
-  metrics.recordStore(await readStoreState(db))
+  const state = readStoreState(db).catch(() => undefined)
+  metrics.recordStore(await within(state, READ_TIMEOUT_MS))
   return new Response(await metrics.registry.metrics(), {
     headers: { 'content-type': metrics.registry.contentType },
   })
+}
+
+// postgres.js does not expose its pool, so connections are counted by the server: those with this
+// application's name on this database, less the one running this query.
+async function readStoreState(db: Database): Promise<StoreState> {
+  const positions = rowsOf<{ head: string | null; projected: string | null }>(
+    await db.execute(sql`select
+      (select max(position) from events)::text as head,
+      (select max(position) from plants)::text as projected`),
+  )[0]
+  const activity = rowsOf<{ state: string | null; n: number }>(
+    await db.execute(sql`select coalesce(state, 'unknown') as state, count(*)::int as n
+      from pg_stat_activity
+      where datname = current_database()
+        and application_name = current_setting('application_name')
+        and application_name <> ''
+        and pid <> pg_backend_pid()
+      group by 1`),
+  )
+  return {
+    headPosition: Number(positions?.head ?? 0),
+    projectedPosition: Number(positions?.projected ?? 0),
+    connections: Object.fromEntries(activity.map((row) => [row.state ?? 'unknown', row.n])),
+  }
 }

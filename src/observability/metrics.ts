@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import type { StoreState } from './metrics-route.ts'
 import type { RequestRecord } from './request-observation.ts'
-import type { StoreState } from './store-state.ts'
 
 export type Metrics = ReturnType<typeof createMetrics>
 
@@ -56,7 +56,7 @@ export function createMetrics(registry: Registry) {
     labelNames: ['state'] as const,
     registers,
   })
-  let lastHead: number | undefined
+  let lastHead = 0
 
   return {
     registry,
@@ -70,8 +70,8 @@ export function createMetrics(registry: Registry) {
     recordStore: (state: StoreState | undefined) => {
       databaseUp.set(state ? 1 : 0)
       if (!state) return
-      eventsAppended.inc(Math.max(0, state.headPosition - (lastHead ?? 0)))
-      lastHead = Math.max(lastHead ?? 0, state.headPosition)
+      eventsAppended.inc(Math.max(0, state.headPosition - lastHead))
+      lastHead = Math.max(lastHead, state.headPosition)
       head.set(state.headPosition)
       projected.set(state.projectedPosition)
       lag.set(Math.max(0, state.headPosition - state.projectedPosition))

@@ -1,5 +1,5 @@
 import type { Executor } from '../store/database.ts'
-import type { ReadReplica } from '../store/replica-health.ts'
+import type { ReplicaSet } from '../store/replica-health.ts'
 import { isDatabaseUnavailable } from '../store/unavailable.ts'
 import { type ListRequest, listPlants, listPlantsCovering, type PlantListing } from './list-plants.ts'
 
@@ -9,10 +9,7 @@ export type ReadPlants = (request: ListRequest, covering?: bigint) => Promise<Pl
 
 export type PlantReadsDeps = {
   primary: Executor
-  replicas: {
-    available: () => ReadReplica[]
-    markDown: (replica: ReadReplica) => void
-  }
+  replicas: Pick<ReplicaSet, 'available' | 'markDown'>
   // How long a read waits for a replica to apply the caller's position before it asks the primary.
   waitMs: number
   // Told where each read was served: a replica's name, or 'primary'; and, for a read that named a

@@ -4,6 +4,7 @@ import type { Logger } from '../logger.ts'
 import { createReadMetrics } from '../observability/read-metrics.ts'
 import { type Database, openPostgres, type PostgresSettings } from '../store/database.ts'
 import { watchReplicas } from '../store/replica-health.ts'
+import { within } from '../time-limit.ts'
 import { type ReadPlants, replicaReads } from './read-plants.ts'
 
 export type ReplicaReads = { readPlants: ReadPlants; close: () => Promise<void> }
@@ -40,10 +41,7 @@ export async function startReplicaReads({
     logger,
   })
   const metrics = createReadMetrics(registry, replicas.statuses)
-  await Promise.race([
-    replicas.firstCheck,
-    new Promise((resolve) => setTimeout(resolve, FIRST_CHECK_WAIT_MS)),
-  ])
+  await within(replicas.firstCheck, FIRST_CHECK_WAIT_MS)
   logger.info({ replicas: replicas.statuses() }, 'reading from replicas')
   return {
     readPlants: replicaReads({ primary, replicas, waitMs: config.waitMs, onRead: metrics.read }),
@@ -52,7 +50,7 @@ export async function startReplicaReads({
 }
 
 // host:port/database, never the credentials: it names the replica in metrics and logs.
-export function replicaName(url: string): string {
+function replicaName(url: string): string {
   const { hostname, port, pathname } = new URL(url)
   return `${hostname}:${port || '5432'}${pathname}`
 }

@@ -1,36 +1,25 @@
 import { sql } from 'drizzle-orm'
 import type { Logger } from '../logger.ts'
+import { within } from '../time-limit.ts'
 import { type Database, type DatabaseHandle, rowsOf } from './database.ts'
 
 export type ReadReplica = { name: string; db: Database }
 
-// What is known of a replica: `lagMs` undefined until a check has answered.
 export type ReplicaStatus = { name: string; up: boolean; lagMs?: number }
 
-export type ReplicaSet = {
-  // Replicas that may serve a read now (up, and no further behind than allowed), rotated so that
-  // reads spread over them.
-  available: () => ReadReplica[]
-  // A read failed to reach it: no read goes there until a check answers again.
-  markDown: (replica: ReadReplica) => void
-  statuses: () => ReplicaStatus[]
-  // Resolves after the first round of checks.
-  firstCheck: Promise<void>
-  close: () => Promise<void>
-}
+export type ReplicaSet = ReturnType<typeof watchReplicas>
 
 export type ReplicaSetDeps = {
   primary: Database
   replicas: { name: string; handle: DatabaseHandle }[]
   maxLagMs: number
   logger: Logger
-  checkIntervalMs?: number
-  clock?: () => number
 }
 
 // A sample of where the primary's WAL stood (bytes from the start) and when.
 export type WalSample = { at: number; lsn: bigint }
 
+const CHECK_INTERVAL_MS = 1000
 const CHECK_TIMEOUT_MS = 2000
 // Enough samples to tell any lag up to an hour at one check a second.
 const MAX_SAMPLES = 3600
@@ -38,17 +27,12 @@ const MAX_SAMPLES = 3600
 // Checks every replica each interval: is it a standby, and how much of the primary's WAL has it
 // replayed. Lag is measured against the primary's own WAL positions, sampled at each check, not
 // against the time of the last replayed commit: that one grows while the primary is idle.
-export function watchReplicas({
-  primary,
-  replicas,
-  maxLagMs,
-  logger,
-  checkIntervalMs = 1000,
-  clock = Date.now,
-}: ReplicaSetDeps): ReplicaSet {
+export function watchReplicas({ primary, replicas, maxLagMs, logger }: ReplicaSetDeps) {
   const samples: WalSample[] = []
+  // Each replica with what is known of it: `lagMs` undefined until a check has answered.
   const states = replicas.map(({ name, handle }) => ({
-    replica: { name, db: handle.db },
+    name,
+    db: handle.db,
     up: false,
     lagMs: undefined as number | undefined,
   }))
@@ -56,17 +40,17 @@ export function watchReplicas({
   let closed = false
 
   const check = async () => {
-    const lsn = await withTimeout(primaryLsn(primary))
-    if (lsn !== undefined) samples.push({ at: clock(), lsn })
+    const lsn = await probe(primaryLsn(primary))
+    if (lsn !== undefined) samples.push({ at: Date.now(), lsn })
     if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
     await Promise.all(
       states.map(async (state) => {
-        const replayed = await withTimeout(replayedLsn(state.replica.db))
+        const replayed = await probe(replayedLsn(state.db))
         const wasUp = state.up
         state.up = replayed !== undefined
-        state.lagMs = replayed === undefined ? state.lagMs : lagMs(samples, replayed, clock())
+        state.lagMs = replayed === undefined ? state.lagMs : lagMs(samples, replayed, Date.now())
         if (wasUp !== state.up) {
-          logger.warn({ replica: state.replica.name, up: state.up }, 'read replica changed state')
+          logger.warn({ replica: state.name, up: state.up }, 'read replica changed state')
         }
       }),
     )
@@ -78,22 +62,26 @@ export function watchReplicas({
     timer = setTimeout(async () => {
       await check().catch((error: unknown) => logger.warn({ err: error }, 'read replica check failed'))
       if (!closed) loop()
-    }, checkIntervalMs)
+    }, CHECK_INTERVAL_MS)
   }
   loop()
 
   return {
-    available: () => {
+    // Replicas that may serve a read now (up, and no further behind than allowed), rotated so that
+    // reads spread over them.
+    available: (): ReadReplica[] => {
       const usable = states.filter((state) => state.up && (state.lagMs ?? Infinity) <= maxLagMs)
       turn = (turn + 1) % Math.max(1, usable.length)
-      return [...usable.slice(turn), ...usable.slice(0, turn)].map((state) => state.replica)
+      return [...usable.slice(turn), ...usable.slice(0, turn)]
     },
-    markDown: (replica) => {
-      const state = states.find((candidate) => candidate.replica === replica)
+    // A read failed to reach it: no read goes there until a check answers again.
+    markDown: (replica: ReadReplica) => {
+      const state = states.find((candidate) => candidate === replica)
       if (state?.up) logger.warn({ replica: replica.name }, 'read replica unreachable; reading elsewhere')
       if (state) state.up = false
     },
-    statuses: () => states.map(({ replica, up, lagMs }) => ({ name: replica.name, up, lagMs })),
+    statuses: (): ReplicaStatus[] => states.map(({ name, up, lagMs }) => ({ name, up, lagMs })),
+    // Resolves after the first round of checks.
     firstCheck: firstCheck.catch(() => {}),
     close: async () => {
       closed = true
@@ -130,15 +118,8 @@ async function replayedLsn(db: Database): Promise<bigint | undefined> {
   return row?.lsn == null ? undefined : BigInt(row.lsn)
 }
 
-// Undefined when the query fails or does not answer in time.
-async function withTimeout<T>(work: Promise<T>): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, CHECK_TIMEOUT_MS, undefined)
-  })
-  try {
-    return await Promise.race([work.catch(() => undefined), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
+// Undefined when a check query fails or does not answer in time.
+function probe<T>(query: Promise<T>): Promise<T | undefined> {
+  const answer = query.catch(() => undefined)
+  return within(answer, CHECK_TIMEOUT_MS)
 }

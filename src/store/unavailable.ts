@@ -18,20 +18,20 @@ const CONNECTION_CODES = new Set([
 ])
 
 export function isDatabaseUnavailable(error: unknown): boolean {
-  // Drizzle wraps driver errors; the driver's code sits somewhere along `cause`.
-  for (let current = error, depth = 0; current && depth < 5; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true
-    current = (current as { cause?: unknown }).cause
-  }
-  return false
+  return codesOf(error).some((code) => CONNECTION_CODES.has(code) || code.startsWith('08'))
 }
 
 export function postgresErrorCode(error: unknown): string | undefined {
+  return codesOf(error).find((code) => /^[0-9A-Z]{5}$/.test(code))
+}
+
+// Drizzle wraps driver errors: the driver's code sits somewhere along `cause`.
+function codesOf(error: unknown): string[] {
+  const codes: string[] = []
   for (let current = error, depth = 0; current && depth < 5; depth++) {
     const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code
+    if (typeof code === 'string') codes.push(code)
     current = (current as { cause?: unknown }).cause
   }
-  return undefined
+  return codes
 }

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { prettyLine } from '../../src/observability/pretty-line.ts'
+import { prettyLine } from '../../src/logger.ts'
 
 test('given a pino JSON line, when it is made pretty, then it reads time, level, message and fields', () => {
   const line = JSON.stringify({

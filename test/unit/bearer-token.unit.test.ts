@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { readBearerToken } from '../../src/auth/bearer-token.ts'
+import { readBearerToken } from '../../src/auth/authentication.ts'
 
 test.each(['Bearer abc.def.ghi', 'bearer abc.def.ghi', 'BEARER abc.def.ghi', 'Bearer   abc.def.ghi'])(
   'the scheme of %p is matched case-insensitively',

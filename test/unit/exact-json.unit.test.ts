@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { exactInteger, parseJsonExact } from '../../src/http/exact-json.ts'
+import { exactInteger, parseJsonExact } from '../../src/http/json-body.ts'
 
 describe('exactInteger', () => {
   test('every int64 written as a JSON integer comes back exactly', () => {

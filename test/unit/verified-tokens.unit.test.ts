@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { verifiedTokens } from '../../src/auth/verified-tokens.ts'
+import { verifiedTokens } from '../../src/auth/token-verifier.ts'
 
 const always = async () => true
 
