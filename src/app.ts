@@ -60,7 +60,6 @@ export function createApp({
     .use(errorHandler({ logger, requestIds: ids, allowedMethods }))
     .use(
       requestObservation({
-        allowedMethods,
         requestIdOf: ids.of,
         clock,
         onStarted: metrics.requestStarted,

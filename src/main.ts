@@ -10,6 +10,7 @@ import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
 import { openStorage } from './store/open-storage.ts'
+import { within } from './time-limit.ts'
 
 // Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
 // creates/s than one at a time at 64 connections, as many as one per pooled connection, with
@@ -73,10 +74,7 @@ async function main(): Promise<void> {
     await changes.close()
     // Every request is answered within the deadline; a response body still being written to a
     // client that does not read (Deno does not reset that connection) is not waited for longer.
-    await Promise.race([
-      server.stop(),
-      new Promise((resolve) => setTimeout(resolve, config.requestTimeoutMs)),
-    ])
+    await within(server.stop(), config.requestTimeoutMs)
     await feed?.close()
     await replicaReads?.close()
     await storage.close()

@@ -14,8 +14,6 @@ export type RequestRecord = {
 export type RequestObservationDeps = {
   onStarted?: () => void
   onFinished: (record: RequestRecord) => void
-  // Unused (the error handler records its status); app.ts still passes it.
-  allowedMethods?: (path: string) => string[]
   requestIdOf: (request: Request) => string
   // A monotonic clock in milliseconds.
   clock?: () => number
