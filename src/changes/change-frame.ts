@@ -1,4 +1,5 @@
-import type { Plant } from '../plants/domain.ts'
+import { decodePlantEvent, type Plant } from '../plants/domain.ts'
+import type { LoggedEvent } from '../store/event-log.ts'
 
 // A created plant as the change stream sends it (CONTRACT §9), shaped like the feed's `data`.
 export type PlantChange = Plant & { position: bigint }
@@ -14,4 +15,9 @@ export function changeFrame({ position, id, name, tag }: PlantChange): string {
 // A comment line: clients ignore it, connections and proxies see traffic.
 export function commentFrame(text: string): string {
   return `: ${text}\n\n`
+}
+
+export function changeOf(event: LoggedEvent): PlantChange {
+  const { data } = decodePlantEvent(event)
+  return { position: event.position, ...data }
 }

@@ -1,7 +1,6 @@
 import type { Logger } from '../logger.ts'
-import { decodePlantEvent } from '../plants/domain.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
-import { changeFrame } from './change-frame.ts'
+import { changeFrame, changeOf } from './change-frame.ts'
 import type { ChangeStream } from './change-stream.ts'
 
 export type ChangeHubOptions = {
@@ -23,34 +22,37 @@ export function createChangeHub({
   keepAliveMs = 10_000,
   tickMs = 1000,
 }: ChangeHubOptions) {
-  const all = new Set<ChangeStream>()
   const byOwner = new Map<string, Set<ChangeStream>>()
+  let count = 0
   let closing = false
 
-  const timer = setInterval(() => {
+  const tick = () => {
     const at = now()
-    for (const stream of all) {
-      if (at >= stream.expiresAt) stream.end('the token has expired')
-      else if (at - stream.lastSentAt() >= keepAliveMs) stream.comment('keep-alive')
+    for (const streams of byOwner.values()) {
+      for (const stream of streams) {
+        if (at >= stream.expiresAt) stream.end('the token has expired')
+        else if (at - stream.lastSentAt >= keepAliveMs) stream.comment('keep-alive')
+      }
     }
-  }, tickMs)
+  }
+  const timer = setInterval(tick, tickMs)
 
   return {
     now,
     // False once the hub is closing: no new stream is taken.
     add: (stream: ChangeStream): boolean => {
       if (closing) return false
-      all.add(stream)
-      const streams = byOwner.get(stream.owner)
-      if (streams) streams.add(stream)
-      else byOwner.set(stream.owner, new Set([stream]))
+      const streams = byOwner.get(stream.owner) ?? new Set()
+      if (streams.size === 0) byOwner.set(stream.owner, streams)
+      if (!streams.has(stream)) count++
+      streams.add(stream)
       return true
     },
     remove: (stream: ChangeStream) => {
-      if (!all.delete(stream)) return
       const streams = byOwner.get(stream.owner)
-      streams?.delete(stream)
-      if (streams?.size === 0) byOwner.delete(stream.owner)
+      if (!streams?.delete(stream)) return
+      count--
+      if (streams.size === 0) byOwner.delete(stream.owner)
     },
     deliver: (events: LoggedEvent[]) => {
       for (const event of events) {
@@ -58,7 +60,7 @@ export function createChangeHub({
         if (!streams) continue
         let frame: string
         try {
-          frame = changeFrame({ position: event.position, ...decodePlantEvent(event).data })
+          frame = changeFrame(changeOf(event))
         } catch (error) {
           logger.error(
             { err: error, position: String(event.position) },
@@ -69,13 +71,13 @@ export function createChangeHub({
         for (const stream of streams) stream.offer(event.position, frame)
       }
     },
-    count: () => all.size,
-    // Ends every stream cleanly (clients reconnect elsewhere) and takes no more. A stream leaves
-    // the set as it ends, which its iteration allows.
+    count: () => count,
+    // Ends every stream cleanly (clients reconnect elsewhere) and takes no more.
     close: () => {
       closing = true
       clearInterval(timer)
-      for (const stream of all) stream.end('shutting down')
+      for (const streams of [...byOwner.values()])
+        for (const stream of [...streams]) stream.end('shutting down')
     },
   }
 }

@@ -1,107 +1,151 @@
-import type { Logger } from '../logger.ts'
-import type { Executor } from '../store/database.ts'
-import { changeFrame } from './change-frame.ts'
-import type { ChangeHub } from './change-hub.ts'
-import { createEventBody, type EventBody } from './event-body.ts'
-import { readOwnerChanges, readOwnerHead } from './owner-changes.ts'
+import { commentFrame } from './change-frame.ts'
 
-export type ChangeStreamDeps = { db: Executor; hub: ChangeHub; logger: Logger; catchUpBatch: number }
-
-// Text waiting for a client that does not read, beyond which it is disconnected (it resumes with
-// Last-Event-ID); the same bound holds the live events that wait while a stream catches up.
-const MAX_BUFFERED_BYTES = 1024 * 1024
-
-export type ChangeRequest = {
+export type ChangeStreamOptions = {
   owner: string
-  // Where the caller stopped; undefined: at the caller's head now.
-  after?: bigint
   // When the caller's token expires, in milliseconds since the epoch: the stream ends then.
   expiresAt: number
+  // Text waiting for a client that does not read, beyond which it is disconnected (it resumes
+  // with Last-Event-ID). What the runtime has already taken sits in the kernel's socket buffers.
+  maxBufferedBytes: number
+  now: () => number
+  onClosed: (stream: ChangeStream) => void
 }
 
-// One client's stream, as the hub sees it.
-export type ChangeStream = EventBody & {
-  owner: string
-  expiresAt: number
-  // An event from the live log.
-  offer: (position: bigint, frame: string) => void
-}
+export type ChangeStream = ReturnType<typeof createChangeStream>
 
-type Frame = { position: bigint; frame: string }
+const encoder = new TextEncoder()
 
-// Joins the database and the live log without a gap or a duplicate: the stream takes live events
-// (held) before the first read, so whatever commits after that read's snapshot reaches it live;
-// whatever the reads saw is sent from them, and any event at or below the last position sent is
-// dropped. Positions of one owner's events only grow (create-plant.ts). The first read happens
-// before the response, so an unreachable database is a clean 503; the next ones each time the
-// client took what was sent, so a long catch-up never piles up here. Undefined once the hub closes.
-export async function openChangeStream(
-  { db, hub, logger, catchUpBatch }: ChangeStreamDeps,
-  { owner, after, expiresAt }: ChangeRequest,
-): Promise<ReadableStream<Uint8Array> | undefined> {
+// One client's stream of server-sent events. Nothing is pushed at the client: the runtime pulls
+// the body as the connection drains, so a client that stops reading stops the pulls, its text
+// piles up here, and past the bound its connection is reset. Until `goLive`, live events are held
+// while the stream catches up from the database; after it, an event at or below the last position
+// sent is a duplicate and is dropped. Positions of one owner's events only grow (create-plant.ts).
+export function createChangeStream({
+  owner,
+  expiresAt,
+  maxBufferedBytes,
+  now,
+  onClosed,
+}: ChangeStreamOptions) {
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined
+  let queue: string[] = []
+  let queuedBytes = 0
+  let waitingPull: (() => void) | undefined
+  let waitingDrain: (() => void)[] = []
   let last = -1n
-  // Live events that arrive while the stream catches up: held, or past the bound dropped (then the
-  // database is read again).
-  let held: { frames: Frame[]; bytes: number } | 'dropped' | 'live' = { frames: [], bytes: 0 }
+  let live = false
+  let held: { position: bigint; frame: string }[] = []
+  let heldBytes = 0
+  let missed = false
+  let closed = false
 
-  const body = createEventBody({
-    maxBufferedBytes: MAX_BUFFERED_BYTES,
-    now: hub.now,
-    onDrained: () =>
-      catchUp().catch((error: unknown) => {
-        logger.warn({ err: error }, 'a change stream could not catch up; it ends and the client resumes')
-        body.end('catching up failed; reconnect')
-      }),
-    onClosed: () => hub.remove(stream),
-  })
-  // Sends the frames above the last position sent, in one write; false when there was none.
-  const send = (frames: Frame[]): boolean => {
-    let text = ''
-    for (const { position, frame } of frames) {
-      if (position <= last) continue
-      last = position
-      text += frame
+  const settle = () => {
+    waitingPull?.()
+    waitingPull = undefined
+    for (const drained of waitingDrain) drained()
+    waitingDrain = []
+  }
+  const finish = (close: (c: ReadableStreamDefaultController<Uint8Array>) => void) => {
+    if (closed) return
+    closed = true
+    held = []
+    try {
+      if (controller) close(controller)
+    } catch {
+      // The client went away first: the body is already closed.
     }
-    if (text !== '') body.write(text)
-    return text !== ''
+    queue = []
+    settle()
+    onClosed(stream)
   }
-  // Sends the held events and goes live, unless some were dropped: then the database is read again.
-  const goLive = () => {
-    const waiting = held
-    held = waiting === 'dropped' ? { frames: [], bytes: 0 } : 'live'
-    if (typeof waiting === 'object') send(waiting.frames)
-  }
-  // Reads on until something was sent or the stream is live; a short read has caught up.
-  const catchUp = async () => {
-    while (held !== 'live' && !body.isClosed()) {
-      const found = await readOwnerChanges(db, owner, last, catchUpBatch)
-      const sent = send(found.map((change) => ({ position: change.position, frame: changeFrame(change) })))
-      if (found.length < catchUpBatch) goLive()
-      if (sent) return
+  const write = (frame: string) => {
+    if (closed) return
+    stream.lastSentAt = now()
+    if (waitingPull && controller) {
+      controller.enqueue(encoder.encode(frame))
+      settle()
+      return
     }
+    queue.push(frame)
+    queuedBytes += frame.length
+    // An error with no reason resets the connection without the runtime logging it. It is raised
+    // on a later turn: Bun leaves the connection open when a body errors in the same turn as a
+    // chunk was enqueued (found with group commit, whose batches arrive in one turn).
+    if (queuedBytes > maxBufferedBytes) finish((c) => setTimeout(() => c.error(undefined), 0))
   }
-  const stream: ChangeStream = {
-    ...body,
+
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start: (c) => {
+        controller = c
+        c.enqueue(encoder.encode(commentFrame('connected')))
+      },
+      pull: (c) => {
+        if (queue.length === 0) return new Promise<void>((resolve) => (waitingPull = resolve))
+        c.enqueue(encoder.encode(queue.join('')))
+        queue = []
+        queuedBytes = 0
+        settle()
+      },
+      cancel: () => finish(() => {}),
+    },
+    { highWaterMark: 0 },
+  )
+
+  const stream = {
     owner,
     expiresAt,
-    offer: (position, frame) => {
-      if (held === 'live') send([{ position, frame }])
-      else if (held !== 'dropped') {
-        held.frames.push({ position, frame })
-        held.bytes += frame.length
-        if (held.bytes > MAX_BUFFERED_BYTES) held = 'dropped'
+    lastSentAt: now(),
+    body,
+    isClosed: () => closed,
+    // The last position sent, or where the stream started.
+    lastPosition: () => last,
+    // Where the stream starts: events up to `position` are not sent.
+    startAfter: (position: bigint) => {
+      last = position
+    },
+    // An event read by the catch-up, in position order.
+    sendCaughtUp: (position: bigint, frame: string) => {
+      if (position <= last) return
+      last = position
+      write(frame)
+    },
+    // An event from the live log.
+    offer: (position: bigint, frame: string) => {
+      if (closed) return
+      if (live) return stream.sendCaughtUp(position, frame)
+      if (missed) return
+      heldBytes += frame.length
+      held.push({ position, frame })
+      if (heldBytes > maxBufferedBytes) {
+        held = []
+        heldBytes = 0
+        missed = true
       }
     },
+    // Sends the held events above the last position and goes live, unless some were dropped
+    // while holding: then the caller reads the database again first.
+    goLive: (): boolean => {
+      const wasMissed = missed
+      const waiting = held
+      held = []
+      heldBytes = 0
+      missed = false
+      if (wasMissed) return false
+      for (const { position, frame } of waiting) stream.sendCaughtUp(position, frame)
+      live = true
+      return true
+    },
+    // Resolves once the runtime has taken everything written so far (or the stream closed).
+    drained: (): Promise<void> =>
+      queue.length === 0 || closed ? Promise.resolve() : new Promise((resolve) => waitingDrain.push(resolve)),
+    comment: (text: string) => write(commentFrame(text)),
+    // A clean end: what is queued still goes out, then the body ends and the client reconnects.
+    end: (reason: string) =>
+      finish((c) => {
+        c.enqueue(encoder.encode(queue.join('') + commentFrame(reason)))
+        c.close()
+      }),
   }
-
-  if (!hub.add(stream)) return undefined
-  try {
-    last = after ?? (await readOwnerHead(db, owner))
-    if (after === undefined) goLive()
-    else await catchUp()
-  } catch (error) {
-    hub.remove(stream)
-    throw error
-  }
-  return stream.body
+  return stream
 }

@@ -5,12 +5,11 @@ import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { HttpError } from '../http/http-error.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { BearerHeaders } from '../plants/schemas.ts'
+import { ShuttingDown } from './open-change-stream.ts'
 import type { Changes } from './start-changes.ts'
+import { POSITION_RULE, parsePosition } from './start-position.ts'
 
 export type ChangeRoutesDeps = { verifyToken: TokenVerifier; changes?: Changes }
-
-const MAX_POSITION = 2n ** 63n - 1n
-const POSITION_RULE = 'must be a decimal integer from 0 to 9223372036854775807'
 
 const Position = (name: string, description: string) =>
   Type.String({ pattern: '^[0-9]+$', description, error: `${name} ${POSITION_RULE}` })
@@ -52,9 +51,13 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
         throw new HttpError(400, `after ${POSITION_RULE}`)
       const after = startPosition(headers['last-event-id'], query.after)
       if (!changes) throw new HttpError(503, 'live changes are not running here', { 'retry-after': '5' })
-      const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
-      if (!body) throw new HttpError(503, 'the service is shutting down; reconnect', { 'retry-after': '1' })
-      return new Response(body, { headers: EVENT_STREAM_HEADERS })
+      try {
+        const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
+        return new Response(body, { headers: EVENT_STREAM_HEADERS })
+      } catch (error) {
+        if (error instanceof ShuttingDown) throw new HttpError(503, error.message, { 'retry-after': '1' })
+        throw error
+      }
     },
     {
       query: ChangesQuery,
@@ -70,12 +73,10 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
   )
 }
 
-// Last-Event-ID wins over after. Leading zeros are allowed; past int64 is refused.
 function startPosition(lastEventId: string | undefined, after: string | undefined): bigint | undefined {
   const [name, text] = lastEventId !== undefined ? ['Last-Event-ID', lastEventId] : ['after', after]
   if (text === undefined) return undefined
-  const digits = text.replace(/^0+(?=.)/, '')
-  if (!/^[0-9]{1,19}$/.test(digits) || BigInt(digits) > MAX_POSITION)
-    throw new HttpError(400, `${name} ${POSITION_RULE}`)
-  return BigInt(digits)
+  const position = parsePosition(text)
+  if (position === undefined) throw new HttpError(400, `${name} ${POSITION_RULE}`)
+  return position
 }

@@ -1,34 +1,50 @@
 import type { Registry } from 'prom-client'
+import type { Logger } from '../logger.ts'
 import { createChangeMetrics } from '../observability/change-metrics.ts'
 import type { Executor } from '../store/database.ts'
-import { type ChangeHubOptions, createChangeHub } from './change-hub.ts'
-import { type ChangeRequest, openChangeStream } from './change-stream.ts'
+import { createChangeHub } from './change-hub.ts'
 import { startLogFollower } from './log-follower.ts'
+import { type ChangeRequest, openChangeStream } from './open-change-stream.ts'
 import { postgresNotices } from './postgres-notices.ts'
 
-export type ChangesDeps = ChangeHubOptions & {
+export type ChangesDeps = {
   // Where the log and the callers' plants are read.
   db: Executor
+  logger: Logger
   registry: Registry
   // PostgreSQL: the database where instances notify each other of appends (the primary). Absent
   // (the embedded store, which one process holds): this process's own appends are all there is.
   noticesUrl?: string
-  // The most plants one catch-up read takes.
+  now?: () => number
+  keepAliveMs?: number
+  tickMs?: number
+  // A stream whose client leaves this much text unread is disconnected.
+  maxBufferedBytes?: number
   catchUpBatch?: number
 }
 
-export type Changes = Awaited<ReturnType<typeof startChanges>>
+export type Changes = {
+  open: (request: ChangeRequest) => Promise<ReadableStream<Uint8Array>>
+  // This process appended events: followers here and elsewhere read the log now.
+  appended: () => void
+  count: () => number
+  // Ends every stream at once (so that a shutdown does not wait for them), then stops reading.
+  close: () => Promise<void>
+}
 
 // GET /plants/changes's machinery: one follower of the log feeding every open stream.
 export async function startChanges({
   db,
+  logger,
   registry,
   noticesUrl,
+  now,
+  keepAliveMs,
+  tickMs,
+  maxBufferedBytes = 1024 * 1024,
   catchUpBatch = 500,
-  ...hubOptions
-}: ChangesDeps) {
-  const { logger } = hubOptions
-  const hub = createChangeHub(hubOptions)
+}: ChangesDeps): Promise<Changes> {
+  const hub = createChangeHub({ logger, now, keepAliveMs, tickMs })
   const follower = await startLogFollower({ db, logger, onEvents: hub.deliver }).catch((error) => {
     hub.close()
     throw error
@@ -38,14 +54,12 @@ export async function startChanges({
     : undefined
   createChangeMetrics(registry, hub.count)
   return {
-    // The stream's body; undefined once shutting down.
-    open: (request: ChangeRequest) => openChangeStream({ db, hub, logger, catchUpBatch }, request),
-    // This process appended events: followers here and elsewhere read the log now.
+    open: (request) => openChangeStream({ db, hub, logger, maxBufferedBytes, catchUpBatch }, request),
     appended: () => {
       follower.wake()
       notices?.notify()
     },
-    // Ends every stream at once (so that a shutdown does not wait for them), then stops reading.
+    count: hub.count,
     close: async () => {
       hub.close()
       await follower.stop()

@@ -48,8 +48,7 @@ for (const kind of STORAGE_KINDS) {
     }
 
     beforeAll(async () => {
-      // Catch-up reads of two plants: every replay here takes several.
-      h = await createHarness(kind, { changes: { keepAliveMs: 300, tickMs: 50, catchUpBatch: 2 } })
+      h = await createHarness(kind, { changes: { keepAliveMs: 300, tickMs: 50 } })
     })
     afterAll(async () => {
       await Promise.all(open.map((reader) => reader.close()))
