@@ -7,16 +7,10 @@ import {
   type PubAck,
   StorageType,
 } from '@nats-io/jetstream'
-import {
-  createInbox,
-  deadline,
-  deferred,
-  headers,
-  type Msg,
-  type NatsConnection,
-} from '@nats-io/transport-node'
+import { createInbox, deferred, headers, type Msg, type NatsConnection } from '@nats-io/transport-node'
 import { ConfigError, type FeedConfig } from '../config.ts'
 import { LOG_START, type LogCursor } from '../store/event-log.ts'
+import { within } from '../time-limit.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage, feedFilter } from './cloud-event.ts'
 
 // Where the stream ends: its last sequence (any subject), and the log cursor of the last feed
@@ -172,7 +166,7 @@ async function sendAll(nc: NatsConnection, messages: FeedMessage[], after: Tail)
       messageHeaders.set('Nats-Expected-Last-Sequence', String(after.sequence + index))
       nc.publish(message.subject, message.body, { headers: messageHeaders, reply: `${inbox}.${index}` })
     }
-    await deadline(allAnswered, PUBLISH_TIMEOUT_MS).catch(() => {})
+    await within(allAnswered, PUBLISH_TIMEOUT_MS)
   } finally {
     subscription.unsubscribe()
   }

@@ -1,10 +1,11 @@
-import { type ConnectionOptions, connect, deadline, type NatsConnection } from '@nats-io/transport-node'
+import { type ConnectionOptions, connect, type NatsConnection } from '@nats-io/transport-node'
 import type { Registry } from 'prom-client'
 import { type Config, ConfigError, type FeedConfig } from '../config.ts'
 import type { Logger } from '../logger.ts'
 import { createFeedMetrics } from '../observability/feed-metrics.ts'
 import type { Database } from '../store/database.ts'
 import { countLogAfter } from '../store/event-log.ts'
+import { within } from '../time-limit.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
 import { feedStream } from './nats-stream.ts'
 import { startRelay } from './relay.ts'
@@ -73,7 +74,12 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
     // From the stream's tail when it answers in time, else from the last cursor the relay knew.
     lag: async () => {
       const read = connected ? stream.then((ready) => ready.readTail()) : undefined
-      const tail = read && (await deadline(read, LAG_READ_TIMEOUT_MS).catch(() => undefined))
+      const tail =
+        read &&
+        (await within(
+          read.catch(() => undefined),
+          LAG_READ_TIMEOUT_MS,
+        ))
       const cursor = tail?.cursor ?? relay.lastPublished()
       return cursor === undefined ? undefined : countLogAfter(db, cursor)
     },
