@@ -1,3 +1,5 @@
+import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from './store/target-session-attrs.ts'
+
 export type Config = {
   host: string
   port: number
@@ -99,7 +101,7 @@ export function loadConfig(env: Env): Config {
           : { kind: 'embedded', dataDir }
         : {
             kind: 'postgres',
-            url: databaseUrl,
+            url: postgresUrl(databaseUrl, nonEmpty(env, 'PGTARGETSESSIONATTRS')),
             poolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
             statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
           },
@@ -115,6 +117,16 @@ export function loadConfig(env: Env): Config {
     feed: feedConfig(env),
     readReplicas: readReplicasConfig(env, databaseUrl !== undefined),
   }
+}
+
+function postgresUrl(databaseUrl: string, targetSessionAttrs: string | undefined): string {
+  const url = withTargetSessionAttrs(databaseUrl, targetSessionAttrs)
+  if (url === undefined) {
+    throw new ConfigError(
+      `DATABASE_URL: target_session_attrs must be one of ${TARGET_SESSION_ATTRS.join(', ')}`,
+    )
+  }
+  return url
 }
 
 function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig | undefined {

@@ -16,7 +16,16 @@ export type PrimaryWithReplica = {
   startReplica: () => Promise<void>
   // Waits until the replica has replayed everything the primary has written so far.
   caughtUp: () => Promise<void>
+  // The primary stopped as a crash (no shutdown checkpoint, clients cut off), and the replica made
+  // the primary: what an HA manager does when the primary dies.
+  crashPrimary: () => Promise<void>
+  promoteReplica: () => Promise<void>
   stop: () => void
+}
+
+export type ReplicaOptions = {
+  // The primary waits for the replica to confirm every commit (synchronous_standby_names).
+  synchronous?: boolean
 }
 
 // PostgreSQL's server tools: TEST_POSTGRES_BIN, else the newest version Debian's packages installed.
@@ -39,7 +48,9 @@ function run(command: string, args: string[]): void {
   }
 }
 
-export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
+export async function startPrimaryWithReplica({
+  synchronous = false,
+}: ReplicaOptions = {}): Promise<PrimaryWithReplica> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-replica-'))
   if (RUN_AS.length > 0) {
     const ids = Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()
@@ -69,7 +80,12 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
     run('initdb', ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'])
     await Bun.write(
       join(primaryDir, 'postgresql.auto.conf'),
-      settings(primaryPort, dir, ['wal_level = replica', 'max_wal_senders = 5', 'fsync = off']),
+      settings(primaryPort, dir, [
+        'wal_level = replica',
+        'max_wal_senders = 5',
+        'fsync = off',
+        ...(synchronous ? ["synchronous_standby_names = '*'", 'synchronous_commit = on'] : []),
+      ]),
     )
     pgCtl(primaryDir, 'start')
     run('pg_basebackup', [
@@ -113,6 +129,8 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
       await onReplica('select pg_wal_replay_resume()')
     },
     stopReplica: async () => pgCtl(replicaDir, 'stop', '-m', 'fast'),
+    crashPrimary: async () => pgCtl(primaryDir, 'stop', '-m', 'immediate'),
+    promoteReplica: async () => pgCtl(replicaDir, 'promote'),
     startReplica: async () => pgCtl(replicaDir, 'start'),
     caughtUp: async () => {
       const [row] = await query(primaryUrl, 'select pg_current_wal_lsn()::text as lsn')
