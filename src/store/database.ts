@@ -5,6 +5,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import { lockDataDir } from './data-dir-lock.ts'
 import { keepTextExact } from './exact-text.ts'
+import { primaryHost } from './primary-host.ts'
 
 export type Database = PgDatabase<PgQueryResultHKT>
 export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
@@ -49,7 +50,9 @@ export function openPostgres({
   statementTimeoutMs,
   connectTimeoutSeconds = 5,
 }: PostgresSettings): DatabaseHandle {
+  const primary = primaryHost(url)
   const client = postgres(url, {
+    ...primary?.options,
     max: poolSize,
     connect_timeout: connectTimeoutSeconds,
     // postgres.js backs off up to 20 s between reconnects after repeated failures, and queries
@@ -67,7 +70,14 @@ export function openPostgres({
       plan_cache_mode: 'force_generic_plan',
     },
   })
-  return { db: drizzlePostgres({ client }), kind: 'postgres', close: () => client.end({ timeout: 5 }) }
+  return {
+    db: drizzlePostgres({ client }),
+    kind: 'postgres',
+    close: async () => {
+      await client.end({ timeout: 5 })
+      await primary?.close()
+    },
+  }
 }
 
 // A compiled module and a data directory to start from (see memory-template.ts).

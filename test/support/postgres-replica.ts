@@ -103,7 +103,9 @@ export async function startPrimaryWithReplica({
     ])
     // pg_basebackup -R wrote primary_conninfo into postgresql.auto.conf; the port comes after it.
     const autoConf = join(replicaDir, 'postgresql.auto.conf')
-    await Bun.write(autoConf, `${await Bun.file(autoConf).text()}\nport = ${replicaPort}\n`)
+    // The primary's settings came along; the replica, once promoted, has no standby to wait for.
+    const copied = (await Bun.file(autoConf).text()).replace(/^synchronous_standby_names.*$/m, '')
+    await Bun.write(autoConf, `${copied}\nport = ${replicaPort}\n`)
     pgCtl(replicaDir, 'start')
   } catch (error) {
     stop()
