@@ -6,6 +6,7 @@ import { startChanges } from './changes/start-changes.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startFeed } from './feed/start-feed.ts'
 import { createLogger } from './logger.ts'
+import { watchLogReadersHeld } from './observability/log-readers-held.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
@@ -44,6 +45,8 @@ async function main(): Promise<void> {
     registry,
     noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
   })
+  const readersHeld =
+    storage.kind === 'postgres' ? watchLogReadersHeld({ db: storage.db, registry, logger }) : undefined
   const onAppended = () => {
     feed?.wake()
     changes.appended()
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
     // client that does not read (Deno does not reset that connection) is not waited for longer.
     await within(server.stop(), config.requestTimeoutMs)
     await feed?.close()
+    readersHeld?.stop()
     await replicaReads?.close()
     await storage.close()
     logger.info('stopped')

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { Registry } from 'prom-client'
+import { createLogger } from '../../src/logger.ts'
+import { watchLogReadersHeld } from '../../src/observability/log-readers-held.ts'
+import { logCursorNow, readLog } from '../../src/store/event-log.ts'
+import { create, openTestStorage, type TestStorage } from '../replay/storage.ts'
+import { eventually } from '../replicas/replica-client.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+
+// A transaction left open in another database of the same server holds every reader of the log:
+// the gauge says for how long, one warning names the session, and the readers catch up once it ends.
+let storage: TestStorage
+let other: TestDatabase
+let otherClient: postgres.Sql
+
+beforeAll(async () => {
+  storage = await openTestStorage('postgres')
+  other = await createTestDatabase('elsewhere')
+  otherClient = postgres(other.url, { max: 1, onnotice: () => {} })
+}, 30_000)
+afterAll(async () => {
+  await otherClient?.end()
+  await other?.drop()
+  await storage?.close()
+}, 30_000)
+
+test('a long transaction in another database: the gauge rises, one warning names it, and the readers catch up once it ends', async () => {
+  const lines: string[] = []
+  const logger = createLogger('info', { write: (line) => lines.push(line) })
+  const registry = new Registry()
+  const gauge = async () => {
+    const text = await registry.metrics()
+    return Number(/^plant_store_log_readers_held_seconds (\S+)$/m.exec(text)?.[1])
+  }
+  const watch = watchLogReadersHeld({
+    db: storage.db,
+    registry,
+    logger,
+    checkEveryMs: 100,
+    warnAfterMs: 1000,
+  })
+  try {
+    // given a reader of the log at its head
+    const cursor = await logCursorNow(storage.db)
+    // when a transaction in another database takes an id and stays open
+    const holder = await otherClient.reserve()
+    await holder`begin`
+    const [{ pid }] = (await holder`select pg_backend_pid() as pid, pg_current_xact_id()`) as unknown as [
+      { pid: number },
+    ]
+    // and a plant is created here meanwhile
+    await create(storage.db, 'owner', { id: 1n, name: 'held back' })
+    // then the reader does not get it, the gauge rises, and one warning names the holder
+    await eventually('the gauge passes 1.5 s', async () => (await gauge()) > 1.5, 10_000)
+    expect(await readLog(storage.db, cursor, 10)).toEqual([])
+    await Bun.sleep(500)
+    const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 40)
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0].holder).toMatchObject({ pid, database: other.name, state: 'idle in transaction' })
+    expect(warnings[0].holder.ageSeconds).toBeGreaterThan(1)
+    // when it ends
+    await holder`commit`
+    holder.release()
+    // then the gauge falls and the reader catches up
+    await eventually('the gauge falls', async () => (await gauge()) < 1, 5000)
+    const caughtUp = await readLog(storage.db, cursor, 10)
+    expect(caughtUp.map((event) => (event.data as { name: string }).name)).toEqual(['held back'])
+  } finally {
+    watch.stop()
+  }
+}, 30_000)
