@@ -8,6 +8,7 @@ import { measureChanges } from './changes.ts'
 import { measureEmbedded } from './embedded.ts'
 import { measureGrowth } from './growth.ts'
 import { ensureWrk } from './load.ts'
+import { measureSynchronousCommit } from './failover.ts'
 import { measureReplicas } from './replicas.ts'
 import { printReport } from './report.ts'
 import type { Bench } from './services.ts'
@@ -40,6 +41,9 @@ const { values: flags } = parseArgs({
     'replicas-only': { type: 'boolean', default: false },
     'skip-replicas': { type: 'boolean', default: false },
     'compare-root': { type: 'string' },
+    // Synchronous replication's cost to a create (failover.ts): only it, or all but it.
+    'failover-only': { type: 'boolean', default: false },
+    'skip-failover': { type: 'boolean', default: false },
   },
 })
 
@@ -71,6 +75,16 @@ async function withDatabase<T>(
     await sql.end()
     await database.drop()
   }
+}
+
+if (flags['failover-only']) {
+  console.log('failover: POST with one synchronous standby against none')
+  const failover = await measureSynchronousCommit(bench, { rounds, seconds, connections: Number(flags.connections) })
+  const file = `${new URL('./results/', import.meta.url).pathname}failover-${new Date().toISOString().replaceAll(':', '-')}.json`
+  mkdirSync(new URL('./results/', import.meta.url).pathname, { recursive: true })
+  await Bun.write(file, `${JSON.stringify({ at: new Date().toISOString(), flags, failover }, null, 2)}\n`)
+  console.log(`\nfigures written to ${file}`)
+  process.exit(0)
 }
 
 if (flags['changes-only']) {
@@ -125,6 +139,11 @@ if (!flags['skip-replicas']) {
     compareRoot: flags['compare-root'],
   })
 }
+let failover: Awaited<ReturnType<typeof measureSynchronousCommit>> | undefined
+if (!flags['skip-failover'] && !onlyReplicas) {
+  console.log('failover: POST with one synchronous standby against none')
+  failover = await measureSynchronousCommit(bench, { rounds, seconds, connections: Number(flags.connections) })
+}
 const changes = flags['skip-changes'] || onlyReplicas ? undefined : await runChangesBench()
 
 const machine = {
@@ -147,6 +166,7 @@ const results = {
   embedded,
   rebuild,
   replicas,
+  failover,
   changes,
 }
 if (throughput) printReport({ ...results, throughput })
