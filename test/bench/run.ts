@@ -6,9 +6,9 @@ import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { measureChanges } from './changes.ts'
 import { measureEmbedded } from './embedded.ts'
+import { measureSynchronousCommit } from './failover.ts'
 import { measureGrowth } from './growth.ts'
 import { ensureWrk } from './load.ts'
-import { measureSynchronousCommit } from './failover.ts'
 import { measureReplicas } from './replicas.ts'
 import { printReport } from './report.ts'
 import type { Bench } from './services.ts'
@@ -79,7 +79,11 @@ async function withDatabase<T>(
 
 if (flags['failover-only']) {
   console.log('failover: POST with one synchronous standby against none')
-  const failover = await measureSynchronousCommit(bench, { rounds, seconds, connections: Number(flags.connections) })
+  const failover = await measureSynchronousCommit(bench, {
+    rounds,
+    seconds,
+    connections: Number(flags.connections),
+  })
   const file = `${new URL('./results/', import.meta.url).pathname}failover-${new Date().toISOString().replaceAll(':', '-')}.json`
   mkdirSync(new URL('./results/', import.meta.url).pathname, { recursive: true })
   await Bun.write(file, `${JSON.stringify({ at: new Date().toISOString(), flags, failover }, null, 2)}\n`)
@@ -142,7 +146,11 @@ if (!flags['skip-replicas']) {
 let failover: Awaited<ReturnType<typeof measureSynchronousCommit>> | undefined
 if (!flags['skip-failover'] && !onlyReplicas) {
   console.log('failover: POST with one synchronous standby against none')
-  failover = await measureSynchronousCommit(bench, { rounds, seconds, connections: Number(flags.connections) })
+  failover = await measureSynchronousCommit(bench, {
+    rounds,
+    seconds,
+    connections: Number(flags.connections),
+  })
 }
 const changes = flags['skip-changes'] || onlyReplicas ? undefined : await runChangesBench()
 

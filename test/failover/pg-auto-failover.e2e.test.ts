@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { eventually, startReplicaServer, tokenFor } from '../replicas/replica-client.ts'
 import { type Formation, startFormation } from '../support/pg-auto-failover.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import { eventually, startReplicaServer, tokenFor } from '../replicas/replica-client.ts'
 
 // CONTRACT §11 with a real HA manager: pg_auto_failover's monitor promotes the secondary when the
 // primary's node dies, and the service, started with the URL pg_autoctl hands out, follows it.
@@ -37,18 +37,23 @@ test("the primary's node is killed: the monitor promotes the secondary and the s
   }
   const writers = Promise.all([writer(), writer()])
   try {
-    await eventually('creates are acknowledged', async () => answers.filter((a) => a.status === 200).length > 10)
+    await eventually(
+      'creates are acknowledged',
+      async () => answers.filter((a) => a.status === 200).length > 10,
+    )
     const before = await formation.primary()
     expect(before).toBe('node_1')
     // when the primary's node dies (its keeper and PostgreSQL killed)
     formation.kill('node_1')
     const killedAt = answers.length
     // then the monitor promotes node_2, and creates answer 200 again, through the same service
-    await eventually('node_2 is the primary', async () => (await formation.primary()) === 'node_2', 60_000).catch(
-      async (error: unknown) => {
-        throw new Error(`${String(error)}; the monitor says ${await formation.describe()}`)
-      },
-    )
+    await eventually(
+      'node_2 is the primary',
+      async () => (await formation.primary()) === 'node_2',
+      60_000,
+    ).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}; the monitor says ${await formation.describe()}`)
+    })
     const promotedAt = answers.length
     await eventually(
       'a create answers 200 after the promotion',

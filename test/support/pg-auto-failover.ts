@@ -77,7 +77,8 @@ export async function startFormation(): Promise<Formation> {
     const monitorUrl = `postgres://postgres@127.0.0.1:${monitorPort}/pg_auto_failover`
     const monitor = postgres(monitorUrl, { max: 1, onnotice: () => {}, connect_timeout: 2 })
     await until('the monitor answers', async () => {
-      const [row] = await monitor`select count(*)::int as n from pg_extension where extname = 'pgautofailover'`
+      const [row] =
+        await monitor`select count(*)::int as n from pg_extension where extname = 'pgautofailover'`
       return row?.n === 1
     })
     for (const [setting, value] of Object.entries(MONITOR_TIMINGS)) {
@@ -95,7 +96,16 @@ export async function startFormation(): Promise<Formation> {
       const now = await states(monitor)
       return now.node_1 === 'primary' && now.node_2 === 'secondary'
     })
-    const uri = run([...withEnv(env), 'pg_autoctl', 'show', 'uri', '--formation', 'default', '--pgdata', join(dir, 'monitor')])
+    const uri = run([
+      ...withEnv(env),
+      'pg_autoctl',
+      'show',
+      'uri',
+      '--formation',
+      'default',
+      '--pgdata',
+      join(dir, 'monitor'),
+    ])
       .trim()
       .split('\n')
       .at(-1)
@@ -103,10 +113,15 @@ export async function startFormation(): Promise<Formation> {
     if (!uri?.startsWith('postgres://')) throw new Error(`pg_autoctl show uri printed ${uri}`)
     return {
       uri,
-      primary: async () =>
-        Object.entries(await states(monitor).catch(() => ({}) as Record<string, string>)).find(
-          ([, state]) => state === 'primary' || state === 'wait_primary' || state === 'single',
-        )?.[0],
+      // A dead primary's last report stays 'primary'; the monitor has assigned it another state.
+      primary: async () => {
+        const rows = await monitor`select nodename from pgautofailover.node
+                                   where reportedstate = goalstate
+                                     and reportedstate in ('single', 'wait_primary', 'primary')`.catch(
+          () => [],
+        )
+        return rows[0]?.nodename as string | undefined
+      },
       describe: async () =>
         JSON.stringify(
           await monitor`select nodename, reportedstate::text, goalstate::text, health, reportedlsn::text
