@@ -13,8 +13,8 @@ beforeAll(async () => {
   formation = await startFormation()
 }, 150_000)
 afterAll(async () => {
-  await server?.stop()
   formation?.stop()
+  await server?.stop('SIGKILL')
 }, 30_000)
 
 test("the primary's node is killed: the monitor promotes the secondary and the service follows without a restart", async () => {

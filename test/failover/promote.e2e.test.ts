@@ -21,9 +21,11 @@ beforeAll(async () => {
   const host = (address: string) => new URL(address).host
   url = `postgres://postgres@${host(pair.primaryUrl)},${host(pair.replicaUrl)}/postgres?target_session_attrs=read-write`
 }, 60_000)
+// The servers go first and the service is killed: a test that failed mid-failover may have left
+// requests that its graceful stop would wait for.
 afterAll(async () => {
-  await server?.stop()
   pair?.stop()
+  await server?.stop('SIGKILL')
   await feed?.drop()
 })
 
