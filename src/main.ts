@@ -10,6 +10,7 @@ import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
 import { openStorage } from './store/open-storage.ts'
+import { DatabaseUnreachable } from './store/unreachable.ts'
 import { within } from './time-limit.ts'
 
 // Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
@@ -86,7 +87,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const known = error instanceof ConfigError || error instanceof DataDirInUse
+  const known =
+    error instanceof ConfigError || error instanceof DataDirInUse || error instanceof DatabaseUnreachable
   console.error(known ? `plant store cannot start: ${error.message}` : error)
   process.exit(1)
 })

@@ -2,6 +2,7 @@ import process from 'node:process'
 import { type Config, ConfigError, IN_MEMORY, loadConfig } from '../config.ts'
 import { ImportRefused } from '../replay/import-events.ts'
 import { DataDirInUse } from '../store/data-dir-lock.ts'
+import { DatabaseUnreachable } from '../store/unreachable.ts'
 import { UsageError } from './arguments.ts'
 import { exportCommand, importCommand } from './events-command.ts'
 import { feedStatusCommand } from './feed-command.ts'
@@ -51,6 +52,10 @@ async function run(argv: string[]): Promise<number> {
     if (error instanceof ConfigError || error instanceof DataDirInUse || error instanceof UsageError) {
       process.stderr.write(`${error.message}\n`)
       return 2
+    }
+    if (error instanceof DatabaseUnreachable) {
+      process.stderr.write(`${error.message}\n`)
+      return 1
     }
     if (error instanceof ImportRefused) {
       process.stderr.write(`import refused, nothing was imported: ${error.message}\n`)
