@@ -20,35 +20,29 @@ afterAll(async () => {
   await admin.end()
 })
 
-function urlWith(change: (url: URL) => void): string {
-  const url = new URL(POSTGRES_ADMIN_URL)
-  change(url)
-  return url.toString()
+function urlWith(parts: Partial<Pick<URL, 'port' | 'pathname' | 'username' | 'password'>>): string {
+  return Object.assign(new URL(POSTGRES_ADMIN_URL), parts).toString()
 }
 
 const cases = [
   {
     name: 'nothing listening on the port',
-    url: () => urlWith((url) => void (url.port = String(freePort()))),
+    url: () => urlWith({ port: String(freePort()) }),
     cause: /refused/i,
   },
   {
     name: 'a port that never answers',
-    url: () => urlWith((url) => void (url.port = String(silent.port))),
+    url: () => urlWith({ port: String(silent.port) }),
     cause: /no answer within 10 s/,
   },
   {
     name: 'a database that does not exist',
-    url: () => urlWith((url) => void (url.pathname = '/plant_store_no_such_database')),
+    url: () => urlWith({ pathname: '/plant_store_no_such_database' }),
     cause: /database "plant_store_no_such_database" does not exist/,
   },
   {
     name: 'a role refused at authentication',
-    url: () =>
-      urlWith((url) => {
-        url.username = REFUSED_ROLE
-        url.password = 'not-a-secret'
-      }),
+    url: () => urlWith({ username: REFUSED_ROLE, password: 'not-a-secret' }),
     cause: new RegExp(`role "${REFUSED_ROLE}" is not permitted to log in`),
   },
 ]
