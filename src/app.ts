@@ -36,6 +36,8 @@ export type AppDeps = {
   changes?: Changes
   // Batches of creates in the database at once (see plants/create-plant.ts).
   batchesInFlight?: number
+  // How long a request body may take to arrive before it is answered 408 (see http/json-body.ts).
+  bodyTimeoutMs?: number
 }
 
 export function createApp({
@@ -50,6 +52,7 @@ export function createApp({
   readPlants,
   changes,
   batchesInFlight,
+  bodyTimeoutMs,
 }: AppDeps) {
   registerSchemaKinds()
   // Elysia finds the path at index 11 of the URL unless told otherwise, which assumes a host of
@@ -76,7 +79,18 @@ export function createApp({
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
-    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended, readPlants, batchesInFlight }))
+    .use(
+      plantRoutes({
+        db,
+        verifyToken,
+        requestIds: ids,
+        now,
+        onAppended,
+        readPlants,
+        batchesInFlight,
+        bodyTimeoutMs,
+      }),
+    )
     .use(changeRoutes({ verifyToken, changes }))
 }
 

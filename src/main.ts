@@ -5,6 +5,7 @@ import { verifierFromConfig } from './auth/verifier-from-config.ts'
 import { startChanges } from './changes/start-changes.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startFeed } from './feed/start-feed.ts'
+import { BODY_TIMEOUT_MS } from './http/json-body.ts'
 import { createLogger } from './logger.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
@@ -58,11 +59,14 @@ async function main(): Promise<void> {
     changes,
     readPlants: replicaReads?.readPlants,
     batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
+    // A stalled body must get its 408 before the request deadline answers 503 for it.
+    bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
   })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,
     requestTimeoutMs: config.requestTimeoutMs,
+    logger,
   })
   logger.info({ host: config.host, port: server.port, storage: storage.kind }, 'plant store listening')
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { rawExchange, rawRequest } from '../support/raw-http.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 
@@ -27,10 +28,12 @@ describe.each([
   ['the default router', {}],
   ['ELYSIA_AOT=false', { ELYSIA_AOT: 'false' }],
 ])('with %s', (_name, extraEnv) => {
+  let database: TestDatabase
   let server: ServerProcess
   let token: string
   beforeAll(async () => {
-    server = await startServer({ DATA_DIR: 'memory:', AUTH_JWT_SECRET: SECRET, ...extraEnv })
+    database = await createTestDatabase('edge')
+    server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...extraEnv })
     token = await issueToken(new TextEncoder().encode(SECRET), {
       subject: 'h',
       ttlSeconds: 600,
@@ -39,6 +42,7 @@ describe.each([
   }, 30_000)
   afterAll(async () => {
     await server?.stop('SIGTERM')
+    await database?.drop()
   })
 
   const ask = (method: string, path: string, host: string | null, headers: Record<string, string> = {}) =>

@@ -10,6 +10,8 @@ export type RawAnswer = {
   body: string
   // Whether the server closed the connection before the wait ended.
   closed: boolean
+  // From the write to the first byte of the answer (undefined: none), and to the end of the wait.
+  firstByteMs: number | undefined
   elapsedMs: number
 }
 
@@ -21,15 +23,19 @@ export async function rawExchange(
   { waitMs = 2_000 }: { waitMs?: number } = {},
 ): Promise<RawAnswer> {
   const { hostname, port } = new URL(url)
-  const chunks: Uint8Array[] = []
+  const chunks: Uint8Array<ArrayBuffer>[] = []
   const { promise: ended, resolve } = Promise.withResolvers<void>()
   let closed = false
+  let firstByteMs: number | undefined
   const startedAt = performance.now()
   const socket = await Bun.connect({
     hostname,
     port: Number(port),
     socket: {
-      data: (_socket, chunk) => void chunks.push(new Uint8Array(chunk)),
+      data: (_socket, chunk) => {
+        firstByteMs ??= performance.now() - startedAt
+        chunks.push(new Uint8Array(chunk))
+      },
       close: () => {
         closed = true
         resolve()
@@ -45,7 +51,7 @@ export async function rawExchange(
   const elapsedMs = performance.now() - startedAt
   socket.end()
   const text = new TextDecoder().decode(await new Blob(chunks).arrayBuffer())
-  return { ...parseAnswer(text), text, closed, elapsedMs }
+  return { ...parseAnswer(text), text, closed, firstByteMs, elapsedMs }
 }
 
 function parseAnswer(text: string): { status: number; headers: Headers; body: string } {
