@@ -85,7 +85,10 @@ export function createApp({
         verifyToken,
         requestIds: ids,
         now,
-        onAppended,
+        onAppended: () => {
+          metrics.eventAppended()
+          onAppended?.()
+        },
         readPlants,
         batchesInFlight,
         bodyTimeoutMs,
