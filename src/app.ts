@@ -99,6 +99,9 @@ export function createApp({
 
 export type App = ReturnType<typeof createApp>
 
+// Elysia answers HEAD wherever a GET route is (RFC 9110 §9.3.2), so Allow lists it there too.
 function methodsServing(app: Elysia, path: string): string[] {
-  return app.routes.filter((route) => route.path === path).map((route) => route.method)
+  const methods = new Set(app.routes.filter((route) => route.path === path).map((route) => route.method))
+  if (methods.has('GET')) methods.add('HEAD')
+  return [...methods].sort()
 }

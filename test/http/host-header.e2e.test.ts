@@ -71,6 +71,32 @@ describe.each([
     expect(JSON.parse(wrongMethod.body)).toMatchObject({ error: 405 })
   })
 
+  // RFC 9110 §9.3.2: HEAD answers as GET without the body, and Allow lists it wherever GET is.
+  test('HEAD works wherever GET does, and a 405 lists it in Allow', async () => {
+    const head = await ask('HEAD', '/plants', 'api', { authorization: `Bearer ${token}` })
+    expect(head.status).toBe(200)
+    expect(head.body).toBe('')
+    expect((await ask('HEAD', '/health', 'api')).status).toBe(200)
+    expect((await ask('HEAD', '/plants', 'api')).status).toBe(401)
+    const plants = await ask('DELETE', '/plants', 'api')
+    expect(plants.headers.get('allow')).toBe('GET, HEAD, POST')
+    const health = await ask('PUT', '/health', 'api')
+    expect(health.status).toBe(405)
+    expect(health.headers.get('allow')).toBe('GET, HEAD')
+  })
+
+  // One rule for both position headers: an empty value is not a decimal integer, so it is a 400
+  // (CONTRACT §9, §10), as any other malformed one. (curl -H 'Name:' removes the header instead.)
+  test('an empty Plant-Store-Position or Last-Event-ID header is a 400 with the Error body', async () => {
+    const bearer = { authorization: `Bearer ${token}` }
+    const listed = await ask('GET', '/plants', 'api', { ...bearer, 'plant-store-position': '' })
+    expect(listed.status).toBe(400)
+    expect(JSON.parse(listed.body)).toMatchObject({ error: 400 })
+    const followed = await ask('GET', '/plants/changes', 'api', { ...bearer, 'last-event-id': '' })
+    expect(followed.status).toBe(400)
+    expect(JSON.parse(followed.body)).toMatchObject({ error: 400 })
+  })
+
   // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host. Bun does, before
   // the app sees it (so the body is Bun's, not the Error body).
   test('an HTTP/1.1 request without Host is refused by the runtime with 400', async () => {

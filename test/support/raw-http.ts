@@ -20,7 +20,7 @@ export type RawAnswer = {
 export async function rawExchange(
   url: string,
   bytes: Uint8Array | string,
-  { waitMs = 2_000 }: { waitMs?: number } = {},
+  { waitMs = 10_000 }: { waitMs?: number } = {},
 ): Promise<RawAnswer> {
   const { hostname, port } = new URL(url)
   const chunks: Uint8Array<ArrayBuffer>[] = []
