@@ -15,8 +15,8 @@ export type RawAnswer = {
   elapsedMs: number
 }
 
-// Writes the bytes, then waits until the server closes the connection or `waitMs` pass, and
-// returns what it answered. Requests should say `Connection: close` so the wait ends at the answer.
+// Writes the bytes, then waits until a whole answer with a Content-Length has arrived, the server
+// closes the connection, or `waitMs` pass, and returns what it answered.
 export async function rawExchange(
   url: string,
   bytes: Uint8Array | string,
@@ -35,6 +35,7 @@ export async function rawExchange(
       data: (_socket, chunk) => {
         firstByteMs ??= performance.now() - startedAt
         chunks.push(new Uint8Array(chunk))
+        if (isWholeAnswer(chunks)) resolve()
       },
       close: () => {
         closed = true
@@ -49,9 +50,19 @@ export async function rawExchange(
   socket.write(bytes)
   await Promise.race([ended, Bun.sleep(waitMs)])
   const elapsedMs = performance.now() - startedAt
+  // A closed connection shows itself within a moment of the answer that announced it.
+  if (!closed) await Promise.race([ended, Bun.sleep(50)])
   socket.end()
   const text = new TextDecoder().decode(await new Blob(chunks).arrayBuffer())
   return { ...parseAnswer(text), text, closed, firstByteMs, elapsedMs }
+}
+
+function isWholeAnswer(chunks: Uint8Array<ArrayBuffer>[]): boolean {
+  const bytes = Buffer.concat(chunks)
+  const split = bytes.indexOf('\r\n\r\n')
+  if (split === -1) return false
+  const length = /\r\ncontent-length: *(\d+)/i.exec(bytes.subarray(0, split).toString('latin1'))?.[1]
+  return length !== undefined && bytes.byteLength - split - 4 >= Number(length)
 }
 
 function parseAnswer(text: string): { status: number; headers: Headers; body: string } {
