@@ -36,6 +36,8 @@ export type AppDeps = {
   changes?: Changes
   // Batches of creates in the database at once (see plants/create-plant.ts).
   batchesInFlight?: number
+  // How long a request body may take to arrive before it is answered 408 (see http/json-body.ts).
+  bodyTimeoutMs?: number
 }
 
 export function createApp({
@@ -50,9 +52,14 @@ export function createApp({
   readPlants,
   changes,
   batchesInFlight,
+  bodyTimeoutMs,
 }: AppDeps) {
   registerSchemaKinds()
-  const app = new Elysia()
+  // Elysia finds the path at index 11 of the URL unless told otherwise, which assumes a host of
+  // four characters or more (`Host: api` would 404 everywhere); its dynamic router, which
+  // ELYSIA_AOT=false would pick, always does. Routing must not depend on the Host (CONTRACT §1):
+  // test/http/host-header.e2e.test.ts tries both.
+  const app = new Elysia({ aot: true, handler: { standardHostname: false } })
   const allowedMethods = (path: string) => methodsServing(app, path)
   const metrics = createMetrics(registry)
   const ids = requestIds(generateRequestId)
@@ -72,12 +79,29 @@ export function createApp({
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
     .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
-    .use(plantRoutes({ db, verifyToken, requestIds: ids, now, onAppended, readPlants, batchesInFlight }))
+    .use(
+      plantRoutes({
+        db,
+        verifyToken,
+        requestIds: ids,
+        now,
+        onAppended: () => {
+          metrics.eventAppended()
+          onAppended?.()
+        },
+        readPlants,
+        batchesInFlight,
+        bodyTimeoutMs,
+      }),
+    )
     .use(changeRoutes({ verifyToken, changes }))
 }
 
 export type App = ReturnType<typeof createApp>
 
+// Elysia answers HEAD wherever a GET route is (RFC 9110 §9.3.2), so Allow lists it there too.
 function methodsServing(app: Elysia, path: string): string[] {
-  return app.routes.filter((route) => route.path === path).map((route) => route.method)
+  const methods = new Set(app.routes.filter((route) => route.path === path).map((route) => route.method))
+  if (methods.has('GET')) methods.add('HEAD')
+  return [...methods].sort()
 }

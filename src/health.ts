@@ -16,11 +16,18 @@ export function healthRoutes({ db }: { db: Database }) {
   return new Elysia({ name: 'health' })
     .get('/health', () => ({ status: 'ok' as const }), {
       response: live.response,
-      detail: { summary: 'Liveness', tags: ['health'], security: [], responses: live.responses },
+      detail: {
+        operationId: 'getHealth',
+        summary: 'Liveness',
+        tags: ['health'],
+        security: [],
+        responses: live.responses,
+      },
     })
     .get('/ready', () => readiness(db), {
       response: ready.response,
       detail: {
+        operationId: 'getReadiness',
         summary: 'Readiness: the database answers',
         tags: ['health'],
         security: [],

@@ -5,12 +5,14 @@ import { verifierFromConfig } from './auth/verifier-from-config.ts'
 import { startChanges } from './changes/start-changes.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startFeed } from './feed/start-feed.ts'
+import { BODY_TIMEOUT_MS } from './http/json-body.ts'
 import { createLogger } from './logger.ts'
 import { watchLogReadersHeld } from './observability/log-readers-held.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
 import { openStorage } from './store/open-storage.ts'
+import { DatabaseUnreachable } from './store/unreachable.ts'
 import { within } from './time-limit.ts'
 
 // Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
@@ -60,11 +62,14 @@ async function main(): Promise<void> {
     changes,
     readPlants: replicaReads?.readPlants,
     batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
+    // A stalled body must get its 408 before the request deadline answers 503 for it.
+    bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
   })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,
     requestTimeoutMs: config.requestTimeoutMs,
+    logger,
   })
   logger.info({ host: config.host, port: server.port, storage: storage.kind }, 'plant store listening')
 
@@ -90,7 +95,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const known = error instanceof ConfigError || error instanceof DataDirInUse
+  const known =
+    error instanceof ConfigError || error instanceof DataDirInUse || error instanceof DatabaseUnreachable
   console.error(known ? `plant store cannot start: ${error.message}` : error)
   process.exit(1)
 })

@@ -1,11 +1,18 @@
 import type { App } from './app.ts'
 import { errorResponse } from './http/http-error.ts'
 import { chooseRequestId } from './http/request-id.ts'
+import type { Logger } from './logger.ts'
 import { within } from './time-limit.ts'
 
 export type RunningServer = { port: number; stop: () => Promise<void> }
 
-export type ServeOptions = { hostname: string; port: number; requestTimeoutMs: number }
+export type ServeOptions = {
+  hostname: string
+  port: number
+  requestTimeoutMs: number
+  // Where a request the deadline answered is logged; the app logs every other answer itself.
+  logger?: Logger
+}
 
 type Handler = (request: Request) => Response | Promise<Response>
 
@@ -18,8 +25,8 @@ type DenoServe = {
 
 // The runtime edge: Bun.serve under Bun, Deno.serve under Deno, both calling app.fetch. Stopping
 // refuses new connections and resolves once the requests in flight have been answered.
-export function serve(app: App, { hostname, port, requestTimeoutMs }: ServeOptions): RunningServer {
-  const handler = withDeadline((request) => app.fetch(request), requestTimeoutMs)
+export function serve(app: App, { hostname, port, requestTimeoutMs, logger }: ServeOptions): RunningServer {
+  const handler = withDeadline((request) => app.fetch(request), requestTimeoutMs, logger)
   const deno = (globalThis as { Deno?: DenoServe }).Deno
   if (deno) {
     const server = deno.serve({ hostname, port, onListen: () => {} }, handler)
@@ -43,11 +50,20 @@ export function serve(app: App, { hostname, port, requestTimeoutMs }: ServeOptio
 
 // No request waits on a response longer than `timeoutMs`: a database connection that went silent
 // (no reset, no error) would otherwise hold it until TCP gives up. A streamed body may go on.
-function withDeadline(handler: Handler, timeoutMs: number): Handler {
-  return async (request) =>
-    (await within(Promise.resolve(handler(request)), timeoutMs)) ??
-    errorResponse(503, `no answer within ${timeoutMs} ms; retry later`, {
+// The app logs the request again when its handler ends at last, with the status it would have given.
+function withDeadline(handler: Handler, timeoutMs: number, logger?: Logger): Handler {
+  return async (request) => {
+    const response = await within(Promise.resolve(handler(request)), timeoutMs)
+    if (response) return response
+    const requestId = chooseRequestId(request.headers.get('x-request-id'))
+    const { pathname } = new URL(request.url)
+    logger?.warn(
+      { requestId, method: request.method, path: pathname, status: 503, durationMs: timeoutMs },
+      'request failed: no answer within the deadline',
+    )
+    return errorResponse(503, `no answer within ${timeoutMs} ms; retry later`, {
       'retry-after': '5',
-      'x-request-id': chooseRequestId(request.headers.get('x-request-id')),
+      'x-request-id': requestId,
     })
+  }
 }

@@ -6,7 +6,7 @@ export class UsageError extends Error {
 }
 
 // A command's arguments through `node:util` parseArgs, strict: an unknown option, a missing value
-// or more positionals than `positionals` is a usage error showing `usage`.
+// or more positionals than `positionals` is a usage error naming it and showing `usage`.
 export function parseArguments<Options extends ParseArgsOptionsConfig>(
   args: string[],
   usage: string,
@@ -17,9 +17,21 @@ export function parseArguments<Options extends ParseArgsOptionsConfig>(
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true })
   } catch (error) {
-    if (error instanceof TypeError) throw new UsageError(`usage: ${usage}`)
+    // parseArgs names the option in its first sentence; the rest suggests `--` for positionals.
+    if (error instanceof TypeError) throw new UsageError(`${firstSentence(error.message)}\nusage: ${usage}`)
     throw error
   }
-  if (parsed.positionals.length > positionals) throw new UsageError(`usage: ${usage}`)
+  if (parsed.positionals.length > positionals) {
+    throw new UsageError(`unexpected argument "${parsed.positionals[positionals]}"\nusage: ${usage}`)
+  }
   return parsed
+}
+
+// The refusal of an option's value, naming both: `--ttl: "5y" is not a duration`.
+export function badValue(option: string, value: string, expected: string, usage: string): UsageError {
+  return new UsageError(`--${option}: ${JSON.stringify(value)} is not ${expected}\nusage: ${usage}`)
+}
+
+function firstSentence(text: string): string {
+  return text.split(/\.\s/)[0] ?? text
 }

@@ -2,14 +2,16 @@ import process from 'node:process'
 import type { Config } from '../config.ts'
 import { exportEvents } from '../replay/export-events.ts'
 import { importEvents, readLines } from '../replay/import-events.ts'
-import { parseArguments, UsageError } from './arguments.ts'
+import { badValue, parseArguments } from './arguments.ts'
 import { rebuildWithProgress, withStorage } from './projection-command.ts'
 
 const EXPORT_USAGE = 'events export [--after POSITION]'
 
 export async function exportCommand(args: string[], config: Config): Promise<number> {
   const { values } = parseArguments(args, EXPORT_USAGE, { after: { type: 'string', default: '0' } })
-  if (!/^(0|[1-9][0-9]{0,18})$/.test(values.after)) throw new UsageError(`usage: ${EXPORT_USAGE}`)
+  if (!/^(0|[1-9][0-9]{0,18})$/.test(values.after)) {
+    throw badValue('after', values.after, 'a position', EXPORT_USAGE)
+  }
   return withStorage(config, async (db) => {
     const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
     process.stderr.write(`exported ${exported} events\n`)

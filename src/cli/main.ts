@@ -2,41 +2,91 @@ import process from 'node:process'
 import { type Config, ConfigError, IN_MEMORY, loadConfig } from '../config.ts'
 import { ImportRefused } from '../replay/import-events.ts'
 import { DataDirInUse } from '../store/data-dir-lock.ts'
+import { DatabaseUnreachable } from '../store/unreachable.ts'
 import { UsageError } from './arguments.ts'
 import { exportCommand, importCommand } from './events-command.ts'
 import { feedStatusCommand } from './feed-command.ts'
 import { migrateCommand, rebuildCommand, statusCommand, verifyCommand } from './projection-command.ts'
 import { issueTokenCommand } from './token-command.ts'
 
-const USAGE = `usage: bun run cli <command>
-
-  token issue <subject> [--ttl 24h]   print an HS256 token for <subject> (local secret or AUTH_JWT_SECRET)
-  db migrate                          apply the migrations to the configured database
-  projection rebuild [--dry-run]      fold the event log into a fresh projection and swap it in
-  projection verify                   exit 1 and show the drift when the projection differs from the log
-  projection status                   the last rebuild, the head of the log, and events lacking their row
-  events export [--after POSITION]    write the event log as NDJSON to stdout
-  events import [--append]            read exported NDJSON from stdin, then rebuild the projection
-  feed status                         the last position in the NATS stream beside the head of the log
-`
-
-const commands: Record<string, (args: string[], config: Config) => Promise<number>> = {
-  'token issue': issueTokenCommand,
-  'db migrate': migrateCommand,
-  'projection rebuild': rebuildCommand,
-  'projection verify': verifyCommand,
-  'projection status': statusCommand,
-  'events export': exportCommand,
-  'events import': importCommand,
-  'feed status': feedStatusCommand,
+type Command = {
+  usage: string
+  purpose: string
+  run: (args: string[], config: Config) => Promise<number>
 }
 
+const COMMANDS: Record<string, Command> = {
+  'token issue': {
+    usage: 'token issue <subject> [--ttl 24h]',
+    purpose: 'print an HS256 token for <subject> (local secret or AUTH_JWT_SECRET)',
+    run: issueTokenCommand,
+  },
+  'db migrate': {
+    usage: 'db migrate',
+    purpose: 'apply the migrations to the configured database',
+    run: migrateCommand,
+  },
+  'projection rebuild': {
+    usage: 'projection rebuild [--dry-run]',
+    purpose: 'fold the event log into a fresh projection and swap it in',
+    run: rebuildCommand,
+  },
+  'projection verify': {
+    usage: 'projection verify',
+    purpose: 'exit 1 and show the drift when the projection differs from the log',
+    run: verifyCommand,
+  },
+  'projection status': {
+    usage: 'projection status',
+    purpose: 'the last rebuild, the head of the log, and events lacking their row',
+    run: statusCommand,
+  },
+  'events export': {
+    usage: 'events export [--after POSITION]',
+    purpose: 'write the event log as NDJSON to stdout',
+    run: exportCommand,
+  },
+  'events import': {
+    usage: 'events import [--append] < events.ndjson',
+    purpose: 'read exported NDJSON from stdin, then rebuild the projection',
+    run: importCommand,
+  },
+  'feed status': {
+    usage: 'feed status',
+    purpose: 'the last position in the NATS stream beside the head of the log',
+    run: feedStatusCommand,
+  },
+}
+
+const USAGE = `usage: bun run cli <command> [--help]
+
+${Object.values(COMMANDS)
+  .map(({ usage, purpose }) => `  ${usage.padEnd(42)}${purpose}`)
+  .join('\n')}
+`
+
+const HELP = new Set(['--help', '-h'])
+
 async function run(argv: string[]): Promise<number> {
-  const name = argv.slice(0, 2).join(' ')
-  const command = commands[name]
-  if (!command) {
+  if (argv.length === 0) {
     process.stderr.write(USAGE)
     return 2
+  }
+  if (HELP.has(argv[0] ?? '') || argv[0] === 'help') {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  const groups = new Set(Object.keys(COMMANDS).map((name) => name.split(' ')[0]))
+  const name = argv.slice(0, groups.has(argv[0]) ? 2 : 1).join(' ')
+  const command = COMMANDS[name]
+  if (!command) {
+    process.stderr.write(`unknown command "${name}"\n${USAGE}`)
+    return 2
+  }
+  const args = argv.slice(2)
+  if (args.some((arg) => HELP.has(arg))) {
+    process.stdout.write(`usage: bun run cli ${command.usage}\n  ${command.purpose}\n`)
+    return 0
   }
   try {
     const config = loadConfig(process.env)
@@ -46,11 +96,15 @@ async function run(argv: string[]): Promise<number> {
         `DATA_DIR=${IN_MEMORY} lives inside the server process; this command cannot reach it`,
       )
     }
-    return await command(argv.slice(2), config)
+    return await command.run(args, config)
   } catch (error) {
     if (error instanceof ConfigError || error instanceof DataDirInUse || error instanceof UsageError) {
       process.stderr.write(`${error.message}\n`)
       return 2
+    }
+    if (error instanceof DatabaseUnreachable) {
+      process.stderr.write(`${error.message}\n`)
+      return 1
     }
     if (error instanceof ImportRefused) {
       process.stderr.write(`import refused, nothing was imported: ${error.message}\n`)

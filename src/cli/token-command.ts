@@ -2,17 +2,18 @@ import process from 'node:process'
 import { issueToken, parseDuration } from '../auth/issue-token.ts'
 import { loadOrCreateLocalSecret } from '../auth/local-secret.ts'
 import type { Config } from '../config.ts'
-import { parseArguments, UsageError } from './arguments.ts'
+import { badValue, parseArguments, UsageError } from './arguments.ts'
 
 const USAGE = 'token issue <subject> [--ttl <n>s|m|h|d]'
 
 export async function issueTokenCommand(args: string[], config: Config): Promise<number> {
   const { values, positionals } = parseArguments(args, USAGE, { ttl: { type: 'string', default: '24h' } }, 1)
   const [subject = ''] = positionals
-  if (subject.length === 0 || subject.length > 255)
-    throw new UsageError('token issue needs a subject of 1 to 255 characters')
+  const codePoints = [...subject].length
+  if (codePoints === 0 || codePoints > 255)
+    throw new UsageError('token issue needs a subject of 1 to 255 characters (Unicode code points)')
   const ttlSeconds = parseDuration(values.ttl)
-  if (ttlSeconds === undefined) throw new UsageError(`usage: ${USAGE}`)
+  if (ttlSeconds === undefined) throw badValue('ttl', values.ttl, 'a duration', USAGE)
   const secret = config.auth.useLocalSecret
     ? await loadOrCreateLocalSecret(config.dataDir)
     : config.auth.secret

@@ -1,23 +1,25 @@
 import { HttpError } from './http-error.ts'
 
 export const MAX_BODY_BYTES = 65_536
+// The longest a body may take to arrive, whole. A client that stops half-way is told so (408) and
+// its connection closed, well inside the 30 s of CONTRACT §3, before the request deadline's 503.
+export const BODY_TIMEOUT_MS = 10_000
 
 // The body, or the HttpError that rejects it. Returned rather than thrown so the caller can
 // authenticate first: an anonymous caller learns nothing about the body rules.
-export async function readJsonBody(request: Request): Promise<unknown> {
+export async function readJsonBody(request: Request, timeoutMs = BODY_TIMEOUT_MS): Promise<unknown> {
   const contentType = request.headers.get('content-type')
   if (!isJsonContentType(contentType)) {
     return new HttpError(415, 'Content-Type must be application/json')
   }
-  const declaredLength = request.headers.get('content-length')
-  if (Number(declaredLength ?? 0) > MAX_BODY_BYTES) return tooLarge()
-  // With a declared length the server delivers exactly that many bytes: read them at once. A
-  // chunked body has none, and is read chunk by chunk up to the limit.
-  const bytes =
-    declaredLength === null
-      ? await readAtMost(request, MAX_BODY_BYTES)
-      : new Uint8Array(await request.arrayBuffer())
-  if (!bytes) return tooLarge()
+  if (Number(request.headers.get('content-length') ?? 0) > MAX_BODY_BYTES) return tooLarge()
+  const bytes = await readAtMost(request, MAX_BODY_BYTES, timeoutMs)
+  if (bytes === 'too large') return tooLarge()
+  if (bytes === 'stalled') {
+    return new HttpError(408, `the body stopped arriving: it was not complete within ${timeoutMs} ms`, {
+      connection: 'close',
+    })
+  }
   let text: string
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes)
@@ -42,21 +44,38 @@ function isJsonContentType(header: string | null): boolean {
   })
 }
 
-async function readAtMost(request: Request, limit: number): Promise<Uint8Array | undefined> {
+// Chunk by chunk up to the limit (a chunked body declares no length), all within `timeoutMs`.
+async function readAtMost(
+  request: Request,
+  limit: number,
+  timeoutMs: number,
+): Promise<Uint8Array | 'too large' | 'stalled'> {
   if (!request.body) return new Uint8Array()
   const chunks: Uint8Array<ArrayBuffer>[] = []
   let size = 0
   const reader = request.body.getReader()
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) return new Uint8Array(await new Blob(chunks).arrayBuffer())
-    size += value.byteLength
-    if (size > limit) {
-      await reader.cancel()
-      return undefined
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const stalled = new Promise<'stalled'>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs, 'stalled')
+  })
+  try {
+    for (;;) {
+      const read = await Promise.race([reader.read(), stalled])
+      if (read === 'stalled') return cancelled(reader, read)
+      if (read.done) return new Uint8Array(await new Blob(chunks).arrayBuffer())
+      size += read.value.byteLength
+      if (size > limit) return cancelled(reader, 'too large')
+      chunks.push(read.value)
     }
-    chunks.push(value)
+  } finally {
+    clearTimeout(timer)
   }
+}
+
+// The rest of the body is not wanted; the answer does not wait for the cancel to settle.
+function cancelled<Outcome>(reader: ReadableStreamDefaultReader, outcome: Outcome): Outcome {
+  void reader.cancel().catch(() => {})
+  return outcome
 }
 
 function tooLarge(): HttpError {

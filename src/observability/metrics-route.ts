@@ -24,7 +24,13 @@ const scraped = replies({
 export function metricsRoute({ db, metrics }: { db: Database; metrics: Metrics }) {
   return new Elysia({ name: 'metrics' }).get('/metrics', () => scrape(db, metrics), {
     response: scraped.response,
-    detail: { summary: 'Prometheus metrics', tags: ['metrics'], security: [], responses: scraped.responses },
+    detail: {
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics',
+      tags: ['metrics'],
+      security: [],
+      responses: scraped.responses,
+    },
   })
 }
 

@@ -27,7 +27,7 @@ export function createMetrics(registry: Registry) {
   })
   const eventsAppended = new Counter({
     name: 'plant_store_events_appended_total',
-    help: 'Events appended to the log by any process, as seen at each scrape (the growth of the head position)',
+    help: 'Events this process appended to the log (sum over instances for the service)',
     registers,
   })
   const head = new Gauge({
@@ -56,11 +56,13 @@ export function createMetrics(registry: Registry) {
     labelNames: ['state'] as const,
     registers,
   })
-  let lastHead = 0
 
   return {
     registry,
     requestStarted: () => inFlight.inc(),
+    // Counted where the append is known, not from the head position: retries, conflicts and racing
+    // creates consume positions without appending.
+    eventAppended: () => eventsAppended.inc(),
     recordRequest: ({ method, route, status, durationMs }: RequestRecord) => {
       const labels = { method, route, status: String(status) }
       inFlight.dec()
@@ -70,8 +72,6 @@ export function createMetrics(registry: Registry) {
     recordStore: (state: StoreState | undefined) => {
       databaseUp.set(state ? 1 : 0)
       if (!state) return
-      eventsAppended.inc(Math.max(0, state.headPosition - lastHead))
-      lastHead = Math.max(lastHead, state.headPosition)
       head.set(state.headPosition)
       projected.set(state.projectedPosition)
       lag.set(Math.max(0, state.headPosition - state.projectedPosition))

@@ -58,7 +58,8 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[]) {
     return bytes
   }
   const html = (body: string, type: string) => new Response(body, { headers: { 'content-type': type } })
-  const detail = (summary: string, responses: DocumentedResponses, hide = false) => ({
+  const detail = (operationId: string, summary: string, responses: DocumentedResponses, hide = false) => ({
+    operationId,
     summary,
     tags: ['docs'],
     responses,
@@ -67,11 +68,11 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[]) {
   return new Elysia({ name: 'docs' })
     .get('/openapi.json', () => html(openApiDocument(), 'application/json'), {
       response: documentReply.response,
-      detail: detail('The OpenAPI document', documentReply.responses),
+      detail: detail('getOpenApiDocument', 'The OpenAPI document', documentReply.responses),
     })
     .get('/docs', () => html(PAGE, 'text/html; charset=utf-8'), {
       response: pageReply.response,
-      detail: detail('The API reference', pageReply.responses),
+      detail: detail('getApiReference', 'The API reference', pageReply.responses),
     })
     .get(
       '/docs/:asset',
@@ -85,7 +86,7 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[]) {
       {
         params: Type.Object({ asset: Type.String() }),
         response: assetReply.response,
-        detail: detail('A Swagger UI file', assetReply.responses, true),
+        detail: detail('getDocsAsset', 'A Swagger UI file', assetReply.responses, true),
       },
     )
 }

@@ -48,6 +48,8 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[]) {
       description:
         'Create and list plants. Every error is {"error": status, "message": text}; an unknown path is 404 and a known path with the wrong method is 405 with an Allow header.',
     },
+    // Relative: the document describes whichever server serves it (behind any proxy or Host).
+    servers: [{ url: '/', description: 'The server that serves this document' }],
     security: [{ bearerAuth: [] }],
     paths: withRefs(paths, refs),
     components: {

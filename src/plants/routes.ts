@@ -33,6 +33,8 @@ export type PlantRoutesDeps = {
   readPlants?: ReadPlants
   // How many batches of creates may be in the database at once (group commit); 1 by default.
   batchesInFlight?: number
+  // How long a create's body may take to arrive before it is answered 408.
+  bodyTimeoutMs?: number
 }
 
 const created = replies({
@@ -48,6 +50,7 @@ const created = replies({
   400: errorReply('The body breaks a rule; the message names the field and the rule'),
   401: unauthorized,
   409: errorReply('The caller already has this id with a different name or tag'),
+  408: errorReply('The body stopped arriving before it was complete; the connection is closed'),
   413: errorReply('The body is larger than 65536 bytes'),
   415: errorReply('Content-Type is not application/json'),
   500: unexpected,
@@ -87,7 +90,7 @@ export function plantRoutes(deps: PlantRoutesDeps) {
       {
         // Read the body ourselves (size limit, content type, exact int64 ids) but report its
         // problems only after authentication, in the transform below.
-        parse: ({ request }) => readJsonBody(request),
+        parse: ({ request }) => readJsonBody(request, deps.bodyTimeoutMs),
         transform: ({ body }) => {
           if (body instanceof HttpError) throw body
           // Elysia reports a property of an array or string body before the body's own type.

@@ -5,17 +5,24 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import type { DatabaseHandle } from './database.ts'
+import { unreachableDatabase } from './unreachable.ts'
 
 const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
 // Any constant shared by every instance of the service; 'plantmig' in ASCII.
 const MIGRATION_LOCK = 0x706c616e746d6967n
 
+const CONNECT_TIMEOUT_SECONDS = 10
+
 // Several instances starting together must not run the migrator at once (it collides on its own
-// bookkeeping table), so each takes a session advisory lock on a dedicated connection first.
+// bookkeeping table), so each takes a session advisory lock on a dedicated connection first. This
+// is the first connection a start makes: a database that cannot be used fails it as
+// DatabaseUnreachable, one line naming DATABASE_URL (CONTRACT §7).
 export async function migratePostgresDatabase(url: string): Promise<void> {
-  const client = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 })
+  const client = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS })
   try {
-    await client`select pg_advisory_lock(${MIGRATION_LOCK.toString()}::bigint)`
+    await client`select pg_advisory_lock(${MIGRATION_LOCK.toString()}::bigint)`.catch((error: unknown) => {
+      throw unreachableDatabase(error, CONNECT_TIMEOUT_SECONDS) ?? error
+    })
     await migratePostgres(drizzlePostgres({ client }), { migrationsFolder })
   } finally {
     await client.end({ timeout: 5 })

@@ -371,7 +371,7 @@ for (const kind of STORAGE_KINDS) {
       test('a known path with the wrong method is 405 with Allow', async () => {
         const response = await h.request('DELETE', '/plants', { token: alice })
         await expectError(response, 405)
-        expect(response.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'POST'])
+        expect(response.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'POST'])
       })
 
       test('a sane client X-Request-Id is echoed, on success and on error', async () => {

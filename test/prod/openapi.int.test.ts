@@ -57,6 +57,35 @@ describe('GET /openapi.json', () => {
     expect(doc.paths['/health']?.get?.security).toEqual([])
   })
 
+  test('names its servers, and every operation has a unique operationId and a summary', () => {
+    const full = doc as Doc & { servers?: { url: string }[] }
+    expect(full.servers?.length).toBeGreaterThan(0)
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({
+        at: `${method.toUpperCase()} ${path}`,
+        ...(operation as { operationId?: string; summary?: string }),
+      })),
+    )
+    const ats = operations.map(({ at }) => at)
+    for (const at of [
+      'GET /health',
+      'GET /ready',
+      'GET /metrics',
+      'GET /openapi.json',
+      'GET /docs',
+      'GET /plants/changes',
+    ])
+      expect(ats).toContain(at)
+    for (const { at, operationId, summary } of operations) {
+      expect({ at, operationId: typeof operationId, summary: typeof summary }).toEqual({
+        at,
+        operationId: 'string',
+        summary: 'string',
+      })
+    }
+    expect(new Set(operations.map(({ operationId }) => operationId)).size).toBe(operations.length)
+  })
+
   test('has the spec shapes: Plant, NewPlant with a required int64 id, Error with an int32 error', () => {
     const { Plant, NewPlant, Error: ErrorShape } = doc.components.schemas
     expect(Plant).toMatchObject({
@@ -88,6 +117,7 @@ describe('GET /openapi.json', () => {
       '200',
       '400',
       '401',
+      '408',
       '409',
       '413',
       '415',

@@ -3,6 +3,7 @@ import fc from 'fast-check'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { hostileRequest, tamperToken } from '../support/hostile-requests.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { rawExchange } from '../support/raw-http.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 
 const SECRET = 'hostile-server-secret-of-at-least-32-bytes'
@@ -26,29 +27,7 @@ afterAll(async () => {
   await database?.drop()
 })
 
-// Writes raw bytes to the server and returns whatever it answers before closing or going quiet.
-async function rawExchange(bytes: Uint8Array | string): Promise<string> {
-  const { hostname, port } = new URL(server.url)
-  let received = ''
-  const { promise: closed, resolve } = Promise.withResolvers<void>()
-  const socket = await Bun.connect({
-    hostname,
-    port: Number(port),
-    socket: {
-      data: (_socket, chunk) => {
-        received += new TextDecoder().decode(chunk)
-      },
-      close: () => resolve(),
-      error: () => resolve(),
-    },
-  })
-  socket.write(bytes)
-  await Promise.race([closed, Bun.sleep(2_000)])
-  socket.end()
-  return received
-}
-
-const statusOf = (answer: string) => Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0)
+const exchange = (bytes: Uint8Array | string) => rawExchange(server.url, bytes, { waitMs: 10_000 })
 
 test(`${REQUESTS} hostile requests over real sockets never get a 5xx, and the process stays up`, async () => {
   // given a running server and a sample of generated hostile requests
@@ -93,18 +72,33 @@ test('malformed HTTP on a raw socket gets a 4xx, a 505 or a closed connection, n
   ]
   for (const bytes of garbage) {
     // when each is written to the socket
-    const answer = await rawExchange(bytes)
-    // then the answer, if any, is a client error, or the HTTP layer's 505 for bytes whose first
-    // line does not read as HTTP/1.x (random bytes get it about half the time)
-    const status = statusOf(answer)
-    if (answer !== '') expect((status >= 400 && status < 500) || status === 505).toBe(true)
+    const answer = await exchange(bytes)
+    // then the server answers with a client error, or the HTTP layer's 505 for bytes whose first
+    // line does not read as HTTP/1.x (random bytes get it about half the time), or closes the
+    // connection; saying nothing and keeping it open (a hang) fails
+    const { status } = answer
+    const refused = (status >= 400 && status < 500) || status === 505
+    const hungUp = answer.text === '' && answer.closed
+    expect({ bytes: String(bytes).slice(0, 60), answered: refused || hungUp }).toEqual({
+      bytes: String(bytes).slice(0, 60),
+      answered: true,
+    })
   }
   expect(server.process.exitCode).toBeNull()
   expect((await fetch(`${server.url}/health`)).status).toBe(200)
 }, 30_000)
 
+// A known limit (README, Operating it): Bun refuses headers over --max-http-header-size before
+// the app runs, with its own bare 431, not the Error body. Pinned so a change is noticed.
+test("request headers over 128 KiB get the runtime's bare 431, before the app", async () => {
+  const answer = await exchange(`GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(200_000)}\r\n\r\n`)
+  expect(answer.status).toBe(431)
+  expect(answer.headers.get('content-type')).not.toBe('application/json')
+  expect((await fetch(`${server.url}/health`)).status).toBe(200)
+})
+
 test('an unknown HTTP version is refused by the HTTP layer as 505, the one 5xx RFC 9110 prescribes', async () => {
-  expect(statusOf(await rawExchange('GET /plants HTTP/9.9\r\nHost: x\r\n\r\n'))).toBe(505)
+  expect((await exchange('GET /plants HTTP/9.9\r\nHost: x\r\n\r\n')).status).toBe(505)
   expect((await fetch(`${server.url}/health`)).status).toBe(200)
 })
 

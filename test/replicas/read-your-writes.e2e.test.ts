@@ -154,11 +154,15 @@ describe('read-your-writes under concurrency', () => {
     })
     const token = await tokenFor('concurrent')
     let toggling = true
+    // Seeded, and the seed printed, so a failing schedule can be replayed (TOGGLE_SEED=…).
+    const seed = Number(process.env.TOGGLE_SEED ?? Date.now() % 2 ** 31)
+    console.log(`replica toggling seed: ${seed}`)
+    const random = seededRandom(seed)
     const toggler = (async () => {
       while (toggling) {
-        await Bun.sleep(Math.random() * 3 * waitMs)
+        await Bun.sleep(random() * 3 * waitMs)
         await pair.pauseReplay().catch(() => {})
-        await Bun.sleep(Math.random() * 3 * waitMs)
+        await Bun.sleep(random() * 3 * waitMs)
         await pair.resumeReplay()
       }
     })()
@@ -209,3 +213,15 @@ describe('health', () => {
     })
   })
 })
+
+// mulberry32: a small deterministic generator of numbers in [0, 1).
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
+  }
+}

@@ -46,6 +46,8 @@ export async function list(baseUrl: string, token: string, position?: bigint | s
 // A metric's value in the server's /metrics, summed over the series whose labels include `labels`.
 export async function metric(baseUrl: string, name: string, labels: Record<string, string> = {}) {
   const text = await (await fetch(`${baseUrl}/metrics`)).text()
+  // A metric the server no longer exposes fails the test; a labelled series not yet counted is 0.
+  if (!text.includes(`# TYPE ${name} `)) throw new Error(`${name} is missing from /metrics`)
   let total = 0
   for (const line of text.split('\n')) {
     const match = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line)

@@ -51,8 +51,13 @@ test('the same migrations build the embedded store, append-only too', async () =
     }
     await pglite.query(`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
                         values ('s', 1, 'PlantCreated', 1, '{}', '{}', now())`)
+    await expect(pglite.query("update events set type = 'x'")).rejects.toThrow('append-only')
     await expect(pglite.query('delete from events')).rejects.toThrow('append-only')
     await expect(pglite.query('truncate events')).rejects.toThrow('append-only')
+    const { rows } = (await pglite.query('select count(*)::int as n, min(type) as type from events')) as {
+      rows: unknown[]
+    }
+    expect(rows).toEqual([{ n: 1, type: 'PlantCreated' }])
   } finally {
     await handle.close()
   }

@@ -5,6 +5,8 @@ export type Env = Record<string, string>
 export type ServerProcess = {
   url: string
   process: Subprocess<'ignore', 'pipe', 'pipe'>
+  // The latest lines the server wrote to stdout since it listened (its request log).
+  logLines: () => string[]
   // Sends the signal and resolves with the exit code.
   stop: (signal?: NodeJS.Signals) => Promise<number>
 }
@@ -34,10 +36,11 @@ export async function startServer(
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const port = await listeningPort(child)
+  const { port, logLines } = await listeningPort(child)
   return {
     url: `http://127.0.0.1:${port}`,
     process: child,
+    logLines,
     stop: async (signal = 'SIGTERM') => {
       child.kill(signal)
       return child.exited
@@ -45,7 +48,12 @@ export async function startServer(
   }
 }
 
-async function listeningPort(child: Subprocess<'ignore', 'pipe', 'pipe'>): Promise<number> {
+// Of the log after the start, this much is kept for logLines(); a long test does not grow it.
+const KEPT_LOG_CHARS = 1_000_000
+
+async function listeningPort(
+  child: Subprocess<'ignore', 'pipe', 'pipe'>,
+): Promise<{ port: number; logLines: () => string[] }> {
   const reader = child.stdout.getReader()
   const decoder = new TextDecoder()
   let buffered = ''
@@ -57,8 +65,15 @@ async function listeningPort(child: Subprocess<'ignore', 'pipe', 'pipe'>): Promi
     for (const line of buffered.split('\n')) {
       if (line.includes('plant store listening')) {
         reader.releaseLock()
-        void child.stdout.pipeTo(new WritableStream()).catch(() => {})
-        return (JSON.parse(line) as { port: number }).port
+        let kept = ''
+        const keep = new WritableStream<Uint8Array>({
+          write: (chunk) => {
+            kept = (kept + decoder.decode(chunk, { stream: true })).slice(-KEPT_LOG_CHARS)
+          },
+        })
+        void child.stdout.pipeTo(keep).catch(() => {})
+        const logLines = () => kept.split('\n').filter((line) => line !== '')
+        return { port: (JSON.parse(line) as { port: number }).port, logLines }
       }
     }
   }

@@ -50,6 +50,27 @@ describe('HS256 verification', () => {
     expect(await verify(await token({ exp: nowSeconds() - 10 }))).toMatchObject({ subject: 'alice' })
   })
 
+  test('the clock tolerance is at most 30 s: expired 29 s ago is accepted, 31 s ago refused', async () => {
+    // a fixed clock, so the test does not depend on how long signing takes
+    const at = Date.now()
+    const fixed = createTokenVerifier({ secret, now: () => at })
+    const expiredAgo = async (seconds: number) => token({ exp: Math.floor(at / 1000) - seconds })
+    expect(await fixed(await expiredAgo(29))).toMatchObject({ subject: 'alice' })
+    expect(await rejection(fixed, await expiredAgo(31))).toContain('expired')
+    // and no setting widens it past 30 s
+    const lenient = createTokenVerifier({ secret, now: () => at, clockToleranceSeconds: 60 })
+    expect(await rejection(lenient, await expiredAgo(31))).toContain('expired')
+  })
+
+  test('a sub is counted in Unicode code points: 128 and 255 emoji are accepted, 256 code points refused', async () => {
+    const sprout = '\u{1F331}'
+    for (const sub of [sprout.repeat(128), sprout.repeat(255), 'x'.repeat(255)]) {
+      expect(await verify(await token({ sub }))).toMatchObject({ subject: sub })
+    }
+    expect(await rejection(verify, await token({ sub: `${sprout.repeat(255)}x` }))).toContain('sub')
+    expect(await rejection(verify, await token({ sub: sprout.repeat(256) }))).toContain('sub')
+  })
+
   test('a token signed with another secret has a bad signature', async () => {
     expect(await rejection(verify, await token({}, otherSecret))).toContain('signature')
   })
