@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import {
+  expectLongAbsenceResumes,
   expectSigtermEndsStreams,
   expectStalledClientDisconnected,
   openStreamCount,
@@ -91,6 +92,10 @@ test('resuming with Last-Event-ID gives exactly the missed plants, once, in orde
     [...seen, ...missed].map((event) => event.id),
   )
 }, 60_000)
+
+test('a client back after a long absence gets thousands of plants at the size limits, exact, also reading slowly', async () => {
+  await expectLongAbsenceResumes(servers[0] as ServerProcess, await tokenFor('long-absence'))
+}, 300_000)
 
 test('a client that stops reading is disconnected and the memory stays flat', async () => {
   const server = servers[1] as ServerProcess

@@ -14,6 +14,12 @@ const EXACT_PLANTS = [
   { id: '9007199254740992', name: '🌵 astral 𝄞', tag: 'data: not a field\n\nid: 1' },
   { id: '9007199254740993', name: BOM, tag: '\\"quoted"' },
 ]
+// Small enough to reach in a test: a client stalls once 32 KiB of live events wait for it and it
+// took nothing for half a second.
+const LIMITS = { streamsPerOwner: 5, maxBufferedBytes: 32 * 1024, stallMs: 500 }
+// About 6 KB of JSON a plant: six of them pass the bound.
+const LARGE = '植'.repeat(1000)
+
 const expectedData = ({ id, name, tag }: { id: string; name: string; tag?: string }) =>
   tag === undefined ? { id, name } : { id, name, tag }
 
@@ -48,7 +54,9 @@ for (const kind of STORAGE_KINDS) {
     }
 
     beforeAll(async () => {
-      h = await createHarness(kind, { changes: { keepAliveMs: 300, tickMs: 50 } })
+      h = await createHarness(kind, {
+        changes: { ...LIMITS, keepAliveMs: 300, tickMs: 50 },
+      })
     })
     afterAll(async () => {
       await Promise.all(open.map((reader) => reader.close()))
@@ -162,6 +170,63 @@ for (const kind of STORAGE_KINDS) {
         { numRuns: 8 },
       )
     }, 120_000)
+
+    test('a client that reads slowly but steadily is never cut off, however far behind it falls', async () => {
+      // given a live stream read one chunk every 100 ms (each chunk at most 64 KiB)
+      const token = await h.tokenFor('slow')
+      const response = await h.app.handle(changesRequest('http://localhost', token))
+      const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>
+      const decoder = new TextDecoder()
+      let text = ''
+      let failed: unknown
+      const count = 80
+      const reading = (async () => {
+        try {
+          while ((text.match(/\nevent: PlantCreated\n/g)?.length ?? 0) < count) {
+            const { value, done } = await reader.read()
+            if (done) break
+            text += decoder.decode(value, { stream: true })
+            await Bun.sleep(100)
+          }
+        } catch (error) {
+          failed = error
+        }
+      })()
+      // when plants are created far faster than it reads (more than ten times the bound)
+      for (let id = 1; id <= count; id++) await create(token, { id, name: `${id}${LARGE}`, tag: LARGE })
+      await reading
+      await reader.cancel()
+      // then it was never cut off, and got every plant once, in order
+      expect(failed).toBeUndefined()
+      const names = [...text.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1] ?? '').name)
+      expect(names).toEqual(Array.from({ length: count }, (_, index) => `${index + 1}${LARGE}`))
+    }, 60_000)
+
+    test('a client that stops reading is disconnected once events past the bound wait for it', async () => {
+      // given a live stream whose client read the first comment and nothing more
+      const before = await openStreams()
+      const token = await h.tokenFor('stalled')
+      const response = await h.app.handle(changesRequest('http://localhost', token))
+      const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>
+      await reader.read()
+      expect(await openStreams()).toBe(before + 1)
+      // when more than the bound is created for it
+      for (let id = 1; id <= 12; id++) await create(token, { id, name: `${id}${LARGE}`, tag: LARGE })
+      // then, once it took nothing for the stall limit, the stream is released and reset
+      const deadline = Date.now() + 15_000
+      while ((await openStreams()) > before && Date.now() < deadline) await Bun.sleep(50)
+      expect(await openStreams()).toBe(before)
+      // (an error without a reason: the runtime resets the connection without logging)
+      const ending = await (async () => {
+        try {
+          while (!(await reader.read()).done);
+          return 'ended cleanly'
+        } catch {
+          return 'reset'
+        }
+      })()
+      expect(ending).toBe('reset')
+    }, 30_000)
 
     test('keep-alive comments arrive while nothing happens', async () => {
       const reader = await stream(await h.tokenFor('quiet'))
