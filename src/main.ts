@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     logger,
     registry,
     noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
+    streamsPerOwner: config.changeStreamsPerOwner,
   })
   const onAppended = () => {
     feed?.wake()

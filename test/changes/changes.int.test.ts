@@ -228,6 +228,54 @@ for (const kind of STORAGE_KINDS) {
       expect(ending).toBe('reset')
     }, 30_000)
 
+    describe('one owner holds at most streamsPerOwner open streams', () => {
+      const openAll = async (token: string, count: number) =>
+        Promise.all(Array.from({ length: count }, () => stream(token)))
+
+      test('one more is a 429 Error with Retry-After, and opens nothing', async () => {
+        const token = await h.tokenFor('capped')
+        const readers = await openAll(token, LIMITS.streamsPerOwner)
+        expect(readers.map((reader) => reader.response.status)).toEqual(readers.map(() => 200))
+        const before = await openStreams()
+        const response = await h.app.handle(changesRequest('http://localhost', token))
+        expect(response.status).toBe(429)
+        expect(response.headers.get('content-type')).toBe('application/json')
+        expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0)
+        const body = (await response.json()) as { error: number; message: string }
+        expect(body.error).toBe(429)
+        expect(body.message).toContain(String(LIMITS.streamsPerOwner))
+        expect(await openStreams()).toBe(before)
+        for (const reader of readers) await reader.close()
+      })
+
+      test('a stream that ends frees its place at once: closed by the client or at token expiry', async () => {
+        // given an owner at the cap, one of its streams on a token that expires in seconds
+        const token = await h.tokenFor('freed')
+        const shortLived = await issueToken(TEST_SECRET, { subject: 'freed', ttlSeconds: 4, now: new Date() })
+        const expiring = await stream(shortLived)
+        const [closing, ...rest] = await openAll(token, LIMITS.streamsPerOwner - 1)
+        expect((await h.app.handle(changesRequest('http://localhost', token))).status).toBe(429)
+        // when the client closes one, then a place is free at once
+        await closing?.close()
+        const reopened = await stream(token)
+        expect(reopened.response.status).toBe(200)
+        expect((await h.app.handle(changesRequest('http://localhost', token))).status).toBe(429)
+        // and when the token of another expires, its place is free as the stream ends
+        await expiring.ended()
+        expect((await stream(token)).response.status).toBe(200)
+        for (const reader of rest) await reader.close()
+      })
+
+      test("another owner's streams open while one owner is at the cap", async () => {
+        const token = await h.tokenFor('crowded')
+        const readers = await openAll(token, LIMITS.streamsPerOwner)
+        expect((await h.app.handle(changesRequest('http://localhost', token))).status).toBe(429)
+        const other = await stream(await h.tokenFor('uncrowded'))
+        expect(other.response.status).toBe(200)
+        for (const reader of [...readers, other]) await reader.close()
+      })
+    })
+
     test('keep-alive comments arrive while nothing happens', async () => {
       const reader = await stream(await h.tokenFor('quiet'))
       await reader.collectFor(800)
