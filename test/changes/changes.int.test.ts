@@ -50,7 +50,9 @@ for (const kind of STORAGE_KINDS) {
     }
     const openStreams = async () => {
       const text = await (await h.request('GET', '/metrics')).text()
-      return Number(/^plant_store_change_streams (\d+)$/m.exec(text)?.[1])
+      const value = /^plant_store_change_streams (\d+)$/m.exec(text)?.[1]
+      if (value === undefined) throw new Error('/metrics has no plant_store_change_streams')
+      return Number(value)
     }
 
     beforeAll(async () => {
@@ -144,32 +146,47 @@ for (const kind of STORAGE_KINDS) {
       let run = 0
       await fc.assert(
         fc.asyncProperty(
-          fc.array(fc.record({ owner: fc.nat(3), stream: fc.nat(1) }), { minLength: 1, maxLength: 3 }),
+          // streams of four owners, each from the beginning or from its owner's head when it opens
+          fc.array(fc.record({ owner: fc.nat(3), from: fc.constantFrom('0', 'head') }), {
+            minLength: 1,
+            maxLength: LIMITS.streamsPerOwner,
+          }),
+          // plants created before the streams open, then after
+          fc.array(fc.nat(3), { maxLength: 6 }),
           fc.array(fc.nat(3), { minLength: 1, maxLength: 12 }),
-          async (streams, creates) => {
+          async (streams, earlier, later) => {
             run++
             const owners = [0, 1, 2, 3].map((owner) => `iso-${run}-${owner}`)
             const tokens = await Promise.all(owners.map((owner) => h.tokenFor(owner)))
-            const readers = await Promise.all(streams.map(({ owner }) => stream(tokens[owner])))
-            const model = owners.map(() => [] as string[])
-            for (const [index, owner] of creates.entries()) {
-              await create(tokens[owner] ?? '', { id: index + 1, name: `${owners[owner]}/${index}` })
-              model[owner]?.push(`${owners[owner]}/${index}`)
+            const before = owners.map(() => [] as string[])
+            const after = owners.map(() => [] as string[])
+            const createAll = async (creates: number[], model: string[][], first: number) => {
+              for (const [index, owner] of creates.entries()) {
+                const name = `${owners[owner]}/${first + index}`
+                await create(tokens[owner] ?? '', { id: first + index, name })
+                model[owner]?.push(name)
+              }
             }
-            for (const [index, { owner }] of streams.entries()) {
+            await createAll(earlier, before, 1)
+            const readers = await Promise.all(
+              streams.map(({ owner, from }) => stream(tokens[owner], from === '0' ? { after: '0' } : {})),
+            )
+            await createAll(later, after, earlier.length + 1)
+            for (const [index, { owner, from }] of streams.entries()) {
+              const expected = [...(from === '0' ? (before[owner] ?? []) : []), ...(after[owner] ?? [])]
               const reader = readers[index] as SseReader
               const names = [
-                ...(await reader.take(model[owner]?.length ?? 0, 5000)),
+                ...(await reader.take(expected.length, 5000)),
                 ...(await reader.collectFor(50)),
               ].map((event) => plantOf(event).name)
-              expect(names).toEqual(model[owner] ?? [])
+              expect(names).toEqual(expected)
               await reader.close()
             }
           },
         ),
-        { numRuns: 8 },
+        { numRuns: 15 },
       )
-    }, 120_000)
+    }, 180_000)
 
     test('a client that reads slowly but steadily is never cut off, however far behind it falls', async () => {
       // given a live stream read one chunk every 100 ms (each chunk at most 64 KiB)
