@@ -26,6 +26,8 @@ export type Config = {
     audience?: string
     useLocalSecret: boolean
   }
+  // The most change streams one owner holds open on this instance (CONTRACT §9).
+  changeStreamsPerOwner: number
   // The event feed to NATS JetStream (CONTRACT §8); undefined when EVENTS_NATS_URL is unset.
   feed?: FeedConfig
   // Streaming replicas that serve listings (CONTRACT §10); undefined when DATABASE_READ_URLS is unset.
@@ -114,6 +116,7 @@ export function loadConfig(env: Env): Config {
       audience: nonEmpty(env, 'AUTH_AUDIENCE'),
       useLocalSecret,
     },
+    changeStreamsPerOwner: integer(env, 'CHANGE_STREAMS_PER_OWNER', 100, 1, 100_000),
     feed: feedConfig(env),
     readReplicas: readReplicasConfig(env, databaseUrl !== undefined),
   }

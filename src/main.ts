@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     logger,
     registry,
     noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
+    streamsPerOwner: config.changeStreamsPerOwner,
   })
   const readersHeld =
     storage.kind === 'postgres' ? watchLogReadersHeld({ db: storage.db, registry, logger }) : undefined

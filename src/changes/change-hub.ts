@@ -1,14 +1,17 @@
 import type { Logger } from '../logger.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
-import { changeFrame, changeOf } from './change-frame.ts'
+import { changeOf, encodedChangeFrame, type Frame } from './change-frame.ts'
 import type { ChangeStream } from './change-stream.ts'
 
 export type ChangeHubOptions = {
   logger: Logger
+  // The most streams one owner holds open here (CONTRACT §9, CHANGE_STREAMS_PER_OWNER).
+  streamsPerOwner: number
   now?: () => number
   // A stream that sent nothing for this long gets a comment line (CONTRACT §9: at least every 15 s).
   keepAliveMs?: number
-  // How often streams are checked for keep-alive and token expiry: one timer for all of them.
+  // How often streams are checked for keep-alive, stalled clients and token expiry: one timer for
+  // all of them.
   tickMs?: number
 }
 
@@ -18,6 +21,7 @@ export type ChangeHub = ReturnType<typeof createChangeHub>
 // event is turned into text once, however many streams its owner has open.
 export function createChangeHub({
   logger,
+  streamsPerOwner,
   now = Date.now,
   keepAliveMs = 10_000,
   tickMs = 1000,
@@ -32,6 +36,7 @@ export function createChangeHub({
       for (const stream of streams) {
         if (at >= stream.expiresAt) stream.end('the token has expired')
         else if (at - stream.lastSentAt >= keepAliveMs) stream.comment('keep-alive')
+        stream.checkStalled()
       }
     }
   }
@@ -39,14 +44,18 @@ export function createChangeHub({
 
   return {
     now,
-    // False once the hub is closing: no new stream is taken.
-    add: (stream: ChangeStream): boolean => {
-      if (closing) return false
+    streamsPerOwner,
+    // 'closing' once the hub is closing, 'full' when the owner holds as many streams as allowed:
+    // then the stream is not taken.
+    add: (stream: ChangeStream): 'added' | 'closing' | 'full' => {
+      if (closing) return 'closing'
       const streams = byOwner.get(stream.owner) ?? new Set()
+      if (streams.has(stream)) return 'added'
+      if (streams.size >= streamsPerOwner) return 'full'
       if (streams.size === 0) byOwner.set(stream.owner, streams)
-      if (!streams.has(stream)) count++
       streams.add(stream)
-      return true
+      count++
+      return 'added'
     },
     remove: (stream: ChangeStream) => {
       const streams = byOwner.get(stream.owner)
@@ -58,9 +67,9 @@ export function createChangeHub({
       for (const event of events) {
         const streams = byOwner.get(event.metadata.owner)
         if (!streams) continue
-        let frame: string
+        let frame: Frame
         try {
-          frame = changeFrame(changeOf(event))
+          frame = encodedChangeFrame(changeOf(event))
         } catch (error) {
           logger.error(
             { err: error, position: String(event.position) },
@@ -68,7 +77,7 @@ export function createChangeHub({
           )
           continue
         }
-        for (const stream of streams) stream.offer(event.position, frame)
+        for (const stream of streams) stream.offer(frame)
       }
     },
     count: () => count,

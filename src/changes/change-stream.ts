@@ -1,77 +1,152 @@
-import { commentFrame } from './change-frame.ts'
+import { commentFrame, type Frame } from './change-frame.ts'
+
+// A batch of the owner's events read from the database; `complete` when nothing came after it.
+export type CaughtUp = { frames: Frame[]; complete: boolean }
 
 export type ChangeStreamOptions = {
   owner: string
   // When the caller's token expires, in milliseconds since the epoch: the stream ends then.
   expiresAt: number
-  // Text waiting for a client that does not read, beyond which it is disconnected (it resumes
-  // with Last-Event-ID). What the runtime has already taken sits in the kernel's socket buffers.
+  // Bytes of live events that may wait for the client; past them they are dropped and read again
+  // from the database once the client takes more.
   maxBufferedBytes: number
+  // A client that took nothing for this long after its events passed the bound does not read: it
+  // is disconnected (and resumes with Last-Event-ID).
+  stallMs: number
   now: () => number
+  // The owner's events after a position, oldest first, a batch at a time.
+  readAfter: (position: bigint) => Promise<CaughtUp>
   onClosed: (stream: ChangeStream) => void
 }
 
 export type ChangeStream = ReturnType<typeof createChangeStream>
 
 const encoder = new TextEncoder()
+// The most handed to the runtime at a time, so that a slow client is seen taking text regularly.
+const CHUNK_BYTES = 64 * 1024
 
 // One client's stream of server-sent events. Nothing is pushed at the client: the runtime pulls
-// the body as the connection drains, so a client that stops reading stops the pulls, its text
-// piles up here, and past the bound its connection is reset. Until `goLive`, live events are held
-// while the stream catches up from the database; after it, an event at or below the last position
-// sent is a duplicate and is dropped. Positions of one owner's events only grow (create-plant.ts).
+// the body as the connection drains. While the stream catches up, each pull with nothing left
+// reads the next batch from the database, so a long catch-up holds one batch here whatever the
+// client's speed, and live events wait (held) until it has caught up. Live, events wait here for
+// the next pull; past the bound the stream drops them and catches up again, unless its client took
+// nothing for `stallMs`: then its connection is reset. Positions of one owner's events only grow
+// (create-plant.ts), so an event at or below the last position taken is a duplicate.
 export function createChangeStream({
   owner,
   expiresAt,
   maxBufferedBytes,
+  stallMs,
   now,
+  readAfter,
   onClosed,
 }: ChangeStreamOptions) {
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined
-  let queue: string[] = []
+  // Taken for the client, not yet pulled; `last` is the newest position in it or handed out.
+  let queue: { position?: bigint; bytes: Uint8Array }[] = []
   let queuedBytes = 0
-  let waitingPull: (() => void) | undefined
-  let waitingDrain: (() => void)[] = []
   let last = -1n
+  // The newest position the runtime has pulled: where to read again after dropping the queue.
+  let handedOut = -1n
   let live = false
-  let held: { position: bigint; frame: string }[] = []
+  // Live events that arrive while catching up; past the bound dropped (`missed`) and read again.
+  let held: Frame[] = []
   let heldBytes = 0
   let missed = false
+  let lastPullAt = now()
+  // Events were dropped since the client last pulled.
+  let behind = false
+  let waitingPull: (() => void) | undefined
   let closed = false
 
-  const settle = () => {
-    waitingPull?.()
-    waitingPull = undefined
-    for (const drained of waitingDrain) drained()
-    waitingDrain = []
-  }
   const finish = (close: (c: ReadableStreamDefaultController<Uint8Array>) => void) => {
     if (closed) return
     closed = true
     held = []
+    queue = []
     try {
       if (controller) close(controller)
     } catch {
       // The client went away first: the body is already closed.
     }
-    queue = []
-    settle()
+    waitingPull?.()
+    waitingPull = undefined
     onClosed(stream)
   }
-  const write = (frame: string) => {
-    if (closed) return
+  // An error with no reason resets the connection without the runtime logging it. It is raised on
+  // a later turn: Bun leaves the connection open when a body errors in the same turn as a chunk was
+  // enqueued (found with group commit, whose batches arrive in one turn).
+  const reset = () => finish((c) => setTimeout(() => c.error(undefined), 0))
+  const isStalled = () => behind && now() - lastPullAt >= stallMs
+
+  const take = (position: bigint | undefined, bytes: Uint8Array) => {
+    if (position !== undefined) last = position
     stream.lastSentAt = now()
     if (waitingPull && controller) {
-      controller.enqueue(encoder.encode(frame))
-      settle()
+      controller.enqueue(bytes)
+      if (position !== undefined) handedOut = position
+      waitingPull()
+      waitingPull = undefined
       return
     }
-    queue.push(frame)
-    queuedBytes += frame.length
-    // An error with no reason resets the connection without the runtime logging it. It is raised
-    // on a later turn: Bun leaves the connection open when a body errors in the same turn as a
-    // chunk was enqueued (found with group commit, whose batches arrive in one turn).
-    if (queuedBytes > maxBufferedBytes) finish((c) => setTimeout(() => c.error(undefined), 0))
+    queue.push({ position, bytes })
+    queuedBytes += bytes.byteLength
+    if (live && queuedBytes > maxBufferedBytes) overflow()
+  }
+  const overflow = () => {
+    behind = true
+    if (isStalled()) return reset()
+    queue = []
+    queuedBytes = 0
+    last = handedOut
+    live = false
+  }
+  const hold = ({ position, bytes }: Frame) => {
+    if (missed) return
+    held.push({ position, bytes })
+    heldBytes += bytes.byteLength
+    if (heldBytes <= maxBufferedBytes) return
+    held = []
+    heldBytes = 0
+    missed = true
+    behind = true
+  }
+  // Sends the held events and goes live, unless some were dropped: then the next read covers them.
+  const goLive = () => {
+    const waiting = held
+    held = []
+    heldBytes = 0
+    if (missed) {
+      missed = false
+      return
+    }
+    live = true
+    for (const frame of waiting) if (frame.position > last) take(frame.position, frame.bytes)
+  }
+  const catchUp = async () => {
+    const { frames, complete } = await readAfter(last)
+    if (closed) return
+    for (const { position, bytes } of frames) if (position > last) take(position, bytes)
+    if (complete) goLive()
+  }
+  // At most CHUNK_BYTES (or one event) to the runtime, as one chunk.
+  const handOut = (c: ReadableStreamDefaultController<Uint8Array>) => {
+    let size = 0
+    let count = 0
+    for (const { bytes } of queue) {
+      if (count > 0 && size + bytes.byteLength > CHUNK_BYTES) break
+      size += bytes.byteLength
+      count++
+    }
+    const chunk = new Uint8Array(size)
+    let offset = 0
+    for (const { position, bytes } of queue.splice(0, count)) {
+      chunk.set(bytes, offset)
+      offset += bytes.byteLength
+      if (position !== undefined) handedOut = position
+    }
+    queuedBytes -= size
+    c.enqueue(chunk)
   }
 
   const body = new ReadableStream<Uint8Array>(
@@ -80,12 +155,18 @@ export function createChangeStream({
         controller = c
         c.enqueue(encoder.encode(commentFrame('connected')))
       },
-      pull: (c) => {
-        if (queue.length === 0) return new Promise<void>((resolve) => (waitingPull = resolve))
-        c.enqueue(encoder.encode(queue.join('')))
-        queue = []
-        queuedBytes = 0
-        settle()
+      pull: async (c): Promise<void> => {
+        lastPullAt = now()
+        behind = false
+        try {
+          while (queue.length === 0 && !live && !closed) await catchUp()
+        } catch {
+          stream.end('catching up failed; reconnect')
+          return
+        }
+        if (closed) return
+        if (queue.length > 0) return handOut(c)
+        await new Promise<void>((resolve) => (waitingPull = resolve))
       },
       cancel: () => finish(() => {}),
     },
@@ -97,55 +178,36 @@ export function createChangeStream({
     expiresAt,
     lastSentAt: now(),
     body,
-    isClosed: () => closed,
-    // The last position sent, or where the stream started.
-    lastPosition: () => last,
-    // Where the stream starts: events up to `position` are not sent.
-    startAfter: (position: bigint) => {
+    // Starts after `position`: live at once when `caughtUp` (the stream opened at the owner's
+    // head), else the first pull reads the database from there.
+    startAfter: (position: bigint, caughtUp: boolean) => {
       last = position
+      handedOut = position
+      if (caughtUp) goLive()
     },
-    // An event read by the catch-up, in position order.
-    sendCaughtUp: (position: bigint, frame: string) => {
-      if (position <= last) return
-      last = position
-      write(frame)
-    },
+    // Reads the first batch now: an unreachable database then fails the request, not the stream.
+    catchUp,
     // An event from the live log.
-    offer: (position: bigint, frame: string) => {
+    offer: (frame: Frame) => {
       if (closed) return
-      if (live) return stream.sendCaughtUp(position, frame)
-      if (missed) return
-      heldBytes += frame.length
-      held.push({ position, frame })
-      if (heldBytes > maxBufferedBytes) {
-        held = []
-        heldBytes = 0
-        missed = true
-      }
+      if (!live) return hold(frame)
+      if (frame.position > last) take(frame.position, frame.bytes)
     },
-    // Sends the held events above the last position and goes live, unless some were dropped
-    // while holding: then the caller reads the database again first.
-    goLive: (): boolean => {
-      const wasMissed = missed
-      const waiting = held
-      held = []
-      heldBytes = 0
-      missed = false
-      if (wasMissed) return false
-      for (const { position, frame } of waiting) stream.sendCaughtUp(position, frame)
-      live = true
-      return true
+    // Called regularly: a client that stopped reading is cut off even when no event comes.
+    checkStalled: () => {
+      if (!closed && isStalled()) reset()
     },
-    // Resolves once the runtime has taken everything written so far (or the stream closed).
-    drained: (): Promise<void> =>
-      queue.length === 0 || closed ? Promise.resolve() : new Promise((resolve) => waitingDrain.push(resolve)),
-    comment: (text: string) => write(commentFrame(text)),
+    comment: (text: string) => {
+      if (!closed) take(undefined, encoder.encode(commentFrame(text)))
+    },
     // A clean end: what is queued still goes out, then the body ends and the client reconnects.
-    end: (reason: string) =>
+    end: (reason: string) => {
+      const rest = [...queue.map(({ bytes }) => bytes), encoder.encode(commentFrame(reason))]
       finish((c) => {
-        c.enqueue(encoder.encode(queue.join('') + commentFrame(reason)))
+        for (const bytes of rest) c.enqueue(bytes)
         c.close()
-      }),
+      })
+    },
   }
   return stream
 }

@@ -1,8 +1,8 @@
 import type { Logger } from '../logger.ts'
 import type { Executor } from '../store/database.ts'
-import { changeFrame, type PlantChange } from './change-frame.ts'
+import { encodedChangeFrame } from './change-frame.ts'
 import type { ChangeHub } from './change-hub.ts'
-import { type ChangeStream, createChangeStream } from './change-stream.ts'
+import { type CaughtUp, createChangeStream } from './change-stream.ts'
 import { readOwnerChanges, readOwnerHead } from './owner-changes.ts'
 
 export type OpenChangeStreamDeps = {
@@ -10,6 +10,7 @@ export type OpenChangeStreamDeps = {
   hub: ChangeHub
   logger: Logger
   maxBufferedBytes: number
+  stallMs: number
   catchUpBatch: number
 }
 
@@ -24,43 +25,49 @@ export class ShuttingDown extends Error {
   override name = 'ShuttingDown'
 }
 
+export class TooManyStreams extends Error {
+  override name = 'TooManyStreams'
+}
+
 // Joins the database and the live log without a gap or a duplicate: the stream takes live events
 // (held) before the first read, so whatever commits after that read's snapshot reaches it live;
-// whatever the read saw is sent from the read, and the held copies at or below it are dropped.
+// whatever the reads saw is sent from them, and the held copies at or below it are dropped.
 // The first read happens before the response, so an unreachable database is a clean 503.
 export async function openChangeStream(
-  { db, hub, logger, maxBufferedBytes, catchUpBatch }: OpenChangeStreamDeps,
+  { db, hub, logger, maxBufferedBytes, stallMs, catchUpBatch }: OpenChangeStreamDeps,
   { owner, after, expiresAt }: ChangeRequest,
 ): Promise<ReadableStream<Uint8Array>> {
+  const readAfter = async (position: bigint): Promise<CaughtUp> => {
+    try {
+      const found = await readOwnerChanges(db, owner, position, catchUpBatch)
+      return { frames: found.map(encodedChangeFrame), complete: found.length < catchUpBatch }
+    } catch (error) {
+      logger.warn({ err: error }, 'a change stream could not catch up; it ends and the client resumes')
+      throw error
+    }
+  }
   const stream = createChangeStream({
     owner,
     expiresAt,
     maxBufferedBytes,
+    stallMs,
     now: hub.now,
+    readAfter,
     onClosed: hub.remove,
   })
-  if (!hub.add(stream)) throw new ShuttingDown('the service is shutting down; reconnect')
+  const added = hub.add(stream)
+  if (added === 'closing') throw new ShuttingDown('the service is shutting down; reconnect')
+  if (added === 'full')
+    throw new TooManyStreams(`this caller already has ${hub.streamsPerOwner} open change streams here`)
   try {
-    const first = after === undefined ? [] : await readOwnerChanges(db, owner, after, catchUpBatch)
-    stream.startAfter(after ?? (await readOwnerHead(db, owner)))
-    void catchUp(stream, first).catch((error: unknown) => {
-      logger.warn({ err: error }, 'a change stream could not catch up; it ends and the client resumes')
-      stream.end('catching up failed; reconnect')
-    })
+    if (after === undefined) stream.startAfter(await readOwnerHead(db, owner), true)
+    else {
+      stream.startAfter(after, false)
+      await stream.catchUp()
+    }
   } catch (error) {
     hub.remove(stream)
     throw error
   }
   return stream.body
-
-  async function catchUp(stream: ChangeStream, first: PlantChange[]) {
-    for (let found = first; ; ) {
-      for (const change of found) stream.sendCaughtUp(change.position, changeFrame(change))
-      if (stream.isClosed()) return
-      if (found.length < catchUpBatch && stream.goLive()) return
-      // Read on only once the client took the last batch: a long catch-up never piles up here.
-      await stream.drained()
-      found = await readOwnerChanges(db, owner, stream.lastPosition(), catchUpBatch)
-    }
-  }
 }

@@ -5,7 +5,7 @@ import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { HttpError } from '../http/http-error.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { BearerHeaders } from '../plants/schemas.ts'
-import { ShuttingDown } from './open-change-stream.ts'
+import { ShuttingDown, TooManyStreams } from './open-change-stream.ts'
 import type { Changes } from './start-changes.ts'
 import { POSITION_RULE, parsePosition } from './start-position.ts'
 
@@ -37,6 +37,9 @@ const followed = replies({
   ),
   400: errorReply('A malformed Last-Event-ID or after'),
   401: unauthorized,
+  429: errorReply('The caller already holds as many open change streams as allowed here', {
+    'Retry-After': { schema: Type.Integer(), description: 'Seconds to wait before retrying' },
+  }),
   500: unexpected,
   503: unavailable,
 })
@@ -56,6 +59,8 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
         return new Response(body, { headers: EVENT_STREAM_HEADERS })
       } catch (error) {
         if (error instanceof ShuttingDown) throw new HttpError(503, error.message, { 'retry-after': '1' })
+        if (error instanceof TooManyStreams)
+          throw new HttpError(429, `${error.message}; close one or retry later`, { 'retry-after': '5' })
         throw error
       }
     },

@@ -18,8 +18,12 @@ export type ChangesDeps = {
   now?: () => number
   keepAliveMs?: number
   tickMs?: number
-  // A stream whose client leaves this much text unread is disconnected.
+  // The most streams one owner holds open on this instance (CHANGE_STREAMS_PER_OWNER).
+  streamsPerOwner?: number
+  // Bytes of live events that wait for a client before the stream reads them again from the
+  // database; a client that then takes nothing for `stallMs` is disconnected.
   maxBufferedBytes?: number
+  stallMs?: number
   catchUpBatch?: number
 }
 
@@ -41,10 +45,12 @@ export async function startChanges({
   now,
   keepAliveMs,
   tickMs,
+  streamsPerOwner = 100,
   maxBufferedBytes = 1024 * 1024,
-  catchUpBatch = 500,
+  stallMs = 10_000,
+  catchUpBatch = 100,
 }: ChangesDeps): Promise<Changes> {
-  const hub = createChangeHub({ logger, now, keepAliveMs, tickMs })
+  const hub = createChangeHub({ logger, streamsPerOwner, now, keepAliveMs, tickMs })
   const follower = await startLogFollower({ db, logger, onEvents: hub.deliver }).catch((error) => {
     hub.close()
     throw error
@@ -54,7 +60,8 @@ export async function startChanges({
     : undefined
   createChangeMetrics(registry, hub.count)
   return {
-    open: (request) => openChangeStream({ db, hub, logger, maxBufferedBytes, catchUpBatch }, request),
+    open: (request) =>
+      openChangeStream({ db, hub, logger, maxBufferedBytes, stallMs, catchUpBatch }, request),
     appended: () => {
       follower.wake()
       notices?.notify()

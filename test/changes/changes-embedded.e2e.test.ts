@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { expectSigtermEndsStreams, expectStalledClientDisconnected } from '../support/change-scenarios.ts'
+import {
+  expectLongAbsenceResumes,
+  expectSigtermEndsStreams,
+  expectStalledClientDisconnected,
+} from '../support/change-scenarios.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { runCli, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
@@ -53,6 +57,10 @@ describe.each(Object.keys(commands))('GET /plants/changes on the embedded store,
     ])
     await resumed.close()
   }, 60_000)
+
+  test('a client back after a long absence gets thousands of plants at the size limits, exact, also reading slowly', async () => {
+    await expectLongAbsenceResumes(server, await tokenFor('long-absence'))
+  }, 300_000)
 
   // The memory is checked on PostgreSQL (changes-postgres): here the database lives in the server's
   // heap, and PGlite's WebAssembly memory grows with what is written and never shrinks, so the

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import {
+  expectLongAbsenceResumes,
   expectSigtermEndsStreams,
   expectStalledClientDisconnected,
   openStreamCount,
@@ -16,7 +17,12 @@ const SECRET = 'changes-e2e-secret-of-at-least-32-bytes'
 let database: TestDatabase
 let servers: ServerProcess[] = []
 const readers: SseReader[] = []
-const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
+const STREAMS_PER_OWNER = 4
+const env = () => ({
+  DATABASE_URL: database.url,
+  AUTH_JWT_SECRET: SECRET,
+  CHANGE_STREAMS_PER_OWNER: String(STREAMS_PER_OWNER),
+})
 const tokenFor = async (subject: string) => (await runCli(['token', 'issue', subject], env())).stdout.trim()
 const follow = async (server: ServerProcess | undefined, token: string, options = {}) => {
   const reader = await openSse(changesRequest(server?.url ?? '', token, options))
@@ -91,6 +97,33 @@ test('resuming with Last-Event-ID gives exactly the missed plants, once, in orde
     [...seen, ...missed].map((event) => event.id),
   )
 }, 60_000)
+
+test('CHANGE_STREAMS_PER_OWNER caps one owner per instance; a client that hangs up frees its place', async () => {
+  const [a, b] = servers
+  const token = await tokenFor('capped')
+  const first = await Promise.all(Array.from({ length: STREAMS_PER_OWNER }, () => follow(a, token)))
+  const refused = await fetch(changesRequest(a?.url ?? '', token))
+  expect(refused.status).toBe(429)
+  expect(refused.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/)
+  expect(((await refused.json()) as { error: number }).error).toBe(429)
+  // the cap is per instance: another one takes the same owner
+  await follow(b, token)
+  // a client that closes its connection frees its place as soon as the server sees it gone
+  await first[0]?.close()
+  const deadline = Date.now() + 2000
+  let status = 0
+  while (status !== 200 && Date.now() < deadline) {
+    const response = await fetch(changesRequest(a?.url ?? '', token))
+    status = response.status
+    if (status === 200) await response.body?.cancel()
+    else await Bun.sleep(20)
+  }
+  expect(status).toBe(200)
+}, 60_000)
+
+test('a client back after a long absence gets thousands of plants at the size limits, exact, also reading slowly', async () => {
+  await expectLongAbsenceResumes(servers[0] as ServerProcess, await tokenFor('long-absence'))
+}, 300_000)
 
 test('a client that stops reading is disconnected and the memory stays flat', async () => {
   const server = servers[1] as ServerProcess

@@ -14,6 +14,12 @@ const EXACT_PLANTS = [
   { id: '9007199254740992', name: '🌵 astral 𝄞', tag: 'data: not a field\n\nid: 1' },
   { id: '9007199254740993', name: BOM, tag: '\\"quoted"' },
 ]
+// Small enough to reach in a test: a client stalls once 32 KiB of live events wait for it and it
+// took nothing for half a second.
+const LIMITS = { streamsPerOwner: 5, maxBufferedBytes: 32 * 1024, stallMs: 500 }
+// About 6 KB of JSON a plant: six of them pass the bound.
+const LARGE = '植'.repeat(1000)
+
 const expectedData = ({ id, name, tag }: { id: string; name: string; tag?: string }) =>
   tag === undefined ? { id, name } : { id, name, tag }
 
@@ -44,11 +50,15 @@ for (const kind of STORAGE_KINDS) {
     }
     const openStreams = async () => {
       const text = await (await h.request('GET', '/metrics')).text()
-      return Number(/^plant_store_change_streams (\d+)$/m.exec(text)?.[1])
+      const value = /^plant_store_change_streams (\d+)$/m.exec(text)?.[1]
+      if (value === undefined) throw new Error('/metrics has no plant_store_change_streams')
+      return Number(value)
     }
 
     beforeAll(async () => {
-      h = await createHarness(kind, { changes: { keepAliveMs: 300, tickMs: 50 } })
+      h = await createHarness(kind, {
+        changes: { ...LIMITS, keepAliveMs: 300, tickMs: 50 },
+      })
     })
     afterAll(async () => {
       await Promise.all(open.map((reader) => reader.close()))
@@ -136,32 +146,152 @@ for (const kind of STORAGE_KINDS) {
       let run = 0
       await fc.assert(
         fc.asyncProperty(
-          fc.array(fc.record({ owner: fc.nat(3), stream: fc.nat(1) }), { minLength: 1, maxLength: 3 }),
+          // streams of four owners, each from the beginning or from its owner's head when it opens
+          fc.array(fc.record({ owner: fc.nat(3), from: fc.constantFrom('0', 'head') }), {
+            minLength: 1,
+            maxLength: LIMITS.streamsPerOwner,
+          }),
+          // plants created before the streams open, then after
+          fc.array(fc.nat(3), { maxLength: 6 }),
           fc.array(fc.nat(3), { minLength: 1, maxLength: 12 }),
-          async (streams, creates) => {
+          async (streams, earlier, later) => {
             run++
             const owners = [0, 1, 2, 3].map((owner) => `iso-${run}-${owner}`)
             const tokens = await Promise.all(owners.map((owner) => h.tokenFor(owner)))
-            const readers = await Promise.all(streams.map(({ owner }) => stream(tokens[owner])))
-            const model = owners.map(() => [] as string[])
-            for (const [index, owner] of creates.entries()) {
-              await create(tokens[owner] ?? '', { id: index + 1, name: `${owners[owner]}/${index}` })
-              model[owner]?.push(`${owners[owner]}/${index}`)
+            const before = owners.map(() => [] as string[])
+            const after = owners.map(() => [] as string[])
+            const createAll = async (creates: number[], model: string[][], first: number) => {
+              for (const [index, owner] of creates.entries()) {
+                const name = `${owners[owner]}/${first + index}`
+                await create(tokens[owner] ?? '', { id: first + index, name })
+                model[owner]?.push(name)
+              }
             }
-            for (const [index, { owner }] of streams.entries()) {
+            await createAll(earlier, before, 1)
+            const readers = await Promise.all(
+              streams.map(({ owner, from }) => stream(tokens[owner], from === '0' ? { after: '0' } : {})),
+            )
+            await createAll(later, after, earlier.length + 1)
+            for (const [index, { owner, from }] of streams.entries()) {
+              const expected = [...(from === '0' ? (before[owner] ?? []) : []), ...(after[owner] ?? [])]
               const reader = readers[index] as SseReader
               const names = [
-                ...(await reader.take(model[owner]?.length ?? 0, 5000)),
+                ...(await reader.take(expected.length, 5000)),
                 ...(await reader.collectFor(50)),
               ].map((event) => plantOf(event).name)
-              expect(names).toEqual(model[owner] ?? [])
+              expect(names).toEqual(expected)
               await reader.close()
             }
           },
         ),
-        { numRuns: 8 },
+        { numRuns: 15 },
       )
-    }, 120_000)
+    }, 180_000)
+
+    test('a client that reads slowly but steadily is never cut off, however far behind it falls', async () => {
+      // given a live stream read one chunk every 100 ms (each chunk at most 64 KiB)
+      const token = await h.tokenFor('slow')
+      const response = await h.app.handle(changesRequest('http://localhost', token))
+      const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>
+      const decoder = new TextDecoder()
+      let text = ''
+      let failed: unknown
+      const count = 80
+      const reading = (async () => {
+        try {
+          while ((text.match(/\nevent: PlantCreated\n/g)?.length ?? 0) < count) {
+            const { value, done } = await reader.read()
+            if (done) break
+            text += decoder.decode(value, { stream: true })
+            await Bun.sleep(100)
+          }
+        } catch (error) {
+          failed = error
+        }
+      })()
+      // when plants are created far faster than it reads (more than ten times the bound)
+      for (let id = 1; id <= count; id++) await create(token, { id, name: `${id}${LARGE}`, tag: LARGE })
+      await reading
+      await reader.cancel()
+      // then it was never cut off, and got every plant once, in order
+      expect(failed).toBeUndefined()
+      const names = [...text.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1] ?? '').name)
+      expect(names).toEqual(Array.from({ length: count }, (_, index) => `${index + 1}${LARGE}`))
+    }, 60_000)
+
+    test('a client that stops reading is disconnected once events past the bound wait for it', async () => {
+      // given a live stream whose client read the first comment and nothing more
+      const before = await openStreams()
+      const token = await h.tokenFor('stalled')
+      const response = await h.app.handle(changesRequest('http://localhost', token))
+      const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>
+      await reader.read()
+      expect(await openStreams()).toBe(before + 1)
+      // when more than the bound is created for it
+      for (let id = 1; id <= 12; id++) await create(token, { id, name: `${id}${LARGE}`, tag: LARGE })
+      // then, once it took nothing for the stall limit, the stream is released and reset
+      const deadline = Date.now() + 15_000
+      while ((await openStreams()) > before && Date.now() < deadline) await Bun.sleep(50)
+      expect(await openStreams()).toBe(before)
+      // (an error without a reason: the runtime resets the connection without logging)
+      const ending = await (async () => {
+        try {
+          while (!(await reader.read()).done);
+          return 'ended cleanly'
+        } catch {
+          return 'reset'
+        }
+      })()
+      expect(ending).toBe('reset')
+    }, 30_000)
+
+    describe('one owner holds at most streamsPerOwner open streams', () => {
+      const openAll = async (token: string, count: number) =>
+        Promise.all(Array.from({ length: count }, () => stream(token)))
+
+      test('one more is a 429 Error with Retry-After, and opens nothing', async () => {
+        const token = await h.tokenFor('capped')
+        const readers = await openAll(token, LIMITS.streamsPerOwner)
+        expect(readers.map((reader) => reader.response.status)).toEqual(readers.map(() => 200))
+        const before = await openStreams()
+        const response = await h.app.handle(changesRequest('http://localhost', token))
+        expect(response.status).toBe(429)
+        expect(response.headers.get('content-type')).toBe('application/json')
+        expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0)
+        const body = (await response.json()) as { error: number; message: string }
+        expect(body.error).toBe(429)
+        expect(body.message).toContain(String(LIMITS.streamsPerOwner))
+        expect(await openStreams()).toBe(before)
+        for (const reader of readers) await reader.close()
+      })
+
+      test('a stream that ends frees its place at once: closed by the client or at token expiry', async () => {
+        // given an owner at the cap, one of its streams on a token that expires in seconds
+        const token = await h.tokenFor('freed')
+        const shortLived = await issueToken(TEST_SECRET, { subject: 'freed', ttlSeconds: 4, now: new Date() })
+        const expiring = await stream(shortLived)
+        const [closing, ...rest] = await openAll(token, LIMITS.streamsPerOwner - 1)
+        expect((await h.app.handle(changesRequest('http://localhost', token))).status).toBe(429)
+        // when the client closes one, then a place is free at once
+        await closing?.close()
+        const reopened = await stream(token)
+        expect(reopened.response.status).toBe(200)
+        expect((await h.app.handle(changesRequest('http://localhost', token))).status).toBe(429)
+        // and when the token of another expires, its place is free as the stream ends
+        await expiring.ended()
+        expect((await stream(token)).response.status).toBe(200)
+        for (const reader of rest) await reader.close()
+      })
+
+      test("another owner's streams open while one owner is at the cap", async () => {
+        const token = await h.tokenFor('crowded')
+        const readers = await openAll(token, LIMITS.streamsPerOwner)
+        expect((await h.app.handle(changesRequest('http://localhost', token))).status).toBe(429)
+        const other = await stream(await h.tokenFor('uncrowded'))
+        expect(other.response.status).toBe(200)
+        for (const reader of [...readers, other]) await reader.close()
+      })
+    })
 
     test('keep-alive comments arrive while nothing happens', async () => {
       const reader = await stream(await h.tokenFor('quiet'))

@@ -3,14 +3,80 @@ import { connect } from 'node:net'
 import { residentMb } from '../bench/memory.ts'
 import { postPlant } from './plant-client.ts'
 import type { ServerProcess } from './server-process.ts'
-import { changesRequest, openSse } from './sse-client.ts'
+import { readSlowly } from './slow-sse-reader.ts'
+import { changesRequest, openSse, plantOf, type SseEvent } from './sse-client.ts'
 
 // Scenarios of CONTRACT §9 that need a real server process; each e2e file runs them on its own
 // storage and runtime.
 
 export async function openStreamCount(baseUrl: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text()
-  return Number(/^plant_store_change_streams (\d+)$/m.exec(text)?.[1])
+  const value = /^plant_store_change_streams (\d+)$/m.exec(text)?.[1]
+  if (value === undefined) throw new Error('/metrics has no plant_store_change_streams')
+  return Number(value)
+}
+
+type ExpectedPlant = { position: string; id: string; name: string; tag: string }
+
+// `length` code points: the plant's number, then the script's character over and over.
+const textOf = (label: string, fill: string, length: number) =>
+  label + fill.repeat(length - [...label].length)
+const SCRIPTS = ['x', '🌵', '植']
+
+// Creates `count` plants for the caller with name and tag near their 1,024-code-point limit, in
+// ASCII, emoji and CJK by turns (2 to 8 KB of JSON each); resolves with them in position order.
+async function createLimitPlants(baseUrl: string, token: string, count: number, firstId = 1) {
+  const created: ExpectedPlant[] = []
+  let next = firstId
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < firstId + count) {
+        const id = next++
+        const fill = SCRIPTS[id % SCRIPTS.length] as string
+        const plant = { id, name: textOf(`${id} `, fill, 1024), tag: textOf(`#${id}`, fill, 1023) }
+        const response = await postPlant(baseUrl, token, plant)
+        expect(response.status).toBe(200)
+        const position = response.headers.get('plant-store-position') ?? ''
+        created.push({ position, id: String(id), name: plant.name, tag: plant.tag })
+      }
+    }),
+  )
+  return created.sort((a, b) => Number(BigInt(a.position) - BigInt(b.position)))
+}
+
+function expectEventsAre(events: SseEvent[], plants: ExpectedPlant[]) {
+  expect(events.length).toBe(plants.length)
+  expect(events.map((event) => event.id)).toEqual(plants.map((plant) => plant.position))
+  // Compared one by one: a failure then shows one plant, not megabytes.
+  for (const [index, event] of events.entries()) {
+    const { position: _, ...plant } = plants[index] as ExpectedPlant
+    expect(plantOf(event)).toEqual(plant)
+  }
+}
+
+// A client back after a long absence (CONTRACT §9 "however long the client was away"): thousands
+// of plants near the size limits wait for it. From after=0 and from a Last-Event-ID in the middle
+// it gets each once, in order, text exact; and a client that reads slowly but steadily, while
+// more plants are created, is never cut off.
+export async function expectLongAbsenceResumes(server: ServerProcess, token: string, count = 2000) {
+  const plants = await createLimitPlants(server.url, token, count)
+  const replay = await openSse(changesRequest(server.url, token, { after: '0' }))
+  expect(replay.response.status).toBe(200)
+  expectEventsAre(await replay.take(count, 120_000), plants)
+  await replay.close()
+  const rest = plants.slice(Math.floor(count / 2))
+  const middle = rest.shift() as ExpectedPlant
+  const resumed = await openSse(changesRequest(server.url, token, { lastEventId: middle.position }))
+  expectEventsAre(await resumed.take(rest.length, 120_000), rest)
+  expect(await resumed.collectFor(300)).toEqual([])
+  await resumed.close()
+
+  const more = 300
+  const slow = readSlowly(server.url, token, { count: count + more, bytesPerSecond: 2 * 1024 * 1024 })
+  const live = await createLimitPlants(server.url, token, more, count + 1)
+  const { events, cutOff } = await slow
+  expect(cutOff).toBe(false)
+  expectEventsAre(events, [...plants, ...live])
 }
 
 // Creates `count` plants for the caller, `parallel` at a time, each about 8 KB of JSON.

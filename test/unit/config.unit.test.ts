@@ -12,6 +12,11 @@ describe('loadConfig', () => {
       storage: { kind: 'embedded', dataDir: './data' },
     })
     expect(config.auth.useLocalSecret).toBe(true)
+    expect(config.changeStreamsPerOwner).toBe(100)
+  })
+
+  test('CHANGE_STREAMS_PER_OWNER caps the change streams of one owner', () => {
+    expect(loadConfig({ CHANGE_STREAMS_PER_OWNER: '3' }).changeStreamsPerOwner).toBe(3)
   })
 
   test('DATABASE_URL selects PostgreSQL', () => {
@@ -73,6 +78,9 @@ describe('loadConfig', () => {
     [{ DATABASE_URL: 'postgres://u@h/db' }, 'AUTH_JWT_SECRET'],
     [{ DATA_DIR: 'memory:' }, 'AUTH_JWT_SECRET'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ CHANGE_STREAMS_PER_OWNER: '0' }, 'CHANGE_STREAMS_PER_OWNER'],
+    [{ CHANGE_STREAMS_PER_OWNER: 'many' }, 'CHANGE_STREAMS_PER_OWNER'],
+    [{ CHANGE_STREAMS_PER_OWNER: '1.5' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ AUTH_JWKS_URL: 'not a url' }, 'AUTH_JWKS_URL'],
     [
       { DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret, DATABASE_POOL_SIZE: '0' },

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { readFile } from 'node:fs/promises'
+import { postPlant } from '../support/plant-client.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+
+// The README's curl session and its live-changes sequel, run as written against a fresh server:
+// every command's output must be the one the README prints under it, so that its ids and
+// positions stay true.
+type Step = { command: string; output: string[] }
+
+const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+
+// The shell blocks of a section, as commands each followed by the `# ` lines printed under it.
+function stepsOf(section: string): Step[] {
+  const start = readme.indexOf(`\n## ${section}\n`)
+  const text = readme.slice(start, readme.indexOf('\n## ', start + 1))
+  const steps: Step[] = []
+  for (const [, block] of text.matchAll(/```sh\n([\s\S]*?)```/g)) {
+    const lines = (block ?? '').split('\n')
+    for (let index = 0; index < lines.length; index++) {
+      let command = lines[index] ?? ''
+      if (!command.startsWith('curl')) continue
+      while (command.endsWith('\\')) command = `${command.slice(0, -1)} ${lines[++index]?.trim()}`
+      const output: string[] = []
+      while (lines[index + 1]?.startsWith('#')) output.push((lines[++index] ?? '').replace(/^# ?/, ''))
+      steps.push({ command, output })
+    }
+  }
+  return steps
+}
+
+// On PostgreSQL: the session's ids and positions are the same on both storages.
+let database: TestDatabase
+let server: ServerProcess
+let token: string
+beforeAll(async () => {
+  database = await createTestDatabase('readme_session')
+  const env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'readme-session-secret-of-32-bytes-or-more' }
+  server = await startServer(env)
+  token = (await runCli(['token', 'issue', 'alice', '--ttl', '24h'], env)).stdout.trim()
+}, 120_000)
+afterAll(async () => {
+  server?.process.kill('SIGKILL')
+  await server?.process.exited
+  await database?.drop()
+})
+
+// Runs a step's command with curl; a stream (-N) is read for `streamMs`.
+async function run({ command }: Step, streamMs = 0): Promise<string[]> {
+  const address = new URL(server.url).host
+  const shell = command
+    .replaceAll('localhost:3000', address)
+    .replace(/^curl -N /, `curl -N --max-time ${streamMs / 1000} `)
+  const child = Bun.spawn(['sh', '-c', shell], {
+    env: { ...process.env, TOKEN: token },
+    stdout: 'pipe',
+    stderr: 'ignore',
+  })
+  const text = await new Response(child.stdout).text()
+  await child.exited
+  return text
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((line) => line.replace(/\r$/, ''))
+}
+
+// Header lines compare without regard to the name's case (HTTP header names are case-insensitive).
+const normal = (lines: string[]) =>
+  lines.map((line) => line.replace(/^[A-Za-z-]+:/, (name) => name.toLowerCase()))
+
+test("the README's curl session and its live changes print what the README shows", async () => {
+  const session = stepsOf('A session with curl')
+  const live = stepsOf('Live changes')
+  expect(session.length).toBeGreaterThanOrEqual(5)
+  expect(live.length).toBe(3)
+  for (const step of session)
+    expect({ step: step.command, out: normal(await run(step)) }).toEqual({
+      step: step.command,
+      out: normal(step.output),
+    })
+  const [listing, follow, resume] = live as [Step, Step, Step]
+  expect(normal(await run(listing))).toEqual(normal(listing.output))
+  // the stream, with the create the README makes "meanwhile, in another terminal"
+  const meanwhile = follow.output.find((line) => line.includes('meanwhile'))
+  const created = JSON.parse(/create (\{.*\})/.exec(meanwhile ?? '')?.[1] ?? 'null')
+  const streaming = run(follow, 3000)
+  await Bun.sleep(1000)
+  expect((await postPlant(server.url, token, created)).status).toBe(200)
+  // the README's notes in parentheses are not output
+  const text = (lines: string[]) =>
+    lines
+      .filter((line) => !line.startsWith('('))
+      .join('\n')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim()
+  const shown = follow.output.filter((line) => !line.startsWith('('))
+  expect(text(await streaming)).toBe(text(shown))
+  // resuming after the last id the stream showed repeats nothing
+  const lastId = shown.findLast((line) => line.startsWith('id: '))?.slice(4)
+  expect(resume.command).toContain(`Last-Event-ID: ${lastId}`)
+  expect((await run(resume, 1500)).filter((line) => line.startsWith('id: '))).toEqual([])
+}, 60_000)
