@@ -5,7 +5,7 @@ import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { HttpError } from '../http/http-error.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { BearerHeaders } from '../plants/schemas.ts'
-import { ShuttingDown } from './open-change-stream.ts'
+import { NotFollowing, ShuttingDown } from './open-change-stream.ts'
 import type { Changes } from './start-changes.ts'
 import { POSITION_RULE, parsePosition } from './start-position.ts'
 
@@ -55,7 +55,8 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
         const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
         return new Response(body, { headers: EVENT_STREAM_HEADERS })
       } catch (error) {
-        if (error instanceof ShuttingDown) throw new HttpError(503, error.message, { 'retry-after': '1' })
+        if (error instanceof ShuttingDown || error instanceof NotFollowing)
+          throw new HttpError(503, error.message, { 'retry-after': '1' })
         throw error
       }
     },
