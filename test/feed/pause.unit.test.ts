@@ -54,7 +54,7 @@ describe("the relay's waits", () => {
   test('a relay still waiting for NATS stops at once', async () => {
     // given: a stream that never becomes reachable
     const relay = startRelay({
-      db: {} as Database,
+      log: { eventsAfter: async () => [], advanced: async () => {}, position: () => undefined },
       stream: new Promise<FeedStream>(() => {}),
       leadership: soleLeadership,
       messages: { subjectPrefix: 'plant-store', source: 'plant-store' },
