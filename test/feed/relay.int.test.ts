@@ -49,7 +49,7 @@ function expectedMessage(position: string, source: string, { owner, id, name, ta
 
 async function positionsInLog(storage: TestStorage): Promise<string[]> {
   const result = await storage.db.execute(
-    sql`select position::text as position from events order by position`,
+    sql`select position::text as position from events order by events.position`,
   )
   const rows = rowsOf<{ position: string }>(result)
   return rows.map((row) => row.position)
