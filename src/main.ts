@@ -2,6 +2,7 @@ import process from 'node:process'
 import { Registry } from 'prom-client'
 import { createApp } from './app.ts'
 import { verifierFromConfig } from './auth/verifier-from-config.ts'
+import { followLog } from './changes/log-follower.ts'
 import { startChanges } from './changes/start-changes.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startFeed } from './feed/start-feed.ts'
@@ -28,8 +29,14 @@ async function main(): Promise<void> {
   const storage = await openStorage(config.storage)
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
+  // The one reader of the log in this process: the feed and the change streams both take from it.
+  const log = followLog({
+    db: storage.db,
+    logger,
+    noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
+  })
   const feed = config.feed
-    ? await startFeed({ config: config.feed, storage: config.storage, db: storage.db, logger, registry })
+    ? await startFeed({ config: config.feed, storage: config.storage, db: storage.db, log, logger, registry })
     : undefined
   const replicaReads =
     config.readReplicas && config.storage.kind === 'postgres'
@@ -43,23 +50,19 @@ async function main(): Promise<void> {
       : undefined
   const changes = await startChanges({
     db: storage.db,
+    log,
     logger,
     registry,
-    noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
     streamsPerOwner: config.changeStreamsPerOwner,
   })
   const readersHeld =
     storage.kind === 'postgres' ? watchLogReadersHeld({ db: storage.db, registry, logger }) : undefined
-  const onAppended = () => {
-    feed?.wake()
-    changes.appended()
-  }
   const app = createApp({
     db: storage.db,
     verifyToken,
     logger,
     registry,
-    onAppended,
+    onAppended: log.appended,
     changes,
     readPlants: replicaReads?.readPlants,
     batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
@@ -86,6 +89,7 @@ async function main(): Promise<void> {
     await within(server.stop(), config.requestTimeoutMs)
     await feed?.close()
     readersHeld?.stop()
+    await log.close()
     await replicaReads?.close()
     await storage.close()
     logger.info('stopped')

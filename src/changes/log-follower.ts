@@ -1,32 +1,63 @@
 import type { Logger } from '../logger.ts'
 import type { Executor } from '../store/database.ts'
-import { type LoggedEvent, logCursorNow, readLog } from '../store/event-log.ts'
+import { type LoggedEvent, readSettledEvents } from '../store/event-log.ts'
+import { type Horizon, probeHorizon } from '../store/settled-log.ts'
+import { postgresNotices } from './postgres-notices.ts'
 
 export type LogFollowerDeps = {
   // Where the log is read: the primary, or a replica of it.
   db: Executor
-  onEvents: (events: LoggedEvent[]) => void
   logger: Logger
+  // How often the log is read when nothing woke the follower: another instance's writes, an import.
+  pollMs?: number
+  // The least time between two reads: under a stream of creates, wakes gather into one read.
+  gatherMs?: number
+  batchSize?: number
+  // How many of the latest events are kept for a consumer a little behind (the feed after a
+  // publish round), so that it need not read the log again.
+  recentEvents?: number
 }
 
-// How often the log is read when nothing woke the follower: a missed notification, an import.
-const POLL_MS = 200
-// The least time between two reads: under a stream of creates, wakes gather into one read.
-const GATHER_MS = 10
-const BATCH_SIZE = 1000
+export type LogFollower = ReturnType<typeof startLogFollower>
 
-// The one reader of the log in this process. It reads the log as the feed does (event-log.ts),
-// gap-free: an event whose transaction commits late is read late, never skipped. It starts with
-// the transactions that commit from now on; the streams' catch-up reads cover what came before.
-export async function startLogFollower({ db, onEvents, logger }: LogFollowerDeps) {
-  let cursor = await logCursorNow(db)
+// Horizons probed and not yet settled: more wait for these first (a long transaction holds them).
+const MAX_PENDING = 8
+// How soon a horizon still waiting on a writer is looked at again.
+const SETTLE_RETRY_MS = 20
+
+// The one reader of the log in this process, which the feed and the change streams consume. Each
+// wake-up (a create here, another instance's notice, a poll) is one probe of the horizon and one
+// read of the settled log after where it stands (settled-log.ts): every event once, in position
+// order, never one that a transaction still running could precede. It starts at the log's
+// horizon when it starts; consumers read what came before (`eventsAfter`, the projection).
+// A failed read is retried until the database answers again, on whichever server it then reaches.
+export function startLogFollower({
+  db,
+  logger,
+  pollMs = 200,
+  gatherMs = 10,
+  batchSize = 1000,
+  recentEvents = 10_000,
+}: LogFollowerDeps) {
+  // Every event up to `position` has been handed out; undefined until the start has settled.
+  let position: bigint | undefined
+  // Below every position (the first is 1), so that even an empty log's horizon is taken.
+  let settled = -1n
+  let pending: Horizon[] = []
+  // The latest events read, and the position just below them: they are every event in
+  // (recentFrom, position].
+  const recent: LoggedEvent[] = []
+  let recentFrom = 0n
+  const subscribers = new Set<(events: LoggedEvent[]) => void>()
+  const advancedWaiters = new Set<() => void>()
+  let readyResolve = () => {}
+  const ready = new Promise<void>((resolve) => (readyResolve = resolve))
   let stopped = false
-  // Set by a wake, cleared as a read starts: a wake during the read cuts the rest after it short.
   let woken = false
   let rouse = () => {}
   const rest = (ms: number) =>
     new Promise<void>((resolve) => {
-      if (woken) return resolve()
+      if (woken || stopped) return resolve()
       const timer = setTimeout(resolve, ms)
       rouse = () => {
         clearTimeout(timer)
@@ -37,39 +68,164 @@ export async function startLogFollower({ db, onEvents, logger }: LogFollowerDeps
     woken = true
     rouse()
   }
+  let reads = 0
+
+  const advance = (events: LoggedEvent[], to: bigint) => {
+    if (events.length > 0) {
+      recent.push(...events)
+      if (recent.length > recentEvents) {
+        const dropped = recent.splice(0, recent.length - recentEvents)
+        recentFrom = dropped.at(-1)?.position ?? recentFrom
+      }
+      for (const subscriber of subscribers) subscriber(events)
+    }
+    position = to
+    for (const waiter of [...advancedWaiters]) waiter()
+  }
+
+  const step = async (probe: boolean): Promise<number> => {
+    if (probe && pending.length < MAX_PENDING) {
+      const horizon = await probeHorizon(db)
+      const highest = pending.at(-1)?.position ?? settled
+      if (horizon && horizon.position > highest) pending.push(horizon)
+    }
+    if (position === undefined) {
+      // The start: nothing before the first horizon is handed out, only what follows it.
+      const first = pending[0]
+      if (first === undefined) return 0
+      const read = await readSettledEvents(db, first.position, settled, [first], 0)
+      reads++
+      settled = read.settled
+      if (settled < first.position) return 0
+      pending = pending.filter((horizon) => horizon.position > settled)
+      recentFrom = first.position
+      advance([], first.position)
+      readyResolve()
+      return 0
+    }
+    const read = await readSettledEvents(db, position, settled, pending, batchSize)
+    reads++
+    settled = read.settled
+    pending = pending.filter((horizon) => horizon.position > settled)
+    const full = read.events.length === batchSize
+    const to = full ? (read.events.at(-1)?.position ?? position) : settled
+    if (to > position) advance(read.events, to)
+    return read.events.length
+  }
 
   const run = async () => {
     let failing = false
+    let probe = true
     while (!stopped) {
       woken = false
       try {
-        const events = await readLog(db, cursor, BATCH_SIZE)
-        const last = events.at(-1)
-        if (last) {
-          cursor = { transactionId: last.transactionId, position: last.position }
-          onEvents(events)
-        }
-        if (failing) logger.info('the change streams follow the log again')
+        const count = await step(probe)
+        if (failing) logger.info('the log follower reads the log again')
         failing = false
-        if (events.length === BATCH_SIZE) continue
-        await rest(POLL_MS)
+        probe = count < batchSize
+        if (!probe) continue
+        await rest(pending.length > 0 || position === undefined ? SETTLE_RETRY_MS : pollMs)
       } catch (error) {
-        if (!failing) logger.warn({ err: error }, 'the change streams cannot read the log; retrying')
+        if (!failing) logger.warn({ err: error }, 'the log follower cannot read the log; retrying')
         failing = true
-        await rest(POLL_MS * 5)
+        probe = true
+        await rest(pollMs * 5)
       }
-      await new Promise((resolve) => setTimeout(resolve, GATHER_MS))
+      await new Promise((resolve) => setTimeout(resolve, gatherMs))
     }
   }
   const running = run()
 
   return {
+    // Resolves once the follower stands somewhere (position() is defined).
+    ready,
+    // Every event up to here has been handed to the subscribers; undefined before `ready`.
+    position: () => position,
+    // Called with every batch read from now on, in position order.
+    subscribe: (onEvents: (events: LoggedEvent[]) => void) => {
+      subscribers.add(onEvents)
+      return () => {
+        subscribers.delete(onEvents)
+      }
+    },
+    // Up to `count` events after `after` and at or below position(), in position order: from
+    // the latest events kept, or else read from the log.
+    eventsAfter: async (after: bigint, count: number): Promise<LoggedEvent[]> => {
+      await ready
+      const upTo = position ?? 0n
+      if (after >= upTo) return []
+      if (after >= recentFrom) {
+        const start = firstAbove(recent, after)
+        return recent.slice(start, start + count)
+      }
+      return (await readSettledEvents(db, after, upTo, [], count)).events
+    },
+    // Resolves when the follower next moves on, or after `ms`, or when `signal` aborts.
+    advanced: (ms: number, signal?: AbortSignal) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer)
+          signal?.removeEventListener('abort', done)
+          advancedWaiters.delete(done)
+          resolve()
+        }
+        const timer = setTimeout(done, ms)
+        signal?.addEventListener('abort', done)
+        advancedWaiters.add(done)
+      }),
     // Something may have been appended: read the log now rather than at the next poll.
     wake,
+    // How many reads of the log the loop has made (its catch-up reads for consumers aside).
+    reads: () => reads,
     stop: async () => {
       stopped = true
       wake()
       await running
+      readyResolve()
+      for (const waiter of [...advancedWaiters]) waiter()
+    },
+  }
+}
+
+// The index of the first event above `position` (events in position order).
+function firstAbove(events: LoggedEvent[], position: bigint): number {
+  let low = 0
+  let high = events.length
+  while (low < high) {
+    const middle = (low + high) >> 1
+    if ((events[middle]?.position ?? 0n) <= position) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+export type FollowLogDeps = LogFollowerDeps & {
+  // PostgreSQL: the database where instances notify each other of appends (the primary). Absent
+  // (the embedded store, which one process holds): this process's own appends are all there is.
+  noticesUrl?: string
+}
+
+export type FollowedLog = LogFollower & {
+  // This process appended events: followers here and elsewhere read the log now.
+  appended: () => void
+  close: () => Promise<void>
+}
+
+// The process's follower, woken by its own appends and by other instances' notices.
+export function followLog({ noticesUrl, ...deps }: FollowLogDeps): FollowedLog {
+  const follower = startLogFollower(deps)
+  const notices = noticesUrl
+    ? postgresNotices({ url: noticesUrl, logger: deps.logger, onNotice: follower.wake })
+    : undefined
+  return {
+    ...follower,
+    appended: () => {
+      follower.wake()
+      notices?.notify()
+    },
+    close: async () => {
+      await follower.stop()
+      await notices?.close()
     },
   }
 }

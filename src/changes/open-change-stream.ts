@@ -1,13 +1,16 @@
 import type { Logger } from '../logger.ts'
 import type { Executor } from '../store/database.ts'
+import { within } from '../time-limit.ts'
 import { encodedChangeFrame } from './change-frame.ts'
 import type { ChangeHub } from './change-hub.ts'
 import { type CaughtUp, createChangeStream } from './change-stream.ts'
+import type { LogFollower } from './log-follower.ts'
 import { readOwnerChanges, readOwnerHead } from './owner-changes.ts'
 
 export type OpenChangeStreamDeps = {
   db: Executor
   hub: ChangeHub
+  follower: Pick<LogFollower, 'ready' | 'position'>
   logger: Logger
   maxBufferedBytes: number
   stallMs: number
@@ -29,17 +32,25 @@ export class TooManyStreams extends Error {
   override name = 'TooManyStreams'
 }
 
+export class NotFollowing extends Error {
+  override name = 'NotFollowing'
+}
+
+const READY_WAIT_MS = 5000
+
 // Joins the database and the live log without a gap or a duplicate: the stream takes live events
 // (held) before the first read, so whatever commits after that read's snapshot reaches it live;
 // whatever the reads saw is sent from them, and the held copies at or below it are dropped.
+// The reads stop at the follower's position: above it a late commit may still come, live.
 // The first read happens before the response, so an unreachable database is a clean 503.
 export async function openChangeStream(
-  { db, hub, logger, maxBufferedBytes, stallMs, catchUpBatch }: OpenChangeStreamDeps,
+  { db, hub, follower, logger, maxBufferedBytes, stallMs, catchUpBatch }: OpenChangeStreamDeps,
   { owner, after, expiresAt }: ChangeRequest,
 ): Promise<ReadableStream<Uint8Array>> {
   const readAfter = async (position: bigint): Promise<CaughtUp> => {
     try {
-      const found = await readOwnerChanges(db, owner, position, catchUpBatch)
+      const upTo = follower.position() ?? 0n
+      const found = await readOwnerChanges(db, owner, position, upTo, catchUpBatch)
       return { frames: found.map(encodedChangeFrame), complete: found.length < catchUpBatch }
     } catch (error) {
       logger.warn({ err: error }, 'a change stream could not catch up; it ends and the client resumes')
@@ -55,6 +66,12 @@ export async function openChangeStream(
     readAfter,
     onClosed: hub.remove,
   })
+  // Only until the follower first stands somewhere (a database down since the start: a 503).
+  const following = await within(
+    follower.ready.then(() => true),
+    READY_WAIT_MS,
+  )
+  if (!following) throw new NotFollowing('the event log cannot be read yet; reconnect')
   const added = hub.add(stream)
   if (added === 'closing') throw new ShuttingDown('the service is shutting down; reconnect')
   if (added === 'full')

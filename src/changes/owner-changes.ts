@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, sql } from 'drizzle-orm'
+import { and, asc, eq, gt, lte, sql } from 'drizzle-orm'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import { plants } from '../store/schema.ts'
 import type { PlantChange } from './change-frame.ts'
@@ -14,7 +14,13 @@ const changesAfter = preparedQuery((db) =>
       position: sql<string>`${plants.position}::text`,
     })
     .from(plants)
-    .where(and(eq(plants.owner, sql.placeholder('owner')), gt(plants.position, sql.placeholder('after'))))
+    .where(
+      and(
+        eq(plants.owner, sql.placeholder('owner')),
+        gt(plants.position, sql.placeholder('after')),
+        lte(plants.position, sql.placeholder('upTo')),
+      ),
+    )
     .orderBy(asc(plants.position))
     .limit(sql.placeholder('count'))
     .prepare('owner_changes_after'),
@@ -28,14 +34,20 @@ const head = preparedQuery((db) =>
     .prepare('owner_head'),
 )
 
-// The owner's plants created after `after`, oldest first, at most `count`.
+// The owner's plants created after `after` and up to `upTo`, oldest first, at most `count`.
 export async function readOwnerChanges(
   db: Executor,
   owner: string,
   after: bigint,
+  upTo: bigint,
   count: number,
 ): Promise<PlantChange[]> {
-  const rows = await changesAfter(db).execute({ owner, after: after.toString(), count })
+  const rows = await changesAfter(db).execute({
+    owner,
+    after: after.toString(),
+    upTo: upTo.toString(),
+    count,
+  })
   return rows.map((row) => ({
     position: BigInt(row.position),
     id: BigInt(row.id),

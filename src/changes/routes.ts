@@ -5,7 +5,7 @@ import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { HttpError } from '../http/http-error.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { BearerHeaders } from '../plants/schemas.ts'
-import { ShuttingDown, TooManyStreams } from './open-change-stream.ts'
+import { NotFollowing, ShuttingDown, TooManyStreams } from './open-change-stream.ts'
 import type { Changes } from './start-changes.ts'
 import { POSITION_RULE, parsePosition } from './start-position.ts'
 
@@ -58,7 +58,8 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
         const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
         return new Response(body, { headers: EVENT_STREAM_HEADERS })
       } catch (error) {
-        if (error instanceof ShuttingDown) throw new HttpError(503, error.message, { 'retry-after': '1' })
+        if (error instanceof ShuttingDown || error instanceof NotFollowing)
+          throw new HttpError(503, error.message, { 'retry-after': '1' })
         if (error instanceof TooManyStreams)
           throw new HttpError(429, `${error.message}; close one or retry later`, { 'retry-after': '5' })
         throw error

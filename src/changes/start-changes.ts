@@ -3,17 +3,17 @@ import type { Logger } from '../logger.ts'
 import { createChangeMetrics } from '../observability/change-metrics.ts'
 import type { Executor } from '../store/database.ts'
 import { createChangeHub } from './change-hub.ts'
-import { startLogFollower } from './log-follower.ts'
+import { type FollowedLog, followLog } from './log-follower.ts'
 import { type ChangeRequest, openChangeStream } from './open-change-stream.ts'
-import { postgresNotices } from './postgres-notices.ts'
 
 export type ChangesDeps = {
-  // Where the log and the callers' plants are read.
+  // Where the callers' plants are read.
   db: Executor
   logger: Logger
   registry: Registry
-  // PostgreSQL: the database where instances notify each other of appends (the primary). Absent
-  // (the embedded store, which one process holds): this process's own appends are all there is.
+  // The process's follower of the log, shared with the feed. Absent: one of its own, on `db`,
+  // woken by notices on `noticesUrl` (PostgreSQL), closed with the streams.
+  log?: FollowedLog
   noticesUrl?: string
   now?: () => number
   keepAliveMs?: number
@@ -36,11 +36,12 @@ export type Changes = {
   close: () => Promise<void>
 }
 
-// GET /plants/changes's machinery: one follower of the log feeding every open stream.
+// GET /plants/changes's machinery: the log's follower feeding every open stream.
 export async function startChanges({
   db,
   logger,
   registry,
+  log,
   noticesUrl,
   now,
   keepAliveMs,
@@ -51,26 +52,18 @@ export async function startChanges({
   catchUpBatch = 100,
 }: ChangesDeps): Promise<Changes> {
   const hub = createChangeHub({ logger, streamsPerOwner, now, keepAliveMs, tickMs })
-  const follower = await startLogFollower({ db, logger, onEvents: hub.deliver }).catch((error) => {
-    hub.close()
-    throw error
-  })
-  const notices = noticesUrl
-    ? postgresNotices({ url: noticesUrl, logger, onNotice: follower.wake })
-    : undefined
+  const follower = log ?? followLog({ db, logger, noticesUrl })
+  const unsubscribe = follower.subscribe(hub.deliver)
   createChangeMetrics(registry, hub.count)
   return {
     open: (request) =>
-      openChangeStream({ db, hub, logger, maxBufferedBytes, stallMs, catchUpBatch }, request),
-    appended: () => {
-      follower.wake()
-      notices?.notify()
-    },
+      openChangeStream({ db, hub, follower, logger, maxBufferedBytes, stallMs, catchUpBatch }, request),
+    appended: follower.appended,
     count: hub.count,
     close: async () => {
       hub.close()
-      await follower.stop()
-      await notices?.close()
+      unsubscribe()
+      if (!log) await follower.close()
     },
   }
 }

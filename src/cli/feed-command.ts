@@ -3,7 +3,7 @@ import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { type Config, ConfigError } from '../config.ts'
 import { feedStream } from '../feed/nats-stream.ts'
-import { countLogAfter, logHead } from '../store/event-log.ts'
+import { countEventsAfter, logHead } from '../store/event-log.ts'
 import { parseArguments } from './arguments.ts'
 import { withStorage } from './projection-command.ts'
 
@@ -19,11 +19,10 @@ export async function feedStatusCommand(args: string[], config: Config): Promise
   })
   if (!nc) return 1
   try {
-    const { cursor } = await (await feedStream(nc, feed)).readTail()
+    const { position } = await (await feedStream(nc, feed)).readTail()
     return await withStorage(config, async (db) => {
-      const [head, behind] = await Promise.all([logHead(db), countLogAfter(db, cursor)])
-      const at =
-        cursor.position === 0n ? 'nothing published yet' : `last published position ${cursor.position}`
+      const [head, behind] = await Promise.all([logHead(db), countEventsAfter(db, position)])
+      const at = position === 0n ? 'nothing published yet' : `last published position ${position}`
       const state = behind === 0 ? 'up to date' : `${behind} event(s) behind`
       process.stdout.write(
         `feed ${feed.stream}: ${at}; log head: position ${head.position} (${head.events} events); ${state}\n`,

@@ -9,13 +9,13 @@ import {
 } from '@nats-io/jetstream'
 import { createInbox, deferred, headers, type Msg, type NatsConnection } from '@nats-io/transport-node'
 import { ConfigError, type FeedConfig } from '../config.ts'
-import { LOG_START, type LogCursor } from '../store/event-log.ts'
 import { within } from '../time-limit.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage, feedFilter } from './cloud-event.ts'
 
-// Where the stream ends: its last sequence (any subject), and the log cursor of the last feed
-// message in it. The stream, not the database, remembers how far the feed has gone.
-export type Tail = { sequence: number; cursor: LogCursor }
+// Where the stream ends: its last sequence (any subject), and the log position of the last feed
+// message in it (0: none). The stream, not the database, remembers how far the feed has gone: the
+// log is published in position order, so every event up to that position is in it.
+export type Tail = { sequence: number; position: bigint }
 
 export type FeedStream = {
   // Creates the stream when it is missing; refuses one whose subjects miss the feed's.
@@ -28,6 +28,7 @@ export type FeedStream = {
 // did not (the tail must then be read again).
 export type Published = { tail: Tail; published: number; failure?: unknown }
 
+// Still written for instances of the previous version, which resume from it during an upgrade.
 const TRANSACTION_HEADER = 'Plant-Store-Log-Transaction'
 // JetStream's answers to more replicas than it can place: not clustered, or too few servers.
 const REPLICAS_REFUSED = [10074, 10023]
@@ -100,16 +101,12 @@ export function subjectCovers(pattern: string, wanted: string): boolean {
 async function readTail(jsm: JetStreamManager, stream: string, filter: string): Promise<Tail> {
   const { state } = await jsm.streams.info(stream)
   const last = await jsm.streams.getMessage(stream, { last_by_subj: filter })
-  if (last === null) return { sequence: state.last_seq, cursor: LOG_START }
+  if (last === null) return { sequence: state.last_seq, position: 0n }
   const position = last.header.get('Nats-Msg-Id')
-  const transactionId = last.header.get(TRANSACTION_HEADER)
-  if (!/^\d+$/.test(position) || !/^\d+$/.test(transactionId)) {
-    throw new Error(`the last message of "${stream}" on ${filter} (sequence ${last.seq}) has no log cursor`)
+  if (!/^\d+$/.test(position)) {
+    throw new Error(`the last message of "${stream}" on ${filter} (sequence ${last.seq}) has no log position`)
   }
-  return {
-    sequence: state.last_seq,
-    cursor: { transactionId: BigInt(transactionId), position: BigInt(position) },
-  }
+  return { sequence: state.last_seq, position: BigInt(position) }
 }
 
 // All messages go out at once, each stating the stream sequence it must follow, so the server
@@ -134,10 +131,7 @@ async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after
       return { tail, published, failure }
     }
     if (!answer.duplicate) published++
-    tail = {
-      sequence: answer.seq,
-      cursor: { transactionId: BigInt(message.transactionId), position: BigInt(message.id) },
-    }
+    tail = { sequence: answer.seq, position: BigInt(message.id) }
   }
   return { tail, published }
 }

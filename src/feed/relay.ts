@@ -1,12 +1,12 @@
+import type { LogFollower } from '../changes/log-follower.ts'
 import type { Logger } from '../logger.ts'
-import type { Database } from '../store/database.ts'
-import { type LogCursor, readLog } from '../store/event-log.ts'
 import { type MessageSettings, toFeedMessage } from './cloud-event.ts'
 import type { Leadership } from './leadership.ts'
 import type { FeedStream, Tail } from './nats-stream.ts'
 
 export type RelayDeps = {
-  db: Database
+  // The process's follower of the log: the relay takes its events, and reads what it is behind by.
+  log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position'>
   // Resolves once NATS is reachable (it may never be, while the relay waits).
   stream: Promise<FeedStream>
   leadership: Leadership
@@ -14,23 +14,18 @@ export type RelayDeps = {
   logger: Logger
   onPublished?: (count: number) => void
   batchSize?: number
-  // How often the log is read when nothing woke the relay: writes of other instances and imports.
+  // The longest wait for the follower to move on before the relay looks again.
   pollMs?: number
   // How often a follower tries to become the leader, and the leader checks it still is.
   leadershipCheckMs?: number
-  // The least time between two reads of the log while it is not far behind: under a stream of
-  // creates each wake would otherwise cost a query and a publish round of its own.
-  gatherMs?: number
   // The wait before a round that failed is tried again. NATS reconnects by itself (see
   // start-feed.ts); this only spaces the rounds that fail until it has.
   retryMs?: number
 }
 
 export type Relay = {
-  // Something was appended: read the log now rather than at the next poll.
-  wake: () => void
-  // The log cursor of the last message known to be in the stream.
-  lastPublished: () => LogCursor | undefined
+  // The log position of the last message known to be in the stream.
+  lastPublished: () => bigint | undefined
   stop: () => Promise<void>
 }
 
@@ -38,17 +33,17 @@ export type Relay = {
 // instance cannot reach NATS, and another can.
 const STEP_DOWN_AFTER = 3
 
-// Publishes the log, in log order, from where the stream ends. Each round reads the stream's
-// tail again after any failure, so a crash, a lost ack or a competing instance never makes it
-// skip or repeat an event: the stream, not memory, says what is in it.
+// Publishes the log, in position order, from where the stream ends, as the process's follower
+// reads it (no read of its own unless it is behind what the follower keeps). Each round reads the
+// stream's tail again after any failure, so a crash, a lost ack or a competing instance never
+// makes it skip or repeat an event: the stream, not memory, says what is in it.
 export function startRelay(deps: RelayDeps): Relay {
   const stop = new AbortController()
-  const seen: Seen = { woken: new AbortController(), lastPublished: undefined }
+  const seen: Seen = { lastPublished: undefined }
   const running = relay(deps, seen, stop.signal).catch((error: unknown) => {
     if (!stop.signal.aborted) deps.logger.error({ err: error }, 'the event feed stopped')
   })
   return {
-    wake: () => seen.woken.abort(),
     lastPublished: () => seen.lastPublished,
     stop: async () => {
       stop.abort()
@@ -57,17 +52,15 @@ export function startRelay(deps: RelayDeps): Relay {
   }
 }
 
-// What the loop shares with `wake` and `lastPublished`.
+// What the loop shares with `lastPublished`.
 type Seen = {
-  // Aborted by `wake`; replaced before each read of the log, so a wake during a round is kept.
-  woken: AbortController
-  // The log cursor of the last message known to be in the stream, kept across failures.
-  lastPublished: LogCursor | undefined
+  // The log position of the last message known to be in the stream, kept across failures.
+  lastPublished: bigint | undefined
 }
 
 async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise<void> {
-  const { db, leadership, messages, logger, onPublished } = deps
-  const { batchSize = 500, pollMs = 200, leadershipCheckMs = 1000, gatherMs = 20, retryMs = 500 } = deps
+  const { log, leadership, messages, logger, onPublished } = deps
+  const { batchSize = 500, pollMs = 1000, leadershipCheckMs = 1000, retryMs = 500 } = deps
   const stream = await Promise.race([deps.stream, aborted(stopped)])
   // Where the stream ends, as last read or published; undefined when it must be read again.
   let tail: Tail | undefined
@@ -89,26 +82,25 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
       if (tail === undefined) {
         await stream.ensure()
         tail = await stream.readTail()
-        seen.lastPublished = tail.cursor
+        seen.lastPublished = tail.position
       }
-      seen.woken = new AbortController()
-      const batch = await readLog(db, tail.cursor, batchSize)
+      const batch = await log.eventsAfter(tail.position, batchSize)
       if (batch.length > 0) {
         const result = await stream.publish(
           batch.map((event) => toFeedMessage(event, messages)),
           tail,
         )
         tail = result.tail
-        seen.lastPublished = result.tail.cursor
+        seen.lastPublished = result.tail.position
         if (result.published > 0) onPublished?.(result.published)
         if (result.failure !== undefined) throw result.failure
       }
       if (failures > 0) logger.info('the event feed resumed')
       failures = 0
-      // A full batch: more is waiting. Otherwise rest until woken or the next poll, then gather.
-      if (batch.length === batchSize) continue
-      if (batch.length === 0) await pause(pollMs, stopped, seen.woken.signal)
-      await pause(gatherMs, stopped)
+      // Until the follower moves past the tail (it gathers wakes into reads), or a while passes
+      // and leadership is checked again.
+      if ((log.position() ?? 0n) <= tail.position)
+        await log.advanced(Math.min(pollMs, leadershipCheckMs), stopped)
     } catch (error) {
       tail = undefined
       leaderUntil = 0

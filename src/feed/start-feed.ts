@@ -1,21 +1,24 @@
 import { type ConnectionOptions, connect, type NatsConnection } from '@nats-io/transport-node'
 import type { Registry } from 'prom-client'
+import type { LogFollower } from '../changes/log-follower.ts'
 import { type Config, ConfigError, type FeedConfig } from '../config.ts'
 import type { Logger } from '../logger.ts'
 import { createFeedMetrics } from '../observability/feed-metrics.ts'
 import type { Database } from '../store/database.ts'
-import { countLogAfter } from '../store/event-log.ts'
+import { countEventsAfter } from '../store/event-log.ts'
 import { within } from '../time-limit.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
 import { feedStream } from './nats-stream.ts'
 import { startRelay } from './relay.ts'
 
-export type Feed = { wake: () => void; close: () => Promise<void> }
+export type Feed = { close: () => Promise<void> }
 
 export type FeedDeps = {
   config: FeedConfig
   storage: Config['storage']
   db: Database
+  // The process's follower of the log, which the relay publishes from.
+  log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position'>
   logger: Logger
   registry: Registry
 }
@@ -37,7 +40,7 @@ const LAG_READ_TIMEOUT_MS = 1000
 
 // The feed beside the server: it never holds up a request. When NATS answers at start a stream
 // that cannot carry the feed stops the start; otherwise that is checked once NATS answers.
-export async function startFeed({ config, storage, db, logger, registry }: FeedDeps): Promise<Feed> {
+export async function startFeed({ config, storage, db, log, logger, registry }: FeedDeps): Promise<Feed> {
   const options = { ...NATS_OPTIONS, servers: config.servers }
   const first = await connect(options).catch((error: unknown) => {
     logger.warn({ err: error, servers: config.servers }, 'the event feed cannot reach NATS yet')
@@ -80,12 +83,12 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
           read.catch(() => undefined),
           LAG_READ_TIMEOUT_MS,
         ))
-      const cursor = tail?.cursor ?? relay.lastPublished()
-      return cursor === undefined ? undefined : countLogAfter(db, cursor)
+      const position = tail?.position ?? relay.lastPublished()
+      return position === undefined ? undefined : countEventsAfter(db, position)
     },
   })
   const relay = startRelay({
-    db,
+    log,
     stream,
     leadership,
     messages: config,
@@ -94,7 +97,6 @@ export async function startFeed({ config, storage, db, logger, registry }: FeedD
   })
   logger.info({ stream: config.stream, connected: first !== undefined }, 'event feed started')
   return {
-    wake: relay.wake,
     close: async () => {
       await relay.stop()
       await leadership.close()

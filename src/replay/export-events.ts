@@ -1,35 +1,47 @@
 import type { Executor } from '../store/database.ts'
-import { LOG_START, readLogText } from '../store/event-log.ts'
+import { type ExportedText, readSettledText } from '../store/event-log.ts'
+import { settleNow } from '../store/settled-log.ts'
 
 export type ExportOptions = { afterPosition?: bigint; batchSize?: number }
 
-// Writes the settled log as NDJSON, one event per line, in the order replays read it. Values are
-// copied as PostgreSQL prints them, so nothing is rounded or re-encoded on the way. The
+// Writes the settled log after `afterPosition` as NDJSON, one event per line, in position order:
+// it first waits for the transactions that may still commit a position at or below the last one
+// handed out (settled-log.ts), then writes every event up to that horizon and none above it. So
+// the next export, after this one's last position, misses nothing that commits meanwhile. Values
+// are copied as PostgreSQL prints them, so nothing is rounded or re-encoded on the way. The
 // transaction id is left out: it means nothing to another database.
 export async function exportEvents(
   db: Executor,
   write: (chunk: string) => Promise<void>,
   { afterPosition = 0n, batchSize = 10_000 }: ExportOptions = {},
 ): Promise<number> {
-  let cursor = LOG_START
+  const horizon = await settleNow(db)
+  let after = afterPosition
   let exported = 0
   for (;;) {
-    const batch = await readLogText(db, cursor, batchSize, afterPosition)
-    const last = batch.at(-1)
+    const { lines } = await readSettledText(db, after, horizon, [], batchSize)
+    const last = lines.at(-1)
     if (!last) return exported
-    await write(batch.map(toLine).join(''))
-    exported += batch.length
-    cursor = last
+    await write(lines.map(toLine).join(''))
+    exported += lines.length
+    after = BigInt(last[0])
   }
 }
 
-type TextEvent = Awaited<ReturnType<typeof readLogText>>[number]
-
-function toLine(event: TextEvent): string {
+function toLine([
+  position,
+  streamId,
+  streamVersion,
+  type,
+  schemaVersion,
+  data,
+  metadata,
+  recordedAt,
+]: ExportedText): string {
   return (
-    `{"position":"${event.position}","streamId":${JSON.stringify(event.streamId)},` +
-    `"streamVersion":${event.streamVersion},"type":${JSON.stringify(event.type)},` +
-    `"schemaVersion":${event.schemaVersion},"data":${event.data},"metadata":${event.metadata},` +
-    `"recordedAt":"${event.recordedAt}"}\n`
+    `{"position":"${position}","streamId":${JSON.stringify(streamId)},` +
+    `"streamVersion":${streamVersion},"type":${JSON.stringify(type)},` +
+    `"schemaVersion":${schemaVersion},"data":${data},"metadata":${metadata},` +
+    `"recordedAt":"${recordedAt}"}\n`
   )
 }

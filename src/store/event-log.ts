@@ -4,6 +4,7 @@ import { type Executor, rowsOf, type Transaction } from './database.ts'
 import { parseEventData } from './event-data.ts'
 import { currentData, currentShape, type FoldableEvent } from './event-store.ts'
 import { events } from './schema.ts'
+import { type Horizon, readSettled } from './settled-log.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
 // (transaction id, position) order, not by position alone: a position is taken at insert but
@@ -49,9 +50,10 @@ export async function readLog(
 // A replay reads a whole batch as one JSON text, each event an array, parsed at once: decoding
 // rows one by one in the driver, and columns one by one in the ORM, cost more than the parse.
 // Only the owner is taken from the metadata; the data is in today's shape (see currentData).
-const loggedEventArray = sql<string>`json_build_array(
+const loggedEventRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
-    ${events.metadata}->>'owner', ${recordedAtText}, ${currentData})`.as('event')
+    ${events.metadata}->>'owner', ${recordedAtText}, ${currentData})`
+const loggedEventArray = sql<string>`${loggedEventRow}`.as('event')
 
 type LoggedEventArray = [string, string, string, number, string, string, unknown]
 
@@ -76,6 +78,45 @@ function toLoggedEvent([
     data,
   }
 }
+
+// The settled log (settled-log.ts) after `after`, in position order, as the feed and the change
+// streams take it, with the horizon it was read up to.
+export async function readSettledEvents(
+  db: Executor,
+  after: bigint,
+  settled: bigint,
+  horizons: Horizon[],
+  batchSize: number,
+): Promise<{ events: LoggedEvent[]; settled: bigint }> {
+  const read = await readSettled<LoggedEventArray>(
+    db,
+    after,
+    settled,
+    horizons,
+    batchSize,
+    { row: loggedEventRow, lateral: currentShape },
+    parseEventData,
+  )
+  return { events: read.rows.map(toLoggedEvent), settled: read.settled }
+}
+
+// The settled log as exact text for export: jsonb as PostgreSQL prints it (numbers keep every
+// digit), the timestamp to the microsecond in UTC. One JSON text per event, in position order.
+export async function readSettledText(
+  db: Executor,
+  after: bigint,
+  settled: bigint,
+  horizons: Horizon[],
+  batchSize: number,
+): Promise<{ lines: ExportedText[]; settled: bigint }> {
+  const row = sql`json_build_array(${events.position}::text, ${events.streamId}, ${events.streamVersion},
+    ${events.type}, ${events.schemaVersion}, ${events.data}::text, ${events.metadata}::text, ${recordedAtText})`
+  const read = await readSettled<ExportedText>(db, after, settled, horizons, batchSize, { row })
+  return { lines: read.rows, settled: read.settled }
+}
+
+// position, stream id, stream version, type, schema version, data and metadata as JSON text, time.
+export type ExportedText = [string, string, number, string, number, string, string, string]
 
 // The same events as readLog, as exact text for export: jsonb as PostgreSQL prints it (numbers
 // keep every digit) and the timestamp to the microsecond, in UTC.

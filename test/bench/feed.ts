@@ -5,7 +5,6 @@ import { connect } from '@nats-io/transport-node'
 import postgres from 'postgres'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
-import { startRelay } from '../../src/feed/relay.ts'
 import { createLogger } from '../../src/logger.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
@@ -13,6 +12,7 @@ import { metricValue } from '../support/feed-load.ts'
 import { createTestFeed, TEST_NATS_URL } from '../support/nats.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import type { ServerProcess } from '../support/server-process.ts'
+import { startTestRelay } from '../support/test-relay.ts'
 import { ensureWrk, runWrk } from './load.ts'
 import { median, percentile } from './memory.ts'
 import { seedEvents } from './seed.ts'
@@ -79,8 +79,7 @@ async function measurePublishing(events: number, publishers: number): Promise<Pu
     const cpuBefore = process.cpuUsage()
     const natsBefore = natsServerCpuMs()
     const relays = Array.from({ length: publishers }, () =>
-      startRelay({
-        db: storage.db,
+      startTestRelay(storage.db, {
         stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'bench' },

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { FeedMessage } from '../../src/feed/cloud-event.ts'
 import { type FeedStream, feedStream, StaleTail } from '../../src/feed/nats-stream.ts'
-import { LOG_START } from '../../src/store/event-log.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 
 let feed: TestFeed
@@ -27,17 +26,17 @@ afterAll(async () => {
   await feed.drop()
 })
 
-test('the tail of an empty stream is the start of the log; after publishing, the last cursor', async () => {
-  expect(await stream.readTail()).toEqual({ sequence: 0, cursor: LOG_START })
+test('the tail of an empty stream is the start of the log; after publishing, the last position', async () => {
+  expect(await stream.readTail()).toEqual({ sequence: 0, position: 0n })
   const published = await stream.publish([message(1), message(2), message(3)], await stream.readTail())
   expect(published.failure).toBeUndefined()
   expect(published.published).toBe(3)
-  expect(await stream.readTail()).toEqual({ sequence: 3, cursor: { transactionId: 1003n, position: 3n } })
+  expect(await stream.readTail()).toEqual({ sequence: 3, position: 3n })
 })
 
 test('a stale publisher adds nothing: a new message is refused, a duplicate in the wrong place is stale', async () => {
   // given: the stream holds 1, 2, 3; a publisher believes it ends after 1
-  const stale = { sequence: 1, cursor: { transactionId: 1001n, position: 1n } }
+  const stale = { sequence: 1, position: 1n }
   // when it publishes a new message, then a message already there but at another sequence
   const refused = await stream.publish([message(4)], stale)
   const duplicate = await stream.publish([message(3)], stale)

@@ -3,7 +3,6 @@ import { soleLeadership } from '../../src/feed/leadership.ts'
 import type { FeedStream } from '../../src/feed/nats-stream.ts'
 import { pause, startRelay } from '../../src/feed/relay.ts'
 import { createLogger } from '../../src/logger.ts'
-import type { Database } from '../../src/store/database.ts'
 
 // Counts the abort listeners a signal holds, through its own public methods.
 function counted(signal: AbortSignal): { signal: AbortSignal; listeners: () => number } {
@@ -54,7 +53,7 @@ describe("the relay's waits", () => {
   test('a relay still waiting for NATS stops at once', async () => {
     // given: a stream that never becomes reachable
     const relay = startRelay({
-      db: {} as Database,
+      log: { eventsAfter: async () => [], advanced: async () => {}, position: () => undefined },
       stream: new Promise<FeedStream>(() => {}),
       leadership: soleLeadership,
       messages: { subjectPrefix: 'plant-store', source: 'plant-store' },

@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { sql } from 'drizzle-orm'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { type FeedStream, feedStream } from '../../src/feed/nats-stream.ts'
-import { type Relay, type RelayDeps, startRelay } from '../../src/feed/relay.ts'
+import type { RelayDeps } from '../../src/feed/relay.ts'
 import { createLogger } from '../../src/logger.ts'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents } from '../../src/replay/import-events.ts'
@@ -11,6 +11,7 @@ import { openPostgres, rowsOf } from '../../src/store/database.ts'
 import { TRICKY_PLANTS } from '../replay/fixtures.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../replay/storage.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
+import { type TestRelay as Relay, startTestRelay } from '../support/test-relay.ts'
 
 const logger = createLogger('silent')
 const RECORDED = '2026-01-02T03:04:05.678Z'
@@ -48,7 +49,7 @@ function expectedMessage(position: string, source: string, { owner, id, name, ta
 
 async function positionsInLog(storage: TestStorage): Promise<string[]> {
   const result = await storage.db.execute(
-    sql`select position::text as position from events order by transaction_id, events.position`,
+    sql`select position::text as position from events order by events.position`,
   )
   const rows = rowsOf<{ position: string }>(result)
   return rows.map((row) => row.position)
@@ -62,8 +63,7 @@ for (const kind of STORAGE_KINDS) {
     let stream: FeedStream
     const relays: Relay[] = []
     const relay = (options: Partial<RelayDeps> = {}) => {
-      const started = startRelay({
-        db: storage.db,
+      const started = startTestRelay(storage.db, {
         stream: Promise.resolve(stream),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'plant-store-test' },
@@ -181,8 +181,7 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
     storage = await openTestStorage('postgres')
     feed = await createTestFeed('relay_elsewhere')
     nc = await connect({ servers: TEST_NATS_URL })
-    relay = startRelay({
-      db: storage.db,
+    relay = startTestRelay(storage.db, {
       stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
       leadership: soleLeadership,
       messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
@@ -234,7 +233,7 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
     const messages = await feed.waitFor(total, 5000)
     expect(positionsOf(messages)).toEqual(await positionsInLog(storage))
     const owners = messages.map((message) => JSON.parse(message.body).owner)
-    // the late transaction began first: the others became readable only once it committed
+    // the late transaction took the lowest position: the others were published only once it committed
     expect(owners).toEqual(['late', 'grace', 'grace', 'grace', 'grace', 'grace', 'imported'])
     await other.close()
   })
@@ -258,8 +257,7 @@ describe('the relay on a stream whose duplicate window is one second', () => {
 
   test('a restart after the window has passed neither repeats nor skips an event', async () => {
     const start = async () =>
-      startRelay({
-        db: storage.db,
+      startTestRelay(storage.db, {
         stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'plant-store' },

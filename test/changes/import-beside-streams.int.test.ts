@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { importEvents } from '../../src/replay/import-events.ts'
+import { createHarness, type Harness } from '../support/harness.ts'
+import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+
+// CONTRACT §9 beside §6: an `events import --append` is one large transaction whose positions
+// interleave with the creates committed meanwhile. An open stream must still deliver every
+// acknowledged plant of its owner once, in position order, whoever the import is for.
+const IMPORTED = Number(process.env.IMPORT_BESIDE_STREAMS_EVENTS ?? 40_000)
+const WRITERS = 3
+
+function exportedLine(owner: string, id: number): string {
+  return JSON.stringify({
+    position: '1',
+    streamId: `plant:${id}:${owner}`,
+    streamVersion: 1,
+    type: 'PlantCreated',
+    schemaVersion: 1,
+    data: { id: String(id), name: `imported ${id}`, tag: null },
+    metadata: { owner, requestId: `import-${id}` },
+    recordedAt: '2026-01-02T03:04:05.678Z',
+  })
+}
+
+// Lines that the import reads slowly enough for creates to interleave with its batches.
+async function* importLines(owners: (index: number) => string, count: number): AsyncGenerator<string> {
+  for (let index = 0; index < count; index++) {
+    if (index % 2000 === 0) await Bun.sleep(5)
+    yield exportedLine(owners(index), 1_000_000 + index)
+  }
+}
+
+describe('an open change stream beside an --append import (PostgreSQL)', () => {
+  let h: Harness
+  const readers: SseReader[] = []
+  beforeAll(async () => {
+    h = await createHarness('postgres', { changes: {} })
+  })
+  afterAll(async () => {
+    await Promise.all(readers.map((reader) => reader.close()))
+    await h.close()
+  })
+
+  const run = async (owner: string, importOwners: (index: number) => string, ownImported: number) => {
+    // given: a stream of the owner, open from the beginning and caught up
+    const token = await h.tokenFor(owner)
+    const reader = await openSse(changesRequest('http://localhost', token, { after: '0' }), (request) =>
+      h.app.handle(request),
+    )
+    readers.push(reader)
+    // when: an import runs while the owner creates plants through the API
+    let importing = true
+    const imported = importEvents(h.db, importLines(importOwners, IMPORTED), { append: true }).finally(() => {
+      importing = false
+    })
+    const acknowledged: string[] = []
+    let next = 1
+    await Promise.all(
+      Array.from({ length: WRITERS }, async () => {
+        // Creates go on a little after the import, so that some land right after its commit.
+        let after = 20
+        while (importing || after-- > 0) {
+          const id = next++
+          const response = await h.request('POST', '/plants', { token, body: { id, name: `live ${id}` } })
+          if (response.status === 200) acknowledged.push(String(id))
+        }
+      }),
+    )
+    expect(await imported).toBe(IMPORTED)
+    // then: every acknowledged create, and the owner's imported plants, arrive once, in order
+    const expected = acknowledged.length + ownImported
+    const events = await reader.take(expected, 30_000)
+    const late = await reader.collectFor(300)
+    const ids = [...events, ...late].map((event) => plantOf(event).id)
+    const delivered = new Set(ids)
+    expect(acknowledged.filter((id) => !delivered.has(id))).toEqual([])
+    expect(ids.length).toBe(expected)
+    expect(delivered.size).toBe(expected)
+    const positions = [...events, ...late].map((event) => BigInt(event.id ?? ''))
+    expect(positions.every((position, index) => index === 0 || position > (positions[index - 1] ?? 0n))).toBe(
+      true,
+    )
+  }
+
+  test('an import of other owners: every acknowledged plant once', async () => {
+    await run('watcher', (index) => `other ${index % 97}`, 0)
+  }, 180_000)
+
+  test("an import of the owner's own plants among others: every plant once, in position order", async () => {
+    const share = 4
+    await run(
+      'importer',
+      (index) => (index % share === 0 ? 'importer' : `else ${index % 89}`),
+      IMPORTED / share,
+    )
+  }, 180_000)
+})

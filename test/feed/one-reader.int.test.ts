@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import type { SQL } from 'drizzle-orm'
+import { PgDialect } from 'drizzle-orm/pg-core'
+import { type LogFollower, startLogFollower } from '../../src/changes/log-follower.ts'
+import { soleLeadership } from '../../src/feed/leadership.ts'
+import { feedStream } from '../../src/feed/nats-stream.ts'
+import { type Relay, startRelay } from '../../src/feed/relay.ts'
+import { createLogger } from '../../src/logger.ts'
+import type { Database } from '../../src/store/database.ts'
+import type { LoggedEvent } from '../../src/store/event-log.ts'
+import { create, openTestStorage, type TestStorage } from '../replay/storage.ts'
+import { createTestFeed, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
+
+// STYLE.md, issue 26: one reader of the log per process. The feed and the change streams both
+// take from the follower, so a wake-up costs one read of the events table, whoever consumes it.
+const logger = createLogger('silent')
+const dialect = new PgDialect()
+let storage: TestStorage
+let feed: TestFeed
+let nc: NatsConnection
+let follower: LogFollower
+let relay: Relay
+let logReads = 0
+
+// The store as the follower sees it, counting the statements that read the events table.
+function counted(db: Database): Database {
+  return new Proxy(db, {
+    get(target, key, receiver) {
+      if (key !== 'execute') return Reflect.get(target, key, receiver)
+      return (query: SQL) => {
+        if (/\bfrom "events"/.test(dialect.sqlToQuery(query).sql)) logReads++
+        return target.execute(query)
+      }
+    },
+  })
+}
+
+beforeAll(async () => {
+  storage = await openTestStorage('postgres')
+  feed = await createTestFeed('one_reader')
+  nc = await connect({ servers: TEST_NATS_URL })
+  // A poll far away: only the wakes below make the follower read.
+  follower = startLogFollower({ db: counted(storage.db), logger, pollMs: 60_000 })
+  relay = startRelay({
+    log: follower,
+    stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
+    leadership: soleLeadership,
+    messages: { subjectPrefix: feed.prefix, source: 'plant-store-test' },
+    logger,
+  })
+  await follower.ready
+})
+afterAll(async () => {
+  await relay.stop()
+  await follower.stop()
+  await nc.close()
+  await feed.drop()
+  await storage.close()
+})
+
+test('each wake-up reads the log once, for the feed and the change streams together', async () => {
+  // given: a change stream's consumer beside the feed
+  const streamed: LoggedEvent[] = []
+  follower.subscribe((events) => streamed.push(...events))
+  await Bun.sleep(300)
+  const readsPerWake: number[] = []
+  for (let created = 1; created <= 5; created++) {
+    // when: a plant is created and the follower woken, as a create in this process does
+    await create(storage.db, 'owner', { id: BigInt(created), name: `plant ${created}` })
+    const before = logReads
+    follower.wake()
+    await feed.waitFor(created, 5000)
+    while (streamed.length < created) await Bun.sleep(5)
+    await Bun.sleep(100)
+    readsPerWake.push(logReads - before)
+  }
+  // then: both consumers have every plant, for one read of the log per wake-up
+  expect(streamed.map((event) => event.position)).toEqual([1n, 2n, 3n, 4n, 5n])
+  expect(readsPerWake).toEqual([1, 1, 1, 1, 1])
+}, 60_000)

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { exportEvents } from '../../src/replay/export-events.ts'
+import { importEvents } from '../../src/replay/import-events.ts'
+import { create, openTestStorage, rowsOf, type TestStorage } from './storage.ts'
+
+// CONTRACT §6: successive `events export --after P`, each after the last position of the one
+// before, hold every event once, in position order, whatever commits meanwhile: creates of
+// several writers, and an --append import whose one transaction commits positions below theirs.
+let storage: TestStorage
+beforeAll(async () => {
+  storage = await openTestStorage('postgres')
+})
+afterAll(() => storage.close())
+
+async function exportPositions(after: bigint): Promise<bigint[]> {
+  let text = ''
+  await exportEvents(
+    storage.db,
+    async (chunk) => {
+      text += chunk
+    },
+    { afterPosition: after, batchSize: 500 },
+  )
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => BigInt((JSON.parse(line) as { position: string }).position))
+}
+
+async function* slowImport(count: number): AsyncGenerator<string> {
+  for (let index = 0; index < count; index++) {
+    if (index % 500 === 0) await Bun.sleep(20)
+    const owner = `imported ${index % 13}`
+    yield JSON.stringify({
+      position: '1',
+      streamId: `plant:${index}:${owner}`,
+      streamVersion: 1,
+      type: 'PlantCreated',
+      schemaVersion: 1,
+      data: { id: String(index), name: `imported ${index}`, tag: null },
+      metadata: { owner, requestId: `import-${index}` },
+      recordedAt: '2026-01-02T03:04:05.678Z',
+    })
+  }
+}
+
+test('five successive --after exports under writers and an import: their union is the log', async () => {
+  // given: writers and an import running
+  let writing = true
+  const writers = Array.from({ length: 4 }, async (_, writer) => {
+    let id = 0n
+    while (writing) await create(storage.db, `writer ${writer}`, { id: id++, name: `w${writer}` })
+  })
+  const importing = importEvents(storage.db, slowImport(10_000), { append: true, batchSize: 500 })
+  // when: four exports run meanwhile, each after the last position of the one before, and a
+  // fifth once the writers and the import are done
+  const exports: bigint[][] = []
+  let after = 0n
+  for (let round = 0; round < 5; round++) {
+    if (round === 4) {
+      writing = false
+      await Promise.all([...writers, importing])
+    } else await Bun.sleep(300)
+    const positions = await exportPositions(after)
+    exports.push(positions)
+    after = positions.at(-1) ?? after
+  }
+  // then: each in position order, no event twice, and together the whole log
+  for (const positions of exports) {
+    expect(positions.every((position, index) => index === 0 || position > (positions[index - 1] ?? 0n))).toBe(
+      true,
+    )
+  }
+  const union = exports.flat()
+  expect(new Set(union).size).toBe(union.length)
+  const log = (await rowsOf(storage.db, 'select position::text as p from events order by position')).map(
+    (row) => BigInt(String(row.p)),
+  )
+  expect(union.length).toBe(log.length)
+  expect(union).toEqual(log)
+  expect(exports.filter((positions) => positions.length > 0).length).toBeGreaterThanOrEqual(3)
+}, 120_000)
