@@ -1,16 +1,29 @@
-import { and, asc, eq, gte, sql } from 'drizzle-orm'
+import { and, asc, eq, gte, type SQL, sql } from 'drizzle-orm'
 import { type Executor, preparedQuery } from '../store/database.ts'
-import { events, plants } from '../store/schema.ts'
+import { events, ownerGenerations, plants } from '../store/schema.ts'
+import type { ListingVersion } from './etag.ts'
 import type { PlantView } from './schemas.ts'
 
-export type ListRequest = { owner: string; limit?: number; from?: bigint }
+// `unchanged`, for a conditional request: told the owner's version (head and generation, etag.ts)
+// before any row is read, it says whether the caller's copy is current.
+export type ListRequest = {
+  owner: string
+  limit?: number
+  from?: bigint
+  unchanged?: (version: ListingVersion) => boolean
+}
 
 // A short page is read at once; a long listing yields batches as they are pulled. `next` is
 // where the following page starts, if any. `position` is the owner's head as the (first) read saw
-// it: the position of their latest plant in the snapshot that produced the rows (CONTRACT §9).
-export type PlantListing =
-  | { kind: 'page'; plants: PlantView[]; next?: bigint; position: bigint }
-  | { kind: 'stream'; batches: AsyncIterable<PlantView[]>; next?: bigint; position: bigint }
+// it: the position of their latest plant in the snapshot that produced the rows (CONTRACT §9);
+// `generation` is the owner's, from the same snapshot. `unchanged`: the request's `unchanged` said
+// so, and no row was read.
+export type PlantListing = ListingVersion &
+  (
+    | { kind: 'page'; plants: PlantView[]; next?: bigint }
+    | { kind: 'stream'; batches: AsyncIterable<PlantView[]>; next?: bigint }
+    | { kind: 'unchanged'; next?: undefined }
+  )
 
 // The read did not see the caller's event at the position asked for: it is not there yet
 // (`absent`), or that position is another owner's event (`other`), which no wait will change.
@@ -38,17 +51,22 @@ export function listPlantsCovering(
 
 async function readListing(
   db: Executor,
-  { owner, limit, from = 0n }: ListRequest,
+  { owner, limit, from = 0n, unchanged }: ListRequest,
   covering: bigint,
 ): Promise<PlantListing | Uncovered> {
+  if (unchanged !== undefined) {
+    const { event, ...version } = await readVersion(db, owner, covering)
+    if (event !== 'seen') return { kind: 'uncovered', event }
+    if (unchanged(version)) return { kind: 'unchanged', ...version }
+  }
   const read = (start: bigint, until: bigint | undefined, count: number) =>
     readBatch(db, { owner, from: start, until, count, covering })
   if (limit !== undefined && limit <= BATCH_SIZE) {
-    const { event, rows, head } = await read(from, undefined, limit + 1)
+    const { event, rows, head, generation } = await read(from, undefined, limit + 1)
     if (event !== 'seen') return { kind: 'uncovered', event }
     const after = rows.length > limit ? rows[limit]?.position : undefined
     const next = after === undefined ? undefined : BigInt(after)
-    return { kind: 'page', plants: rows.slice(0, limit).map(toPlantView), next, position: head }
+    return { kind: 'page', plants: rows.slice(0, limit).map(toPlantView), next, position: head, generation }
   }
   // Where a bounded listing ends is read only once the caller's writes are seen, or it could
   // end too late and hold more than `limit` plants.
@@ -60,7 +78,11 @@ async function readListing(
   // The first batch is read before answering, so an unreachable database is still a clean 503.
   const first = await read(from, next, BATCH_SIZE)
   if (first.event !== 'seen') return { kind: 'uncovered', event: first.event }
-  return { kind: 'stream', batches: batchesFrom(read, first.rows, next), next, position: first.head }
+  // The later batches stop at the head the first one saw, so that the listing is what its
+  // position and tag name, however many plants are created while it is read.
+  const until = next ?? first.head + 1n
+  const { head: position, generation } = first
+  return { kind: 'stream', batches: batchesFrom(read, first.rows, until), next, position, generation }
 }
 
 type ReadBatch = (from: bigint, until: bigint | undefined, count: number) => Promise<Batch>
@@ -79,7 +101,8 @@ async function* batchesFrom(read: ReadBatch, first: Row[], until: bigint | undef
 }
 
 type Row = { name: string; tag: string | null; position: string }
-type Batch = { event: 'seen' | 'absent' | 'other'; rows: Row[]; head: bigint }
+type Covered = 'seen' | 'absent' | 'other'
+type Batch = { event: Covered; rows: Row[]; head: bigint; generation: bigint }
 
 // One statement, so one snapshot, answers three things: the rows; the owner's head (§9's
 // position); and whether the caller's event at `covering` is visible (§10; `0` asks nothing).
@@ -93,25 +116,20 @@ const batchStatement = (bounded: boolean) =>
       tag: sql<string | null>`tag`.as('tag'),
       position: sql<string | null>`position`.as('position'),
       head: sql<string>`head`.as('head'),
-      event: sql<Batch['event']>`event`.as('event'),
+      generation: sql<string>`generation`.as('generation'),
+      event: sql<Covered>`event`.as('event'),
     }
     const owner = sql`${sql.placeholder('owner')}::text`
-    const covering = sql`${sql.placeholder('covering')}::bigint`
     const batch = db.$with('batch', columns).as(sql`
-      select page.name, page.tag, page.position::text as position, head.position::text as head, covered.event
-      from (select coalesce(max(${plants.position}), 0) as position from ${plants} where ${plants.owner} = ${owner}) as head
-      cross join (
-        select case when ${covering} = 0 then 'seen'
-                    else coalesce((select case when ${events.metadata}->>'owner' = ${owner} then 'seen' else 'other' end
-                                   from ${events} where ${events.position} = ${covering}), 'absent')
-               end as event) as covered
+      select page.name, page.tag, page.position::text as position, version.head, version.generation, version.event
+      from (${versionOf(owner)}) as version
       left join lateral (
         select ${plants.name} as name, ${plants.tag} as tag, ${plants.position} as position
         from ${plants}
         where ${plants.owner} = ${owner} and ${plants.position} >= ${sql.placeholder('from')}::bigint
           ${bounded ? sql`and ${plants.position} < ${sql.placeholder('until')}::bigint` : sql``}
         order by ${plants.position}
-        limit ${sql.placeholder('count')}) as page on covered.event = 'seen'`)
+        limit ${sql.placeholder('count')}) as page on version.event = 'seen'`)
     return db
       .with(batch)
       .select()
@@ -137,7 +155,47 @@ async function readBatch(
   return {
     event: first?.event ?? 'absent',
     head: BigInt(first?.head ?? '0'),
+    generation: BigInt(first?.generation ?? '0'),
     rows: found.filter((row): row is Row & typeof row => row.position !== null),
+  }
+}
+
+// One row: the owner's head and generation, and whether the caller's event at `covering` is
+// visible (§10; `0` asks nothing), each an index probe.
+function versionOf(owner: SQL): SQL {
+  const covering = sql`${sql.placeholder('covering')}::bigint`
+  return sql`
+    select (select coalesce(max(${plants.position}), 0) from ${plants} where ${plants.owner} = ${owner})::text as head,
+           coalesce((select ${ownerGenerations.generation} from ${ownerGenerations}
+                     where ${ownerGenerations.owner} = ${owner}), 0)::text as generation,
+           case when ${covering} = 0 then 'seen'
+                else coalesce((select case when ${events.metadata}->>'owner' = ${owner} then 'seen' else 'other' end
+                               from ${events} where ${events.position} = ${covering}), 'absent')
+           end as event`
+}
+
+// What a conditional request reads before it reads any row.
+const versionStatement = preparedQuery((db) => {
+  const version = db
+    .$with('version', {
+      head: sql<string>`head`.as('head'),
+      generation: sql<string>`generation`.as('generation'),
+      event: sql<Covered>`event`.as('event'),
+    })
+    .as(versionOf(sql`${sql.placeholder('owner')}::text`))
+  return db.with(version).select().from(version).prepare('plants_version')
+})
+
+async function readVersion(
+  db: Executor,
+  owner: string,
+  covering: bigint,
+): Promise<ListingVersion & { event: Covered }> {
+  const [found] = await versionStatement(db).execute({ owner, covering: covering.toString() })
+  return {
+    event: found?.event ?? 'absent',
+    position: BigInt(found?.head ?? '0'),
+    generation: BigInt(found?.generation ?? '0'),
   }
 }
 
