@@ -197,6 +197,6 @@ async function list(
   const headers: Record<string, string> = { 'content-type': 'application/json', ...validators }
   const link = nextPageLink(limit, listing.next)
   if (link !== undefined) headers.link = link
-  const body = listing.kind === 'page' ? JSON.stringify(listing.plants) : jsonArrayStream(listing.batches)
+  const body = listing.kind === 'page' ? listing.body : jsonArrayStream(listing.batches)
   return new Response(body, { headers })
 }

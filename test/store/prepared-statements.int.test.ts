@@ -36,7 +36,7 @@ test('a create, its retry and a page run as statements prepared on the connectio
   // then
   expect(page).toEqual({
     kind: 'page',
-    plants: [{ name: 'Fern' }],
+    body: '[{"name":"Fern"}]',
     next: undefined,
     position: 1n,
     generation: 0n,

@@ -8,7 +8,7 @@ import type { ReadReplica } from '../../src/store/replica-health.ts'
 type Answer = PlantListing | Uncovered | Error
 const page = (name: string): PlantListing => ({
   kind: 'page',
-  plants: [{ name }],
+  body: JSON.stringify([{ name }]),
   position: 0n,
   generation: 0n,
 })
