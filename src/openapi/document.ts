@@ -73,7 +73,8 @@ function operation({ params, query, headers, body, response = {}, detail = {} }:
   const responses = Object.entries(response).map(([status, schema]) => {
     const said = documented[status]
     if (!said) throw new Error(`a route answers ${status} without describing it in detail.responses`)
-    const [contentType = 'application/json'] = Object.keys(said.content ?? {})
+    if (!said.content) return [status, said]
+    const [contentType = 'application/json'] = Object.keys(said.content)
     return [status, { ...said, content: { [contentType]: { schema } } }]
   })
   return {

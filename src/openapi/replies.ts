@@ -8,7 +8,8 @@ export type ResponseHeader = { schema: TSchema; description: string }
 export type Reply<Body extends TSchema = TSchema> = {
   body: Body
   description: string
-  contentType?: string
+  // null: the status has no body (304).
+  contentType?: string | null
   headers?: Record<string, ResponseHeader>
 }
 
@@ -45,7 +46,7 @@ export type DocumentedResponses = Record<string, DocumentedResponse>
 type DocumentedResponse = {
   description: string
   headers?: Record<string, ResponseHeader>
-  content: Record<string, Record<string, never>>
+  content?: Record<string, Record<string, never>>
 }
 
 // A route's replies split the way Elysia takes them: `response` (status to body schema) for the
@@ -58,7 +59,11 @@ export function replies<Declared extends Record<number, Reply>>(declared: Declar
     declared,
   )) {
     response[status] = body
-    responses[status] = { description, ...(headers && { headers }), content: { [contentType]: {} } }
+    responses[status] = {
+      description,
+      ...(headers && { headers }),
+      ...(contentType !== null && { content: { [contentType]: {} } }),
+    }
   }
   return {
     response: response as {

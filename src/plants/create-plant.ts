@@ -30,10 +30,13 @@ const MAX_BATCH_SIZE = 256
 
 // Creates on `db` through group commit: the creates that arrive while a batch is in the database
 // share the next batch's statement, transaction and commit.
+// Several lanes means PostgreSQL (main.ts): its statements leave this thread free, so a create that
+// finds nothing in the database starts at once rather than after the event loop's turn.
 export function plantCreator(db: Database, inFlight = 1) {
   const create = groupCommit((requests: CreateRequest[]) => createPlants(db, requests), {
     maxBatchSize: MAX_BATCH_SIZE,
     inFlight,
+    idleStart: inFlight > 1 ? 'microtask' : 'immediate',
   })
   return (command: CreatePlant, requestId: string) => create({ command, requestId })
 }

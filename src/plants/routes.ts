@@ -10,6 +10,7 @@ import { errorReply, replies, reply, unauthorized, unavailable, unexpected } fro
 import type { Database } from '../store/database.ts'
 import { type PlantCreator, plantCreator } from './create-plant.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
+import { type ListingVersion, listingTag, matchesIfNoneMatch } from './etag.ts'
 import { primaryReads, type ReadPlants } from './read-plants.ts'
 import {
   BearerHeaders,
@@ -57,16 +58,32 @@ const created = replies({
   503: unavailable,
 })
 
+const listingHeaders = {
+  ETag: {
+    schema: Type.String(),
+    description: "Strong tag of this listing: it changes exactly when the caller's plants change",
+  },
+  'Cache-Control': {
+    schema: Type.Literal('private, no-cache'),
+    description: 'Revalidate with If-None-Match',
+  },
+  'Plant-Store-Position': {
+    schema: Type.String({ pattern: '^[0-9]+$' }),
+    description:
+      "Position of the caller's latest plant as this read saw it (0 when none): GET /plants/changes?after= it misses nothing",
+  },
+}
+
 const listed = replies({
   200: reply(Type.Array(PlantView), "The caller's plants", {
     headers: {
       Link: { schema: Type.String(), description: 'rel="next" link when more plants follow' },
-      'Plant-Store-Position': {
-        schema: Type.String({ pattern: '^[0-9]+$' }),
-        description:
-          "Position of the caller's latest plant as this read saw it (0 when none): GET /plants/changes?after= it misses nothing",
-      },
+      ...listingHeaders,
     },
+  }),
+  304: reply(Type.Null(), "If-None-Match matched: the caller's copy is current (no body)", {
+    contentType: null,
+    headers: listingHeaders,
   }),
   400: errorReply('A bad limit, after or Plant-Store-Position'),
   401: unauthorized,
@@ -125,6 +142,11 @@ export function plantRoutes(deps: PlantRoutesDeps) {
             description:
               'The highest position a create answered you: the listing shows every plant created up to it, wherever it is read',
           },
+          {
+            name: 'if-none-match',
+            in: 'header',
+            description: 'ETags of listings you hold (or *): 304 without a body when one is current',
+          },
         ],
         responses: listed.responses,
       },
@@ -153,23 +175,31 @@ type ListRequest = { owner: string; limit?: string; after?: string }
 async function list(
   readPlants: ReadPlants,
   { owner, after, ...query }: ListRequest,
-  { [POSITION_HEADER]: position }: ListHeaders,
+  { [POSITION_HEADER]: position, 'if-none-match': ifNoneMatch }: ListHeaders,
 ) {
   const limit = query.limit === undefined ? undefined : Number(query.limit)
   const from = after === undefined ? undefined : decodeCursor(after)
   if (after !== undefined && from === undefined) {
     throw new HttpError(400, 'after must be a cursor taken from a next link')
   }
+  const tagOf = (version: ListingVersion) => listingTag(version, limit, from)
+  const unchanged =
+    ifNoneMatch === undefined
+      ? undefined
+      : (version: ListingVersion) => matchesIfNoneMatch(ifNoneMatch, tagOf(version))
   const listing = await readPlants(
-    { owner, limit, from },
+    { owner, limit, from, unchanged },
     position === undefined ? undefined : BigInt(position),
   )
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
+  const validators = {
+    etag: tagOf(listing),
+    'cache-control': 'private, no-cache',
     'plant-store-position': listing.position.toString(),
   }
+  if (listing.kind === 'unchanged') return new Response(null, { status: 304, headers: validators })
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...validators }
   const link = nextPageLink(limit, listing.next)
   if (link !== undefined) headers.link = link
-  const body = listing.kind === 'page' ? JSON.stringify(listing.plants) : jsonArrayStream(listing.batches)
+  const body = listing.kind === 'page' ? listing.body : jsonArrayStream(listing.batches)
   return new Response(body, { headers })
 }

@@ -87,5 +87,8 @@ export function BearerHeaders<Properties extends TProperties>(properties: Proper
   })
 }
 
-export const ListHeaders = BearerHeaders({ [POSITION_HEADER]: Type.Optional(Position) })
+export const ListHeaders = BearerHeaders({
+  [POSITION_HEADER]: Type.Optional(Position),
+  'if-none-match': Type.Optional(Type.String({ description: 'Entity tags, or *' })),
+})
 export type ListHeaders = Static<typeof ListHeaders>

@@ -3,6 +3,7 @@ import type { Database, Executor } from '../store/database.ts'
 import { blockAppends, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
 import { projectInto } from '../store/event-store.ts'
 import { plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
+import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
 
 export type RebuildOptions = {
@@ -61,13 +62,16 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
     await db.execute(sql`alter table ${scratch} add constraint ${key('owner_id_pk')} primary key (owner, id)`)
     await db.execute(sql`create index ${key('owner_position')} on ${scratch} (owner, position)`)
     cursor = await copy(db, cursor, true)
+    const differing = dryRun ? [] : await ownersDiffering(db, scratch)
     const outcome = await db.transaction(async (tx) => {
       await blockAppends(tx)
       // With the lock held every event is committed: the rest of the log can be read as it is.
+      const compared = cursor
       await copy(tx, cursor, false)
       const rows = await tx.$count(scratch)
       // A dry run compares under the lock, so both sides stand at the same point of the log.
       if (dryRun) return { plants: rows, diff: await diffProjection(tx, scratch, plants) }
+      await bumpChangedOwners(tx, scratch, differing, compared)
       // Readers queue for the moment the DDL takes, then find the new table under the old name.
       await tx.execute(sql`drop table plants`)
       await tx.execute(sql`alter table ${scratch} rename to plants`)

@@ -69,6 +69,12 @@ export function isProjected(event: SQL): SQL {
 // before any of its events gets a position, in sorted order, so batches never deadlock. An append
 // whose stream version is taken, by an earlier commit or a concurrent writer, is skipped on the
 // (stream_id, stream_version) unique key without failing the others.
+const appendedColumns = {
+  position: sql<string>`position`.as('position'),
+  streamId: sql<string>`stream_id`.as('stream_id'),
+  streamVersion: sql<number>`stream_version`.as('stream_version'),
+}
+
 const appendStatement = preparedQuery((db) => {
   const input = db
     .$with('input', {})
@@ -79,13 +85,8 @@ const appendStatement = preparedQuery((db) => {
     sql`select count(pg_advisory_xact_lock(key)) from (
           select distinct hashtextextended(input.value->'metadata'->>'owner', 0) as key from input order by 1) as keys`,
   )
-  const returned = {
-    position: sql<string>`position`.as('position'),
-    streamId: sql<string>`stream_id`.as('stream_id'),
-    streamVersion: sql<number>`stream_version`.as('stream_version'),
-  }
   // The events' rows come out of the locks' row, so the locks are held before a position is taken.
-  const appended = db.$with('appended', returned).as(sql`
+  const appended = db.$with('appended', appendedColumns).as(sql`
     insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
     select input.value->>'streamId', (input.value->>'version')::int, input.value->>'type',
            (input.value->>'schemaVersion')::int, input.value->'data', input.value->'metadata',
@@ -106,10 +107,49 @@ const appendStatement = preparedQuery((db) => {
     .prepare('append_events')
 })
 
+// A lone append, the usual case when creates are few, without the batch's JSON array: its values
+// as parameters, the same lock, insert and projection.
+const appendOneStatement = preparedQuery((db) => {
+  const value = (name: string, type: string) => sql`${sql.placeholder(name)}::${sql.raw(type)}`
+  const locked = db
+    .$with('locked', {})
+    .as(sql`select pg_advisory_xact_lock(hashtextextended(${value('owner', 'text')}, 0))`)
+  const appended = db.$with('appended', appendedColumns).as(sql`
+    insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+    select ${value('streamId', 'text')}, ${value('version', 'int')}, ${value('type', 'text')},
+           ${value('schemaVersion', 'int')}, ${value('data', 'jsonb')}, ${value('metadata', 'jsonb')},
+           ${value('recordedAt', 'timestamptz')}
+    from locked
+    on conflict (stream_id, stream_version) do nothing
+    returning position, stream_id, stream_version, type, schema_version, data, metadata`)
+  const projected = db.$with('projected', {}).as(projectInto()(sql`appended`))
+  return db
+    .with(locked, appended, projected)
+    .select({ position: sql<string>`${appended.position}::text` })
+    .from(appended)
+    .prepare('append_event')
+})
+
+async function appendOne(db: Executor, { streamId, expectedVersion, event, metadata }: StreamAppend) {
+  const [row] = await appendOneStatement(db).execute({
+    owner: metadata.owner,
+    streamId,
+    version: expectedVersion + 1,
+    type: event.type,
+    schemaVersion: event.schemaVersion,
+    data: JSON.stringify(event.data),
+    metadata: JSON.stringify(metadata),
+    recordedAt: event.recordedAt.toISOString(),
+  })
+  return [row === undefined ? undefined : BigInt(row.position)]
+}
+
 // The position of each append's event, in the order given; undefined where the stream was no longer
 // at the expected version, and nothing was appended for it.
 export async function appendEvents(db: Executor, appends: StreamAppend[]): Promise<(bigint | undefined)[]> {
-  if (appends.length === 0) return []
+  const [lone] = appends
+  if (lone === undefined) return []
+  if (appends.length === 1) return appendOne(db, lone)
   const encoded = JSON.stringify(
     appends.map(({ streamId, expectedVersion, event, metadata }) => ({
       streamId,

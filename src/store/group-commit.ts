@@ -5,6 +5,10 @@ export type GroupCommitOptions = {
   maxBatchSize: number
   // How many batches may be in the database at once.
   inFlight: number
+  // When nothing is in the database, the next batch starts after the current turn's microtasks
+  // ('microtask': a database on another process, whose statements leave this thread free to read
+  // requests) or after the turn's input has been read ('immediate', the default: see below).
+  idleStart?: 'microtask' | 'immediate'
 }
 
 // Runs a batch; one settled result per input, in order.
@@ -21,7 +25,7 @@ type Waiting<In, Out> = { input: In; resolve: (value: Out) => void; reject: (rea
 // read, and queue, before the next batch starts.
 export function groupCommit<In, Out>(
   run: RunBatch<In, Out>,
-  { maxBatchSize, inFlight }: GroupCommitOptions,
+  { maxBatchSize, inFlight, idleStart = 'immediate' }: GroupCommitOptions,
 ): (input: In) => Promise<Out> {
   const queue: Waiting<In, Out>[] = []
   let running = 0
@@ -61,6 +65,11 @@ export function groupCommit<In, Out>(
   return (input) =>
     new Promise<Out>((resolve, reject) => {
       queue.push({ input, resolve, reject })
-      schedule()
+      if (idleStart === 'microtask' && running === 0 && !scheduled) {
+        // Nothing in the database, so no batch is forming: waiting for the turn would only delay
+        // this item. Those submitted in the same turn still join it.
+        scheduled = true
+        queueMicrotask(start)
+      } else schedule()
     })
 }

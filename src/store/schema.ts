@@ -68,3 +68,11 @@ export const projectionCheckpoints = pgTable('projection_checkpoints', {
   projection: text('projection').primaryKey(),
   position: bigint('position', { mode: 'bigint' }).notNull(),
 })
+
+// How many times a rebuild changed an owner's `plants` rows (no row: never). A listing's ETag is
+// the owner's head and this generation (plants/etag.ts): appends move the head, and a rebuild that
+// changes an owner's rows without moving it bumps this instead (replay/rebuild-projection.ts).
+export const ownerGenerations = pgTable('owner_generations', {
+  owner: text('owner').primaryKey(),
+  generation: bigint('generation', { mode: 'bigint' }).notNull(),
+})

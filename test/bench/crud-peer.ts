@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import postgres from 'postgres'
 import { authentication } from '../../src/auth/authentication.ts'
@@ -5,12 +6,13 @@ import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { HttpError } from '../../src/http/http-error.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
 import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
-import { NewPlant, PlantView } from '../../src/plants/schemas.ts'
+import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
 
 // The CRUD peer: the create a user would write instead of the service, with the same framework,
 // body reading, schema, token check, driver and pool size, and no events: one prepared
 // `INSERT … ON CONFLICT DO NOTHING` per request into a table of its own, and a read of the stored
-// row only when the insert found one (retry or conflict).
+// row only when the insert found one (retry or conflict). A listing is one prepared keyset query
+// on the primary key, with a next link when more follow.
 registerSchemaKinds()
 const secret = new TextEncoder().encode(process.env.AUTH_JWT_SECRET ?? '')
 const sql = postgres(process.env.DATABASE_URL ?? '', {
@@ -43,6 +45,20 @@ const app = new Elysia()
       body: NewPlant,
       response: { 200: PlantView },
     },
+  )
+  .get(
+    '/plants',
+    async ({ query, owner, set }) => {
+      const limit = query.limit === undefined ? 1000 : Number(query.limit)
+      const after = query.after ?? '-9223372036854775808'
+      const rows = await sql`select id::text, name, tag from crud_plants
+        where owner = ${owner} and id > ${after} order by id limit ${limit + 1}`
+      const page = rows.slice(0, limit)
+      if (rows.length > limit)
+        set.headers.link = `</plants?limit=${limit}&after=${page.at(-1)?.id}>; rel="next"`
+      return page.map((row) => (row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }))
+    },
+    { query: ListQuery, response: { 200: Type.Array(PlantView) } },
   )
   .listen({ hostname: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 

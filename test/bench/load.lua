@@ -1,10 +1,13 @@
 -- wrk script for the plant store bench. Arguments after `--`:
---   mode ("create" or "page"), a file of bearer tokens (one a line), a base for plant ids.
--- Every request of a run carries a fresh id; owners rotate through the token file.
+--   mode ("create", "page" or "revalidate"), a file of bearer tokens (one a line), a base for
+--   plant ids. Every request of a run carries a fresh id; owners rotate through the token file.
+--   "revalidate" asks for the page with the owner's current ETag, the line of a fourth file
+--   beside its token (304s).
 local threads = {}
 local counter = 0
 local tokens = {}
 local mode, base
+local tags = {}
 
 function setup(thread)
   thread:set("tid", #threads)
@@ -17,6 +20,11 @@ function init(args)
     if #line > 0 then table.insert(tokens, line) end
   end
   base = tonumber(args[3]) + tid * 100000000
+  if args[4] then
+    for line in io.lines(args[4]) do
+      if #line > 0 then table.insert(tags, line) end
+    end
+  end
 end
 
 function request()
@@ -24,6 +32,10 @@ function request()
   local token = tokens[(counter % #tokens) + 1]
   if mode == "page" then
     return wrk.format("GET", "/plants?limit=20", { ["Authorization"] = "Bearer " .. token })
+  end
+  if mode == "revalidate" then
+    local tag = tags[(counter % #tokens) + 1]
+    return wrk.format("GET", "/plants?limit=20", { ["Authorization"] = "Bearer " .. token, ["If-None-Match"] = tag })
   end
   local id = string.format("%.0f", base + counter)
   local body = '{"id":' .. id .. ',"name":"plant ' .. id .. '","tag":"bench"}'

@@ -14,8 +14,10 @@ export type LoadResult = {
 
 export type WrkRun = {
   url: string
-  mode: 'create' | 'page'
+  mode: 'create' | 'page' | 'revalidate'
   tokensFile: string
+  // revalidate: each token's ETag, a line each in the same order.
+  tagsFile?: string
   idBase: number
   connections: number
   seconds: number
@@ -55,6 +57,7 @@ export async function runWrk(run: WrkRun): Promise<LoadResult> {
       run.mode,
       run.tokensFile,
       String(run.idBase),
+      ...(run.tagsFile ? [run.tagsFile] : []),
     ],
     { stdout: 'pipe', stderr: 'pipe' },
   )

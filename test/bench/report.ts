@@ -68,6 +68,11 @@ export function printReport({ machine, flags, throughput, growth, embedded, rebu
     [`GET /plants?limit=20, ${connections} connections`, throughput.page],
     ['POST /plants, 4 connections', throughput.createFew],
     ['POST /plants, 1 connection', throughput.createOne],
+    ['GET /plants?limit=20, 4 connections', throughput.pageFew],
+    [
+      `GET /plants?limit=20 with a current If-None-Match (304), ${connections} connections`,
+      throughput.revalidate,
+    ],
   ] as const) {
     for (const [side, label] of labels) {
       const measured = scenario?.[side]
@@ -117,6 +122,7 @@ export function printReport({ machine, flags, throughput, growth, embedded, rebu
       fixed(page.requestsPerSecond / sideOf(throughput.page, 'httpCeiling').requestsPerSecond),
       page.requestsPerSecond >= 0.4 * sideOf(throughput.page, 'httpCeiling').requestsPerSecond,
     ],
+    ...readTargets(throughput, connections),
     [
       'RSS under load < 150 MB',
       `${fixed(Math.max(create.rssMb, page.rssMb), 0)} MB`,
@@ -161,4 +167,48 @@ export function printReport({ machine, flags, throughput, growth, embedded, rebu
   console.log('\n| target | measured | met |\n|---|---:|---|')
   for (const [target, measured, met] of targets)
     console.log(`| ${target} | ${measured} | ${met === undefined ? 'see before' : met ? 'yes' : 'NO'} |`)
+}
+
+// Issue 26: pages and creates against the CRUD peer, and what a 304 costs beside a page.
+function readTargets(throughput: Results['throughput'], connections: unknown) {
+  const ratio = (scenario: Scenario | undefined) =>
+    sideOf(scenario, 'service').requestsPerSecond / sideOf(scenario, 'crudPeer').requestsPerSecond
+  const cpu = (measured: Measured) => measured.processCpuMs + measured.databaseCpuMs
+  const page = sideOf(throughput.page, 'service')
+  const revalidate = throughput.revalidate && sideOf(throughput.revalidate, 'service')
+  const rows: [string, string, boolean | undefined][] = [
+    [
+      `GET req/s ≥ 2.5 × CRUD peer at ${connections} connections`,
+      fixed(ratio(throughput.page)),
+      ratio(throughput.page) >= 2.5,
+    ],
+    [
+      'GET req/s ≥ 2.0 × CRUD peer at 4 connections',
+      fixed(ratio(throughput.pageFew)),
+      ratio(throughput.pageFew) >= 2,
+    ],
+    [
+      'POST req/s ≥ 1.2 × CRUD peer at 4 connections',
+      fixed(ratio(throughput.createFew)),
+      ratio(throughput.createFew) >= 1.2,
+    ],
+    [
+      'POST req/s ≥ 1.2 × CRUD peer at 1 connection',
+      fixed(ratio(throughput.createOne)),
+      ratio(throughput.createOne) >= 1.2,
+    ],
+    [
+      `POST req/s ≥ 2.0 × CRUD peer at ${connections} connections`,
+      fixed(ratio(throughput.create)),
+      ratio(throughput.create) >= 2,
+    ],
+  ]
+  if (revalidate) {
+    rows.push([
+      'CPU of a 304 < 1/4 of a page (service + PostgreSQL)',
+      `${fixed(cpu(revalidate), 3)} ms vs ${fixed(cpu(page), 3)} ms (${fixed(cpu(revalidate) / cpu(page))} ×)`,
+      cpu(revalidate) < cpu(page) / 4,
+    ])
+  }
+  return rows
 }

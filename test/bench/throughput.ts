@@ -1,6 +1,6 @@
 import type postgres from 'postgres'
 import { meterCpu } from './cpu.ts'
-import { type LoadResult, runWrk } from './load.ts'
+import { type LoadResult, runWrk, type WrkRun } from './load.ts'
 import { median } from './memory.ts'
 import { runPgbench } from './pgbench.ts'
 import { seedEvents } from './seed.ts'
@@ -30,8 +30,8 @@ type Side = 'service' | 'crudPeer' | 'httpCeiling' | 'databaseCeiling' | 'batche
 export type Scenario = Partial<Record<Side, Measured>> & { rounds: unknown[] }
 
 // Each scenario: what it loads, with how many connections, and the sides measured on it.
-type ScenarioPlan = { mode: 'create' | 'page'; connections: number; sides: Side[] }
-export type ScenarioName = 'create' | 'page' | 'createFew' | 'createOne'
+type ScenarioPlan = { mode: WrkRun['mode']; connections: number; sides: Side[] }
+export type ScenarioName = 'create' | 'page' | 'createFew' | 'createOne' | 'pageFew' | 'revalidate'
 
 const READERS = 200
 const PLANTS_PER_READER = 50
@@ -46,9 +46,25 @@ export async function measureThroughput(
   options: ThroughputOptions,
 ): Promise<Record<ScenarioName, Scenario>> {
   await seedEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)
+  // The CRUD peer lists the same plants from its own table.
+  await sql`create table if not exists crud_plants (
+    owner text not null, id bigint not null, name text not null, tag text, primary key (owner, id))`
+  await sql`insert into crud_plants select owner, id, name, tag from plants on conflict do nothing`
+  await sql`analyze`
+  const readers = await writeFixture(bench.secret, 'reader', READERS)
+  // Each reader's current ETag (plants/etag.ts): their head, generation 0, limit 20, no cursor.
+  const heads = await sql<{ owner: string; head: string }[]>`
+    select owner, max(position)::text as head from plants group by owner`
+  const headOf = new Map(heads.map((row) => [row.owner, row.head]))
+  const tagsFile = `${readers.tokensFile}.tags`
+  await Bun.write(
+    tagsFile,
+    `${readers.owners.map((owner) => `"${headOf.get(owner) ?? 0}.0.20.0"`).join('\n')}\n`,
+  )
   const fixtures = {
     create: await writeFixture(bench.secret, 'writer', 1000),
-    page: await writeFixture(bench.secret, 'reader', READERS),
+    page: readers,
+    revalidate: readers,
   }
   const plans: Record<ScenarioName, ScenarioPlan> = {
     create: {
@@ -59,10 +75,13 @@ export async function measureThroughput(
     page: {
       mode: 'page',
       connections: options.connections,
-      sides: ['service', 'httpCeiling', 'databaseCeiling'],
+      sides: ['service', 'crudPeer', 'httpCeiling', 'databaseCeiling'],
     },
     createFew: { mode: 'create', connections: 4, sides: ['service', 'crudPeer'] },
     createOne: { mode: 'create', connections: 1, sides: ['service', 'crudPeer'] },
+    pageFew: { mode: 'page', connections: 4, sides: ['service', 'crudPeer'] },
+    // The same page asked again with its ETag: 304s (load.lua keeps each owner's tag).
+    revalidate: { mode: 'revalidate', connections: options.connections, sides: ['service'] },
   }
   const database = new URL(databaseUrl).pathname.slice(1)
   const service = await startService(bench, databaseUrl)
@@ -75,7 +94,7 @@ export async function measureThroughput(
       const batch = side === 'batchedCeiling' ? options.ceilingBatch : 1
       const result = await runPgbench(
         {
-          mode: batch > 1 ? 'createBatch' : plan.mode,
+          mode: batch > 1 ? 'createBatch' : plan.mode === 'revalidate' ? 'page' : plan.mode,
           batch,
           url: databaseUrl,
           // The batched ceiling has as many creates in flight as the load has connections.
@@ -94,6 +113,7 @@ export async function measureThroughput(
       pid: server.process.pid,
       mode: plan.mode,
       tokensFile: fixtures[plan.mode].tokensFile,
+      tagsFile: plan.mode === 'revalidate' ? tagsFile : undefined,
       idBase,
       connections: plan.connections,
       seconds,

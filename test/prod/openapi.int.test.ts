@@ -19,7 +19,10 @@ type Doc = {
       {
         parameters?: { name: string; schema: unknown }[]
         security?: unknown[]
-        responses: Record<string, { content?: Record<string, { schema: unknown }> }>
+        responses: Record<
+          string,
+          { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }
+        >
       }
     >
   >
@@ -126,12 +129,24 @@ describe('GET /openapi.json', () => {
     ])
     expect(Object.keys(doc.paths['/plants']?.get?.responses ?? {}).sort()).toEqual([
       '200',
+      '304',
       '400',
       '401',
       '500',
       '503',
     ])
     expect(Object.keys(doc.paths['/ready']?.get?.responses ?? {}).sort()).toEqual(['200', '503'])
+  })
+
+  test('declares the conditional listing: If-None-Match, and a 304 without content carrying the validators', () => {
+    const get = doc.paths['/plants']?.get
+    expect(get?.parameters?.map((parameter) => parameter.name)).toContain('if-none-match')
+    for (const status of ['200', '304']) {
+      expect(Object.keys(get?.responses[status]?.headers ?? {})).toEqual(
+        expect.arrayContaining(['ETag', 'Cache-Control', 'Plant-Store-Position']),
+      )
+    }
+    expect(get?.responses['304']?.content).toBeUndefined()
   })
 })
 

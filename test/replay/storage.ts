@@ -39,7 +39,8 @@ export function create(
 
 export async function listing(db: Database, owner: string): Promise<PlantView[]> {
   const found = await listPlants(db, { owner })
-  if (found.kind === 'page') return found.plants
+  if (found.kind === 'page') return JSON.parse(found.body) as PlantView[]
+  if (found.kind === 'unchanged') throw new Error('a listing without If-None-Match is never unchanged')
   const plants: PlantView[] = []
   for await (const batch of found.batches) plants.push(...batch)
   return plants

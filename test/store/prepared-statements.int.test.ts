@@ -34,7 +34,13 @@ test('a create, its retry and a page run as statements prepared on the connectio
   await createPlant(handle.db, command, 'r2')
   const page = await listPlants(handle.db, { owner: 'olivia', limit: 10 })
   // then
-  expect(page).toEqual({ kind: 'page', plants: [{ name: 'Fern' }], next: undefined, position: 1n })
+  expect(page).toEqual({
+    kind: 'page',
+    body: '[{"name":"Fern"}]',
+    next: undefined,
+    position: 1n,
+    generation: 0n,
+  })
   const prepared = rowsOf<{ statement: string }>(
     await handle.db.execute(sql`select statement from pg_prepared_statements`),
   ).map((row) => row.statement)

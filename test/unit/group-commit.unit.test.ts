@@ -92,6 +92,34 @@ describe('group commit', () => {
     expect(batches).toEqual([[1], [2, 3]])
   })
 
+  test('starting when idle after the microtasks: a lone item does not wait for the turn, and those of its turn join it', async () => {
+    // given a committer with nothing in flight, and a callback of the next turn that records
+    const { run, batches, finishNext } = heldBatches()
+    const submit = groupCommit(run, { maxBatchSize: 10, inFlight: 2, idleStart: 'microtask' })
+    let atNextTurn: number[][] | undefined
+    setImmediate(() => {
+      atNextTurn = batches.map((batch) => [...batch])
+    })
+    // when two items come in one turn
+    const answers = [submit(1), submit(2)]
+    await Promise.resolve()
+    // then their batch started before the turn ended
+    expect(batches).toEqual([[1, 2]])
+    // and while it is in flight, items wait for the turn as before and form the next batch
+    void submit(3)
+    void submit(4)
+    await Promise.resolve()
+    expect(batches).toEqual([[1, 2]])
+    await Bun.sleep(0)
+    expect(atNextTurn).toEqual([[1, 2]])
+    expect(batches).toEqual([
+      [1, 2],
+      [3, 4],
+    ])
+    await finishNext()
+    expect(await Promise.all(answers)).toEqual(['done 1', 'done 2'])
+  })
+
   test('each item gets its own answer: one refused item does not fail its batch-mates', async () => {
     // given
     const { run, finishNext } = heldBatches()

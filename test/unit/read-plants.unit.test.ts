@@ -6,7 +6,12 @@ import type { ReadReplica } from '../../src/store/replica-health.ts'
 
 // Routing decided over stand-in sources: each answers what the test says, on a clock of the test.
 type Answer = PlantListing | Uncovered | Error
-const page = (name: string): PlantListing => ({ kind: 'page', plants: [{ name }], position: 0n })
+const page = (name: string): PlantListing => ({
+  kind: 'page',
+  body: JSON.stringify([{ name }]),
+  position: 0n,
+  generation: 0n,
+})
 const absent: Uncovered = { kind: 'uncovered', event: 'absent' }
 const other: Uncovered = { kind: 'uncovered', event: 'other' }
 const unreachable = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })

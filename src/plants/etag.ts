@@ -1,0 +1,31 @@
+// The entity tag of a listing (CONTRACT §5). A listing's body and headers are a function of the
+// caller's rows and the request's `limit` and `after`; its tag is a function of what names them:
+// - the owner's head (the position of their latest plant). One owner's creates commit in position
+//   order (event-store.ts), so a new plant always moves it and no plant ever appears below it;
+//   another owner's creates never touch it. An erasure would delete the owner's rows, bringing it
+//   back to 0, and a later plant of the same `sub` gets a position above any it had: a tag never
+//   comes back for other rows.
+// - the owner's generation: a rebuild writes the same rows for the same log, so it keeps the tag,
+//   but one that changes an owner's rows (a repaired drift, a new reading of old events) can leave
+//   the head where it was, so it bumps that owner's generation (replay/rebuild-projection.ts).
+// - `limit` and `after`, so that a tag of one page never matches another page of the same state.
+// The same state gives the same bytes (a streamed listing stops at the head it reported), so the
+// tag is strong (RFC 9110 §8.8.1).
+export type ListingVersion = { position: bigint; generation: bigint }
+
+export function listingTag(
+  { position, generation }: ListingVersion,
+  limit: number | undefined,
+  after: bigint | undefined,
+): string {
+  return `"${position}.${generation}.${limit ?? 'all'}.${after ?? 0}"`
+}
+
+// RFC 9110 §13.1.2: `*` matches any current representation, and a GET listing always has one; a
+// list of tags matches when one of them equals the tag under the weak comparison (W/ ignored).
+// A malformed field matches nothing, so the caller gets the full answer.
+export function matchesIfNoneMatch(field: string, tag: string): boolean {
+  if (field.trim() === '*') return true
+  for (const [, opaque] of field.matchAll(/(?:W\/)?("[^"]*")/g)) if (opaque === tag) return true
+  return false
+}
