@@ -5,6 +5,7 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose'
+import { isOwner } from '../plants/domain.ts'
 
 // `expiresAt`: the token's `exp`, in milliseconds since the epoch.
 export type Identity = { subject: string; expiresAt: number }
@@ -63,8 +64,10 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
       throw new TokenRejected(describe(error))
     })
     const { sub: subject, exp } = payload
-    if (typeof subject !== 'string' || subject.length < 1 || subject.length > 255) {
-      throw new TokenRejected('the token subject (sub) must be 1 to 255 characters')
+    if (!isOwner(subject)) {
+      throw new TokenRejected(
+        'the token subject (sub) must be 1 to 255 characters, well-formed Unicode without U+0000',
+      )
     }
     const expiresAt = (exp ?? 0) * 1000
     verified.remember(token, { subject, expiresAtMs: expiresAt, key })
