@@ -1,5 +1,6 @@
 import { AppendsBusy, whileAppendsBlocked } from '../store/append-lock.ts'
 import type { Database } from '../store/database.ts'
+import { databaseMessage } from '../store/database-error.ts'
 import {
   appendStaged,
   createStaging,
@@ -98,14 +99,7 @@ async function nonEmptyStore(db: Database): Promise<string> {
 function asRefusal(error: unknown): unknown {
   if (error instanceof AppendsBusy) return new ImportRefused(error.message)
   if (error instanceof ImportRefused || postgresErrorCode(error) === undefined) return error
-  return new ImportRefused(`the database refused the import: ${rootMessage(error)}`)
-}
-
-function rootMessage(error: unknown): string {
-  let root = error as { cause?: unknown; detail?: string; message?: string }
-  while (root.cause) root = root.cause as typeof root
-  const message = String(root.message ?? root).split('\n')[0] ?? ''
-  return root.detail ? `${message} (${root.detail})` : message
+  return new ImportRefused(`the database refused the import: ${databaseMessage(error)}`)
 }
 
 const encoder = new TextEncoder()
