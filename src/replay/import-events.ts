@@ -3,11 +3,13 @@ import type { Database } from '../store/database.ts'
 import { databaseMessage } from '../store/database-error.ts'
 import {
   appendStaged,
+  countStagedOwners,
   createStaging,
   dropStaging,
   firstClashInFile,
   firstClashWithStore,
   isLogEmpty,
+  lockStagedOwners,
   type StagedLine,
   type Staging,
   stageLines,
@@ -26,6 +28,9 @@ export class ImportRefused extends Error {
 // take 24 KiB. A longer line is refused before it is held in memory.
 export const MAX_LINE_BYTES = 64 * 1024
 
+// PostgreSQL's lock table holds max_locks_per_transaction (64 by default) times the connections.
+const MAX_OWNER_LOCKS = 1_000
+
 export type ImportOptions = { append?: boolean; batchSize?: number }
 
 // Imports exported lines, all of them or, on any refusal, none. Three steps: every line is checked
@@ -37,7 +42,7 @@ export type ImportOptions = { append?: boolean; batchSize?: number }
 export async function importEvents(
   db: Database,
   lines: AsyncIterable<string>,
-  { append = false, batchSize = 2_000 }: ImportOptions = {},
+  { append = false, batchSize = 500 }: ImportOptions = {},
 ): Promise<number> {
   await clearDeadWorkTables(db)
   if (!append && !(await isLogEmpty(db))) throw new ImportRefused(await nonEmptyStore(db))
@@ -71,12 +76,19 @@ export async function importEvents(
     const inFile = await firstClashInFile(db, staging, !append)
     if (inFile) throw new ImportRefused(`line ${inFile.line}: ${inFile.rule}`)
     const checked = staging
-    return await whileAppendsBlocked(db, async (tx) => {
-      if (!append && !(await isLogEmpty(tx))) throw new ImportRefused(await nonEmptyStore(db))
-      const clash = await firstClashWithStore(tx, checked)
-      if (clash) throw new ImportRefused(`line ${clash.line}: ${clash.rule}`)
-      return appendStaged(tx, checked, !append)
-    })
+    // Appended, the file's owners are locked out of the log for the final step, as a create locks
+    // its owner; too many locks for the lock table, and the whole log is.
+    const fewOwners = append && (await countStagedOwners(db, checked)) <= MAX_OWNER_LOCKS
+    return await whileAppendsBlocked(
+      db,
+      async (tx) => {
+        if (!append && !(await isLogEmpty(tx))) throw new ImportRefused(await nonEmptyStore(db))
+        const clash = await firstClashWithStore(tx, checked)
+        if (clash) throw new ImportRefused(`line ${clash.line}: ${clash.rule}`)
+        return appendStaged(tx, checked, !append)
+      },
+      { lock: fewOwners ? lockStagedOwners(checked) : undefined },
+    )
   } catch (error) {
     throw asRefusal(error)
   } finally {

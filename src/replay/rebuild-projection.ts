@@ -1,11 +1,14 @@
 import { sql } from 'drizzle-orm'
-import { whileAppendsBlocked } from '../store/append-lock.ts'
+import { GiveWay, whileAppendsBlocked } from '../store/append-lock.ts'
 import type { Database, Executor } from '../store/database.ts'
-import { LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
+import { countLogAfter, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
 import { projectInto } from '../store/event-store.ts'
 import { plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../store/work-tables.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
+
+// At most this many events are folded while creates wait for the swap.
+const LOCKED_TAIL_LIMIT = 2_000
 
 export type RebuildOptions = {
   batchSize?: number
@@ -77,6 +80,8 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
     const outcome = await whileAppendsBlocked(
       db,
       async (tx) => {
+        // A long tail (an import committed just now) is copied without the lock first.
+        if ((await countLogAfter(tx, cursor)) > LOCKED_TAIL_LIMIT) throw new GiveWay()
         // With the lock held every event is committed: the rest of the log can be read as it is.
         await copy(tx, cursor, false)
         const rows = await tx.$count(scratch)

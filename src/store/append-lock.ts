@@ -9,6 +9,11 @@ export class AppendsBusy extends Error {
   override name = 'AppendsBusy'
 }
 
+// Thrown by `work` to let creates through and be tried again (after `beforeRetry`).
+export class GiveWay extends Error {
+  override name = 'GiveWay'
+}
+
 export type BlockOptions = {
   // How long one attempt waits for a lock before giving way: creates queue behind a waiting
   // EXCLUSIVE request, so a long wait would stall them.
@@ -16,9 +21,15 @@ export type BlockOptions = {
   attempts?: number
   // Runs between attempts, outside any transaction (a rebuild catches up with the log there).
   beforeRetry?: () => Promise<void>
+  // The lock taken first; by default the events table's EXCLUSIVE lock.
+  lock?: (tx: Transaction) => Promise<void>
 }
 
-// Runs `work` in a transaction that holds the events table EXCLUSIVE. Every append holds the
+const blockAppends = async (tx: Transaction) => {
+  await tx.execute(sql`lock table ${events} in exclusive mode`)
+}
+
+// Runs `work` in a transaction that holds the events table EXCLUSIVE (unless `lock` says otherwise). Every append holds the
 // table's ROW EXCLUSIVE lock, as any insert does, at no extra cost: once EXCLUSIVE is granted no
 // append is in flight, none starts until the transaction ends, and every event in the table is
 // committed. Readers carry on. Every lock the transaction waits for (this one, and whatever `work`
@@ -27,17 +38,17 @@ export type BlockOptions = {
 export async function whileAppendsBlocked<Result>(
   db: Database,
   work: (tx: Transaction) => Promise<Result>,
-  { waitMs = 200, attempts = 150, beforeRetry = async () => {} }: BlockOptions = {},
+  { waitMs = 200, attempts = 150, beforeRetry = async () => {}, lock = blockAppends }: BlockOptions = {},
 ): Promise<Result> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction(async (tx) => {
         await tx.execute(sql.raw(`set local lock_timeout = ${Math.round(waitMs)}`))
-        await tx.execute(sql`lock table ${events} in exclusive mode`)
+        await lock(tx)
         return work(tx)
       })
     } catch (error) {
-      if (postgresErrorCode(error) !== LOCK_NOT_AVAILABLE) throw error
+      if (!(error instanceof GiveWay) && postgresErrorCode(error) !== LOCK_NOT_AVAILABLE) throw error
       if (attempt >= attempts) {
         throw new AppendsBusy(`the event log stayed busy through ${attempts} attempts to lock it; try again`)
       }

@@ -110,6 +110,24 @@ export async function appendStaged(tx: Transaction, { table }: Staging, keepPosi
   return rowsOf<{ events: number }>(result)[0]?.events ?? 0
 }
 
+export async function countStagedOwners(db: Executor, { table }: Staging): Promise<number> {
+  const [row] = rowsOf<{ owners: number }>(
+    await db.execute(sql`select count(distinct owner)::int as owners from ${table}`),
+  )
+  return Number(row?.owners ?? 0)
+}
+
+// The staged owners' append locks, taken as the live path takes them (appendStatement in
+// event-store.ts), in key order: their creates wait for the import, so each owner's positions
+// still commit in order; every other owner's carry on.
+export function lockStagedOwners({ table }: Staging) {
+  return async (tx: Transaction): Promise<void> => {
+    await tx.execute(sql`
+      select count(pg_advisory_xact_lock(key))
+      from (select distinct hashtextextended(owner, 0) as key from ${table} order by 1) as keys`)
+  }
+}
+
 export async function isLogEmpty(db: Executor): Promise<boolean> {
   return rowsOf(await db.execute(sql`select 1 from ${events} limit 1`)).length === 0
 }

@@ -70,7 +70,7 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
   expect(exported.exitCode).toBe(0)
   expect(exported.stdout.trim().split('\n').length).toBe(6)
   expect(imported.exitCode).toBe(0)
-  expect(imported.stdout).toContain('rebuilt plants: 6 events, 6 plants')
+  expect(imported.stderr).toContain('imported 6 events, each with its plant')
   expect(await listings(postgresEnv)).toEqual(before)
   expect(before.alice).toBe('[{"name":"Ficus"},{"name":"Ficus twin"},{"name":"Max","tag":""}]')
   expect((await runCli(['events', 'export'], postgresEnv)).stdout).toBe(exported.stdout)
