@@ -105,9 +105,6 @@ test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no 
     delivered.push(id)
     // A plant may arrive before its create's answer has been read: delivered at once.
     deliveryMs.push(Math.max(0, performance.now() - (answeredAt.get(id) ?? performance.now())))
-      console.log(
-        `${((answeredAt.get(id) ?? 0) - T0).toFixed(0)} id ${id} delivery ${deliveryMs.at(-1)?.toFixed(0)} create ${createMs[Number(id) - 1]?.toFixed(0)} paused ${paused} exit ${importer.exitCode}`,
-      )
   }
   const [exitCode, stderr] = await Promise.all([
     importer.exited,
