@@ -100,7 +100,7 @@ export async function importEvents(
 // What to run when the store already holds events, after a finished import or a crashed one.
 async function nonEmptyStore(db: Database): Promise<string> {
   const { events, head, behind } = await projectionStatus(db)
-  const held = `the event log already holds ${events} event(s), up to position ${head}`
+  const held = `the event log is not empty: it holds ${events} event(s), up to position ${head}`
   if (behind > 0) {
     return `${held}, and ${behind} of them lack their projected row (an import or rebuild was interrupted?): run \`bun run cli projection rebuild\`; to add more events, pass --append`
   }

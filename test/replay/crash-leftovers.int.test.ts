@@ -71,7 +71,7 @@ for (const kind of STORAGE_KINDS) {
       const refused = importEvents(storage.db, readLines(text('{}\n')))
       // then
       await expect(refused).rejects.toThrow(
-        'the event log already holds 2 event(s), up to position 2, and 1 of them lack their projected row',
+        'the event log is not empty: it holds 2 event(s), up to position 2, and 1 of them lack their projected row',
       )
       await expect(refused).rejects.toThrow('run `bun run cli projection rebuild`')
     })
