@@ -5,6 +5,7 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose'
+import { isOwner } from '../plants/domain.ts'
 
 // `expiresAt`: the token's `exp`, in milliseconds since the epoch.
 export type Identity = { subject: string; expiresAt: number }
@@ -63,8 +64,10 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
       throw new TokenRejected(describe(error))
     })
     const { sub: subject, exp } = payload
-    if (typeof subject !== 'string' || !isSubject(subject)) {
-      throw new TokenRejected('the token subject (sub) must be 1 to 255 characters (Unicode code points)')
+    if (!isOwner(subject)) {
+      throw new TokenRejected(
+        'the token subject (sub) must be 1 to 255 characters, well-formed Unicode without U+0000',
+      )
     }
     const expiresAt = (exp ?? 0) * 1000
     verified.remember(token, { subject, expiresAtMs: expiresAt, key })
@@ -132,13 +135,4 @@ export function verifiedTokens<Key>({ maxEntries = 10_000, now = Date.now } = {}
       entries.set(token, verified)
     },
   }
-}
-
-// 1 to 255 code points (CONTRACT §2), not UTF-16 units: 255 emoji are a valid sub. A code point
-// takes at most two units, so a longer string is refused without counting.
-function isSubject(subject: string): boolean {
-  if (subject.length === 0 || subject.length > 510) return false
-  let codePoints = 0
-  for (const _ of subject) codePoints++
-  return codePoints <= 255
 }

@@ -11,7 +11,9 @@ import {
 } from '../replay/verify-projection.ts'
 import type { Database } from '../store/database.ts'
 import { openStorage } from '../store/open-storage.ts'
+import { listWorkTables } from '../store/work-tables.ts'
 import { parseArguments } from './arguments.ts'
+import { reportDatabaseFailure } from './command-failed.ts'
 
 // Opening the storage applies the migrations.
 export async function migrateCommand(args: string[], config: Config): Promise<number> {
@@ -24,7 +26,12 @@ export async function rebuildCommand(args: string[], config: Config): Promise<nu
     'dry-run': { type: 'boolean', default: false },
   })
   return withStorage(config, async (db) => {
-    const { diff } = await rebuildWithProgress(db, values['dry-run'])
+    let diff: ProjectionDiff | undefined
+    try {
+      ;({ diff } = await rebuildWithProgress(db, values['dry-run']))
+    } catch (error) {
+      return reportDatabaseFailure(error, REBUILD_FAILED)
+    }
     if (!diff) return 0
     return reportDrift(
       diff,
@@ -33,6 +40,8 @@ export async function rebuildCommand(args: string[], config: Config): Promise<nu
     )
   })
 }
+
+export const REBUILD_FAILED = 'projection rebuild failed, nothing was swapped'
 
 export async function rebuildWithProgress(db: Database, dryRun: boolean): Promise<RebuildResult> {
   const progress = progressReporter({
@@ -66,6 +75,7 @@ export async function statusCommand(args: string[], config: Config): Promise<num
   parseArguments(args, 'projection status', {})
   return withStorage(config, async (db) => {
     const { checkpoint, head, events, sinceCheckpoint, behind } = await projectionStatus(db)
+    const workTables = await listWorkTables(db)
     const at =
       checkpoint === undefined
         ? 'never rebuilt'
@@ -74,6 +84,14 @@ export async function statusCommand(args: string[], config: Config): Promise<num
     process.stdout.write(
       `projection plants: ${at}; log head: position ${head} (${events} events); ${state}\n`,
     )
+    for (const { name, bytes, alive } of workTables) {
+      const size = `${(bytes / 1024 / 1024).toFixed(1)} MB`
+      process.stdout.write(
+        alive
+          ? `in progress: ${name} (${size}), a rebuild or import running now\n`
+          : `left over: ${name} (${size}) of a rebuild or import that died; the next projection rebuild or events import drops it\n`,
+      )
+    }
     return 0
   })
 }

@@ -2,6 +2,7 @@ import process from 'node:process'
 import { issueToken, parseDuration } from '../auth/issue-token.ts'
 import { loadOrCreateLocalSecret } from '../auth/local-secret.ts'
 import type { Config } from '../config.ts'
+import { isOwner } from '../plants/domain.ts'
 import { badValue, parseArguments, UsageError } from './arguments.ts'
 
 const USAGE = 'token issue <subject> [--ttl <n>s|m|h|d]'
@@ -9,8 +10,7 @@ const USAGE = 'token issue <subject> [--ttl <n>s|m|h|d]'
 export async function issueTokenCommand(args: string[], config: Config): Promise<number> {
   const { values, positionals } = parseArguments(args, USAGE, { ttl: { type: 'string', default: '24h' } }, 1)
   const [subject = ''] = positionals
-  const codePoints = [...subject].length
-  if (codePoints === 0 || codePoints > 255)
+  if (!isOwner(subject))
     throw new UsageError('token issue needs a subject of 1 to 255 characters (Unicode code points)')
   const ttlSeconds = parseDuration(values.ttl)
   if (ttlSeconds === undefined) throw badValue('ttl', values.ttl, 'a duration', USAGE)

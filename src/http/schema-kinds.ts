@@ -1,4 +1,5 @@
 import { TypeRegistry } from '@sinclair/typebox'
+import { INT64_MAX, isPlantId, isText } from '../plants/domain.ts'
 
 // Two rules JSON Schema keywords cannot express in TypeBox: ids are exact int64 values (parsed as
 // bigint, see json-body.ts) and text length counts Unicode code points, not UTF-16 units. The
@@ -6,15 +7,10 @@ import { TypeRegistry } from '@sinclair/typebox'
 // TypeBox's registry is process-wide, so the app registers them when it is created (setting a kind
 // again replaces it with the same check).
 export function registerSchemaKinds(): void {
-  TypeRegistry.Set(
-    'Int64',
-    (_schema, value) => typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX,
+  TypeRegistry.Set('Int64', (_schema, value) => isPlantId(value))
+  TypeRegistry.Set<{ minLength: number; maxLength: number }>('Text', (schema, value) =>
+    isText(value, schema.minLength, schema.maxLength),
   )
-  TypeRegistry.Set<{ minLength: number; maxLength: number }>('Text', (schema, value) => {
-    if (typeof value !== 'string' || !value.isWellFormed() || value.includes('\u0000')) return false
-    const codePoints = countCodePoints(value, schema.maxLength + 1)
-    return codePoints >= schema.minLength && codePoints <= schema.maxLength
-  })
   // A query value given once, in plain decimal: a repeated parameter arrives as an array and fails.
   TypeRegistry.Set<{ minimum: number; maximum: number }>('IntegerParameter', (schema, value) => {
     if (typeof value !== 'string' || !/^(0|[1-9][0-9]{0,9})$/.test(value)) return false
@@ -26,13 +22,4 @@ export function registerSchemaKinds(): void {
     if (typeof value !== 'string' || !/^[0-9]{1,40}$/.test(value)) return false
     return BigInt(value) <= INT64_MAX
   })
-}
-
-const INT64_MIN = -(2n ** 63n)
-const INT64_MAX = 2n ** 63n - 1n
-
-function countCodePoints(text: string, stopAt: number): number {
-  let count = 0
-  for (const _ of text) if (++count >= stopAt) break
-  return count
 }

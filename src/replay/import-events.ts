@@ -1,105 +1,170 @@
-import { Type } from '@sinclair/typebox'
-import { Value } from '@sinclair/typebox/value'
+import { AppendsBusy, whileAppendsBlocked } from '../store/append-lock.ts'
 import type { Database } from '../store/database.ts'
-import { advancePositionSequence, appendExported, isLogEmpty } from '../store/event-import.ts'
-import { blockAppends } from '../store/event-log.ts'
+import { databaseMessage } from '../store/database-error.ts'
+import {
+  appendStaged,
+  countStagedOwners,
+  createStaging,
+  dropStaging,
+  firstClashInFile,
+  firstClashWithStore,
+  isLogEmpty,
+  lockStagedOwners,
+  type StagedLine,
+  type Staging,
+  stageLines,
+} from '../store/import-staging.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
+import { claimWorkTable, clearDeadWorkTables, workTableName } from '../store/work-tables.ts'
+import { checkEventLine } from './event-line.ts'
+import { projectionStatus } from './projection-status.ts'
 
+// A refusal of the whole import, in one line that names the line and the rule: nothing was imported.
 export class ImportRefused extends Error {
   override name = 'ImportRefused'
 }
 
-// The envelope of one exported line; `data` stays as written and is checked when replayed.
-const ExportedEvent = Type.Object({
-  position: Type.String({ pattern: '^[1-9][0-9]{0,18}$' }),
-  streamId: Type.String({ minLength: 1 }),
-  streamVersion: Type.Integer({ minimum: 1, maximum: 2147483647 }),
-  type: Type.String({ minLength: 1 }),
-  schemaVersion: Type.Integer({ minimum: 0, maximum: 2147483647 }),
-  data: Type.Object({}),
-  metadata: Type.Object({ owner: Type.String(), requestId: Type.String() }),
-  recordedAt: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?Z$' }),
-})
+// No event comes near this: a name and a tag of 1,024 code points, each escaped as \uXXXX pairs,
+// take 24 KiB. A longer line is refused before it is held in memory.
+export const MAX_LINE_BYTES = 64 * 1024
+
+// PostgreSQL's lock table holds max_locks_per_transaction (64 by default) times the connections.
+const MAX_OWNER_LOCKS = 1_000
 
 export type ImportOptions = { append?: boolean; batchSize?: number }
 
-// Reads exported lines into the log in one transaction: all of them or, on any refusal, none.
-// Into an empty store the events keep their positions; with `append` they follow the head. The
-// (stream, version) key still holds either way: a clash refuses the whole import.
+// Imports exported lines, all of them or, on any refusal, none. Three steps: every line is checked
+// as the live path checks an event and staged, in short transactions of its own (a slow input holds
+// nothing); the lines are checked against each other; then, holding the log's append lock only for
+// this step, they are checked against the store and appended with their projection in one
+// transaction. Into an empty store the events keep their positions; with `append` they follow the
+// head. The tables of imports and rebuilds that died are dropped first.
 export async function importEvents(
   db: Database,
   lines: AsyncIterable<string>,
-  { append = false, batchSize = 5_000 }: ImportOptions = {},
+  { append = false, batchSize = 500 }: ImportOptions = {},
 ): Promise<number> {
+  await clearDeadWorkTables(db)
+  if (!append && !(await isLogEmpty(db))) throw new ImportRefused(await nonEmptyStore(db))
+  const name = workTableName('import_staging_')
+  const release = await claimWorkTable(db, name)
+  let staging: Staging | undefined
   try {
-    return await db.transaction(async (tx) => {
-      if (!append) {
-        // Keeps every other writer out while the empty store is filled.
-        await blockAppends(tx)
-        if (!(await isLogEmpty(tx))) {
-          throw new ImportRefused('the event log is not empty: import into an empty store, or pass --append')
-        }
-      }
-      let imported = 0
-      let batch: string[] = []
-      const flush = async () => {
-        if (batch.length > 0) await appendExported(tx, `[${batch.join(',')}]`, !append)
-        imported += batch.length
+    staging = await createStaging(db, name)
+    let staged = 0
+    let batch: StagedLine[] = []
+    let lineNumber = 0
+    for await (const text of lines) {
+      lineNumber++
+      if (text.trim() === '') continue
+      const checked = checkEventLine(text)
+      if ('refused' in checked) throw new ImportRefused(`line ${lineNumber}: ${checked.refused}`)
+      batch.push({ line: lineNumber, text, owner: checked.owner, plantId: checked.plantId })
+      if (batch.length >= batchSize) {
+        await stageLines(db, staging, batch)
+        staged += batch.length
         batch = []
       }
-      let lineNumber = 0
-      for await (const line of lines) {
-        lineNumber++
-        if (line.trim() === '') continue
-        checkLine(line, lineNumber)
-        batch.push(line)
-        if (batch.length >= batchSize) await flush()
-      }
-      await flush()
-      if (!append) await advancePositionSequence(tx)
-      return imported
-    })
-  } catch (error) {
-    if (postgresErrorCode(error) === '23505') {
-      throw new ImportRefused(`an imported event clashes with one already stored: ${rootMessage(error)}`)
     }
-    throw error
+    await stageLines(db, staging, batch)
+    staged += batch.length
+    if (staged === 0) {
+      throw new ImportRefused(
+        'the input holds no events (an empty or truncated file?); an empty store needs no import',
+      )
+    }
+    const inFile = await firstClashInFile(db, staging, !append)
+    if (inFile) throw new ImportRefused(`line ${inFile.line}: ${inFile.rule}`)
+    const checked = staging
+    // Appended, the file's owners are locked out of the log for the final step, as a create locks
+    // its owner; too many locks for the lock table, and the whole log is.
+    const fewOwners = append && (await countStagedOwners(db, checked)) <= MAX_OWNER_LOCKS
+    return await whileAppendsBlocked(
+      db,
+      async (tx) => {
+        if (!append && !(await isLogEmpty(tx))) throw new ImportRefused(await nonEmptyStore(db))
+        const clash = await firstClashWithStore(tx, checked)
+        if (clash) throw new ImportRefused(`line ${clash.line}: ${clash.rule}`)
+        return appendStaged(tx, checked, !append)
+      },
+      { lock: fewOwners ? lockStagedOwners(checked) : undefined },
+    )
+  } catch (error) {
+    throw asRefusal(error)
+  } finally {
+    if (staging) await dropStaging(db, staging).catch(() => {})
+    await release()
   }
 }
 
-function checkLine(line: string, lineNumber: number): void {
-  let value: unknown
-  try {
-    value = JSON.parse(line)
-  } catch {
-    throw new ImportRefused(`line ${lineNumber}: not JSON`)
+// What to run when the store already holds events, after a finished import or a crashed one.
+async function nonEmptyStore(db: Database): Promise<string> {
+  const { events, head, behind } = await projectionStatus(db)
+  const held = `the event log is not empty: it holds ${events} event(s), up to position ${head}`
+  if (behind > 0) {
+    return `${held}, and ${behind} of them lack their projected row (an import or rebuild was interrupted?): run \`bun run cli projection rebuild\`; to add more events, pass --append`
   }
-  if (Value.Check(ExportedEvent, value)) return
-  const first = Value.Errors(ExportedEvent, value).First()
-  throw new ImportRefused(
-    `line ${lineNumber}: ${first ? `${first.path || '/'} ${first.message}` : 'invalid'}`,
-  )
+  return `${held}, all projected: import into an empty store, or pass --append to add new plants`
 }
 
-function rootMessage(error: unknown): string {
-  let root = error as { cause?: unknown; detail?: string; message?: string }
-  while (root.cause) root = root.cause as typeof root
-  return root.detail ?? String(root.message)
+// A refusal by the database that the checks did not foresee, in the same one-line form.
+function asRefusal(error: unknown): unknown {
+  if (error instanceof AppendsBusy) return new ImportRefused(error.message)
+  if (error instanceof ImportRefused || postgresErrorCode(error) === undefined) return error
+  return new ImportRefused(`the database refused the import: ${databaseMessage(error)}`)
 }
 
-// Splits a byte or text stream into lines without holding more than a chunk and a line.
-export async function* readLines(chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8', { fatal: true })
-  let pending = ''
+const encoder = new TextEncoder()
+
+// Splits a byte or text stream into lines, each decoded as strict UTF-8, without holding more than
+// a chunk and a line: a line longer than `maxLineBytes`, or not UTF-8, is refused by its number.
+export async function* readLines(
+  chunks: AsyncIterable<Uint8Array | string>,
+  maxLineBytes = MAX_LINE_BYTES,
+): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+  let pending: Uint8Array[] = []
+  let pendingBytes = 0
+  let lineNumber = 0
+  const take = (piece: Uint8Array) => {
+    if (pendingBytes + piece.length > maxLineBytes) {
+      throw new ImportRefused(
+        `line ${lineNumber + 1}: longer than ${maxLineBytes} bytes, more than any event takes`,
+      )
+    }
+    pending.push(piece)
+    pendingBytes += piece.length
+  }
+  const line = () => {
+    lineNumber++
+    const bytes = pending.length === 1 ? (pending[0] as Uint8Array) : concat(pending, pendingBytes)
+    pending = []
+    pendingBytes = 0
+    try {
+      return decoder.decode(bytes).replace(/\r$/, '')
+    } catch {
+      throw new ImportRefused(`line ${lineNumber}: not valid UTF-8`)
+    }
+  }
   for await (const chunk of chunks) {
-    pending += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true })
+    const bytes = typeof chunk === 'string' ? encoder.encode(chunk) : chunk
     let start = 0
-    for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n', start)) {
-      yield pending.slice(start, newline).replace(/\r$/, '')
+    for (let newline = bytes.indexOf(10); newline >= 0; newline = bytes.indexOf(10, start)) {
+      take(bytes.subarray(start, newline))
+      yield line()
       start = newline + 1
     }
-    pending = pending.slice(start)
+    if (start < bytes.length) take(bytes.slice(start))
   }
-  pending += decoder.decode()
-  if (pending !== '') yield pending
+  if (pendingBytes > 0) yield line()
+}
+
+function concat(pieces: Uint8Array[], length: number): Uint8Array {
+  const joined = new Uint8Array(length)
+  let offset = 0
+  for (const piece of pieces) {
+    joined.set(piece, offset)
+    offset += piece.length
+  }
+  return joined
 }

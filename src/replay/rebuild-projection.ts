@@ -1,10 +1,15 @@
 import { sql } from 'drizzle-orm'
+import { GiveWay, whileAppendsBlocked } from '../store/append-lock.ts'
 import type { Database, Executor } from '../store/database.ts'
-import { blockAppends, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
+import { countLogAfter, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
 import { projectInto } from '../store/event-store.ts'
 import { plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
+import { claimWorkTable, clearDeadWorkTables, workTableName } from '../store/work-tables.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
+
+// At most this many events are folded while creates wait for the swap.
+const LOCKED_TAIL_LIMIT = 2_000
 
 export type RebuildOptions = {
   batchSize?: number
@@ -27,7 +32,9 @@ export type RebuildResult = {
 // Folds the whole log into a fresh table while the service keeps serving, then swaps it in.
 // Each batch is one statement that applies the projection inside the database (projection.ts).
 // Appends that land meanwhile are caught up in two passes: one without any lock, and the last
-// few under the events table's exclusive lock, held only for that short tail and the swap.
+// few under the events table's exclusive lock, held only for that short tail and the swap, and
+// given up (then tried again) rather than waited for while it would hold creates back. The tables
+// of rebuilds and imports that died are dropped first.
 export async function rebuildProjection(db: Database, options: RebuildOptions = {}): Promise<RebuildResult> {
   const {
     batchSize = 50_000,
@@ -36,11 +43,12 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
     clock = () => performance.now(),
   } = options
   const started = clock()
+  await clearDeadWorkTables(db)
   const { events: total } = await logHead(db)
   let events = 0
   let position = 0n
   // A table of the projection's shape under another name, filled while `plants` keeps serving.
-  const name = `plants_rebuild_${crypto.randomUUID().slice(0, 8)}`
+  const name = workTableName('plants_rebuild_')
   const scratch = plantsTable(name)
   const key = (suffix: string) => sql.identifier(`${name}_${suffix}`)
   const copy = async (tx: Executor, from: LogCursor, settled: boolean) => {
@@ -53,8 +61,9 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
       cursor = batch.cursor
     }
   }
-  await db.execute(sql`create table ${scratch} (like plants including defaults)`)
+  const release = await claimWorkTable(db, name)
   try {
+    await db.execute(sql`create table ${scratch} (like plants including defaults)`)
     let cursor = await copy(db, LOG_START, true)
     // The keys the migrations gave `plants`, added after the bulk fill (faster than maintaining them
     // row by row) and given their names on the swap, so the next migration or rebuild finds what it
@@ -62,30 +71,45 @@ export async function rebuildProjection(db: Database, options: RebuildOptions = 
     await db.execute(sql`alter table ${scratch} add constraint ${key('owner_id_pk')} primary key (owner, id)`)
     await db.execute(sql`create index ${key('owner_position')} on ${scratch} (owner, position)`)
     cursor = await copy(db, cursor, true)
+    // Owners whose rows differ now, compared without the lock; under it, only they and the owners of
+    // events after `compared` are compared again.
+    const compared = cursor
     const differing = dryRun ? [] : await ownersDiffering(db, scratch)
-    const outcome = await db.transaction(async (tx) => {
-      await blockAppends(tx)
-      // With the lock held every event is committed: the rest of the log can be read as it is.
-      const compared = cursor
-      await copy(tx, cursor, false)
-      const rows = await tx.$count(scratch)
-      // A dry run compares under the lock, so both sides stand at the same point of the log.
-      if (dryRun) return { plants: rows, diff: await diffProjection(tx, scratch, plants) }
-      await bumpChangedOwners(tx, scratch, differing, compared)
-      // Readers queue for the moment the DDL takes, then find the new table under the old name.
-      await tx.execute(sql`drop table plants`)
-      await tx.execute(sql`alter table ${scratch} rename to plants`)
-      for (const suffix of ['owner_id_pk', 'owner_position']) {
-        await tx.execute(sql`alter index ${key(suffix)} rename to ${sql.identifier(`plants_${suffix}`)}`)
-      }
-      await tx
-        .insert(projectionCheckpoints)
-        .values({ projection: 'plants', position })
-        .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
-      return { plants: rows, diff: undefined }
-    })
+    // What the scratch table holds before each attempt: a failed attempt's tail is rolled back.
+    let before = { events, position }
+    const catchUp = async () => {
+      ;({ events, position } = before)
+      cursor = await copy(db, cursor, true)
+      before = { events, position }
+    }
+    const outcome = await whileAppendsBlocked(
+      db,
+      async (tx) => {
+        // A long tail (an import committed just now) is copied without the lock first.
+        if ((await countLogAfter(tx, cursor)) > LOCKED_TAIL_LIMIT) throw new GiveWay()
+        // With the lock held every event is committed: the rest of the log can be read as it is.
+        await copy(tx, cursor, false)
+        const rows = await tx.$count(scratch)
+        // A dry run compares under the lock, so both sides stand at the same point of the log.
+        if (dryRun) return { plants: rows, diff: await diffProjection(tx, scratch, plants) }
+        await bumpChangedOwners(tx, scratch, differing, compared)
+        // Readers queue for the moment the DDL takes, then find the new table under the old name.
+        await tx.execute(sql`drop table plants`)
+        await tx.execute(sql`alter table ${scratch} rename to plants`)
+        for (const suffix of ['owner_id_pk', 'owner_position']) {
+          await tx.execute(sql`alter index ${key(suffix)} rename to ${sql.identifier(`plants_${suffix}`)}`)
+        }
+        await tx
+          .insert(projectionCheckpoints)
+          .values({ projection: 'plants', position })
+          .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
+        return { plants: rows, diff: undefined }
+      },
+      { beforeRetry: catchUp },
+    )
     return { events, position, seconds: (clock() - started) / 1000, swapped: !dryRun, ...outcome }
   } finally {
     await db.execute(sql`drop table if exists ${scratch}`)
+    await release()
   }
 }

@@ -22,7 +22,7 @@ const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UT
 
 // `settled` keeps to events whose transaction is older than every transaction still running:
 // nothing can commit before them any more, so the cursor never moves past a late commit. Only a
-// reader that holds the append lock exclusively (see blockAppends) may drop it.
+// reader that holds the append lock exclusively (see store/append-lock.ts) may drop it.
 export async function readLog(
   db: Executor,
   after: LogCursor,
@@ -219,12 +219,4 @@ export async function logCursorNow(db: Executor): Promise<LogCursor> {
     await db.execute(sql`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`),
   )
   return { transactionId: BigInt(row?.xmin ?? '1') - 1n, position: 2n ** 63n - 1n }
-}
-
-// Every append holds the events table's ROW EXCLUSIVE lock, as any insert does, at no extra cost.
-// A projection swap, or an import into an empty store, takes it EXCLUSIVE: once that is granted no
-// append is in flight, none starts until the transaction ends, and every event in the table is
-// committed. Readers carry on.
-export async function blockAppends(tx: Transaction): Promise<void> {
-  await tx.execute(sql`lock table ${events} in exclusive mode`)
 }

@@ -1,0 +1,95 @@
+import { afterAll, expect, test } from 'bun:test'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import postgres from 'postgres'
+import { createTestDatabase } from '../support/postgres.ts'
+import { type Env, runCli } from '../support/server-process.ts'
+
+const ROOT = new URL('../..', import.meta.url).pathname
+const cleanups: (() => Promise<void>)[] = []
+afterAll(async () => {
+  for (const cleanup of cleanups) await cleanup()
+})
+
+async function postgresEnv(): Promise<{ env: Env; url: string }> {
+  const database = await createTestDatabase('import_cli')
+  cleanups.push(database.drop)
+  return {
+    env: { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' },
+    url: database.url,
+  }
+}
+
+async function embeddedEnv(): Promise<Env> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-import-cli-'))
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
+  return { DATA_DIR: dataDir }
+}
+
+const GOOD =
+  '{"position":"1","streamId":"plant:1:ada","streamVersion":1,"type":"PlantCreated","schemaVersion":1,' +
+  '"data":{"id":"1","name":"Fern","tag":null},"metadata":{"owner":"ada","requestId":"r"},"recordedAt":"2026-01-02T03:04:05.678Z"}'
+const HOSTILE = GOOD.replace('"position":"1"', '"position":"2"').replace('"tag":null', '"tag":"\\u0000"')
+
+for (const [kind, environment] of [
+  ['PostgreSQL', async () => (await postgresEnv()).env],
+  ['the embedded store', embeddedEnv],
+] as const) {
+  test(`on ${kind}, a hostile file exits 1 with one line naming the line and the rule, and the store still verifies`, async () => {
+    const env = await environment()
+    const refused = await runCli(['events', 'import'], env, `${GOOD}\n${HOSTILE}\n`)
+    expect(refused.exitCode).toBe(1)
+    expect(refused.stderr).toBe(
+      'import refused, nothing was imported: line 2: /data/tag: text must be well-formed Unicode (no lone surrogate) without U+0000\n',
+    )
+    // (the embedded store takes a while to open under load; its empty-file case is in the int test)
+    if (kind === 'PostgreSQL') {
+      const empty = await runCli(['events', 'import'], env, '')
+      expect(empty.exitCode).toBe(1)
+      expect(empty.stderr).toStartWith('import refused, nothing was imported: the input holds no events')
+    }
+    const imported = await runCli(['events', 'import'], env, `${GOOD}\n`)
+    expect(imported).toMatchObject({ exitCode: 0, stderr: 'imported 1 events, each with its plant\n' })
+    if (kind === 'PostgreSQL') expect((await runCli(['projection', 'verify'], env)).exitCode).toBe(0)
+  }, 400_000)
+}
+
+test('a rebuild killed half-way leaves a table that status shows and the next rebuild drops', async () => {
+  // given: a log long enough for a rebuild to be caught in the middle
+  const { env, url } = await postgresEnv()
+  expect((await runCli(['db', 'migrate'], env)).exitCode).toBe(0)
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+              select 'plant:' || n || ':seed', 1, 'PlantCreated', 1,
+                     jsonb_build_object('id', n::text, 'name', 'seed ' || n, 'tag', null),
+                     jsonb_build_object('owner', 'seed', 'requestId', 'seed'), now()
+              from generate_series(1, 200000) as n`
+    // when: the rebuild is killed once its table exists
+    const rebuild = Bun.spawn(['bun', 'src/cli/main.ts', 'projection', 'rebuild'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+      stdout: 'ignore',
+      stderr: 'ignore',
+    })
+    for (let waited = 0; waited < 60_000; waited += 20) {
+      const [found] =
+        await sql`select count(*)::int as n from pg_class where relname like 'plants\\_rebuild\\_%'`
+      if (found?.n) break
+      await Bun.sleep(20)
+    }
+    rebuild.kill('SIGKILL')
+    await rebuild.exited
+    // then status shows what it left, and the next rebuild drops it
+    const status = await runCli(['projection', 'status'], env)
+    expect(status.stdout).toMatch(
+      /left over: plants_rebuild_\w+ \([\d.]+ MB\) of a rebuild or import that died/,
+    )
+    expect((await runCli(['projection', 'rebuild'], env)).exitCode).toBe(0)
+    expect((await runCli(['projection', 'status'], env)).stdout).not.toContain('left over')
+    expect((await runCli(['projection', 'verify'], env)).exitCode).toBe(0)
+  } finally {
+    await sql.end()
+  }
+}, 240_000)
