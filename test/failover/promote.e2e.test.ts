@@ -158,7 +158,7 @@ async function logOnNewPrimary(): Promise<string[]> {
   try {
     const rows = await sql<
       { position: string }[]
-    >`select position::text from events order by transaction_id, events.position`
+    >`select position::text from events order by events.position`
     return rows.map((row) => row.position)
   } finally {
     await sql.end()

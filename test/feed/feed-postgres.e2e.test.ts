@@ -32,7 +32,7 @@ describe('the feed of server processes on PostgreSQL', () => {
     (
       await sql<
         { position: string }[]
-      >`select position::text from events order by transaction_id, events.position`
+      >`select position::text from events order by events.position`
     ).map((row) => row.position)
   // Waits until the stream holds the whole log, then checks it holds each event once, in order.
   const expectStreamIsLog = async (feed: TestFeed, withinMs = 15_000) => {

@@ -47,7 +47,10 @@ export async function list(baseUrl: string, token: string, position?: bigint | s
 export async function metric(baseUrl: string, name: string, labels: Record<string, string> = {}) {
   const text = await (await fetch(`${baseUrl}/metrics`)).text()
   // A metric the server no longer exposes fails the test; a labelled series not yet counted is 0.
-  if (!text.includes(`# TYPE ${name} `)) throw new Error(`${name} is missing from /metrics`)
+  // A histogram's series (_sum, _count, _bucket) are declared under the histogram's own name.
+  const declared = name.replace(/_(sum|count|bucket)$/, '')
+  if (!text.includes(`# TYPE ${name} `) && !text.includes(`# TYPE ${declared} histogram`))
+    throw new Error(`${name} is missing from /metrics`)
   let total = 0
   for (const line of text.split('\n')) {
     const match = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line)
