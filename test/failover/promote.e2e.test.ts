@@ -156,9 +156,7 @@ test('the primary crashes under 4 writers, the standby is promoted: 200/503 only
 async function logOnNewPrimary(): Promise<string[]> {
   const sql = postgres(pair.replicaUrl, { max: 1, onnotice: () => {} })
   try {
-    const rows = await sql<
-      { position: string }[]
-    >`select position::text from events order by events.position`
+    const rows = await sql<{ position: string }[]>`select position::text from events order by events.position`
     return rows.map((row) => row.position)
   } finally {
     await sql.end()

@@ -106,9 +106,9 @@ test('with the stream leader killed and restarted under writes, the stream equal
   expect(statuses.filter((status) => status !== 200)).toEqual([])
   // and the stream catches up with the log: each event exactly once, in log order
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
-  const log = (
-    await sql`select position::text as position from events order by events.position`
-  ).map((row) => String(row.position))
+  const log = (await sql`select position::text as position from events order by events.position`).map((row) =>
+    String(row.position),
+  )
   await sql.end()
   expect(log.length).toBe(statuses.length)
   await expectEventually(async () => (await streamState()).messages >= log.length, 60_000)

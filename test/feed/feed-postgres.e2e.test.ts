@@ -29,11 +29,9 @@ describe('the feed of server processes on PostgreSQL', () => {
     return feed
   }
   const logPositions = async () =>
-    (
-      await sql<
-        { position: string }[]
-      >`select position::text from events order by events.position`
-    ).map((row) => row.position)
+    (await sql<{ position: string }[]>`select position::text from events order by events.position`).map(
+      (row) => row.position,
+    )
   // Waits until the stream holds the whole log, then checks it holds each event once, in order.
   const expectStreamIsLog = async (feed: TestFeed, withinMs = 15_000) => {
     const log = await logPositions()
