@@ -1,4 +1,4 @@
-import { chownSync, mkdtempSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
@@ -53,13 +53,14 @@ export async function startFormation(): Promise<Formation> {
   }
   const stop = stopOnExit(
     () => {
+      // A postmaster killed before its children leaves some running with no parent (the monitor's
+      // health-check worker did, and spun): each server's processes are taken down together.
+      const servers = ['monitor', 'node_1', 'node_2'].flatMap((node) => serverProcesses(join(dir, node)))
       for (const pid of groups.values()) killGroup(pid)
-      // A postmaster outlives a killed keeper only briefly; make sure none is left on the data.
-      for (const node of ['monitor', 'node_1', 'node_2']) {
-        Bun.spawnSync([...RUN_AS, join(BIN, 'pg_ctl'), '-D', join(dir, node), 'stop', '-m', 'immediate'], {
-          stdout: 'ignore',
-          stderr: 'ignore',
-        })
+      for (const pid of servers) {
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {}
       }
       rmSync(dir, { recursive: true, force: true })
     },
@@ -204,4 +205,14 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 12
     await Bun.sleep(250)
   }
   throw new Error(`timed out waiting until ${what}`)
+}
+
+// A PostgreSQL data directory's postmaster and its children, while it runs.
+function serverProcesses(dataDir: string): number[] {
+  const file = join(dataDir, 'postmaster.pid')
+  if (!existsSync(file)) return []
+  const postmaster = Number(readFileSync(file, 'utf8').split('\n')[0])
+  if (!Number.isInteger(postmaster) || postmaster <= 0) return []
+  const children = Bun.spawnSync(['pgrep', '-P', String(postmaster)]).stdout.toString()
+  return [postmaster, ...children.split('\n').filter(Boolean).map(Number)]
 }
