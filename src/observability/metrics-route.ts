@@ -4,14 +4,7 @@ import { Elysia } from 'elysia'
 import { replies, reply } from '../openapi/replies.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { within } from '../time-limit.ts'
-import type { Metrics } from './metrics.ts'
-
-export type StoreState = {
-  headPosition: number
-  projectedPosition: number
-  // PostgreSQL connections of this application, by state (`active`, `idle`, …).
-  connections: Record<string, number>
-}
+import type { Metrics, StoreState } from './metrics.ts'
 
 const READ_TIMEOUT_MS = 1000
 

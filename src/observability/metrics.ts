@@ -1,6 +1,12 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
-import type { StoreState } from './metrics-route.ts'
 import type { RequestRecord } from './request-observation.ts'
+
+export type StoreState = {
+  headPosition: number
+  projectedPosition: number
+  // PostgreSQL connections of this application, by state (`active`, `idle`, …).
+  connections: Record<string, number>
+}
 
 export type Metrics = ReturnType<typeof createMetrics>
 
