@@ -118,26 +118,6 @@ export async function readSettledText(
 // position, stream id, stream version, type, schema version, data and metadata as JSON text, time.
 export type ExportedText = [string, string, number, string, number, string, string, string]
 
-// The same events as readLog, as exact text for export: jsonb as PostgreSQL prints it (numbers
-// keep every digit) and the timestamp to the microsecond, in UTC.
-export async function readLogText(db: Executor, after: LogCursor, batchSize: number, afterPosition = 0n) {
-  const query = db
-    .select({
-      transactionId: events.transactionId,
-      position: events.position,
-      streamId: events.streamId,
-      streamVersion: events.streamVersion,
-      type: events.type,
-      schemaVersion: events.schemaVersion,
-      data: sql<string>`${events.data}::text`,
-      metadata: sql<string>`${events.metadata}::text`,
-      recordedAt: recordedAtText,
-    })
-    .from(events)
-    .$dynamic()
-  return nextEvents(query, after, batchSize, true, gt(events.position, afterPosition))
-}
-
 // Runs `project` (given `batch`: rows shaped like the events table) over the next events of the
 // log after `after`, in log order, in one statement: the events never leave the database. Returns
 // how many it read and where the reader now stands. `settled` as for readLog.
@@ -185,17 +165,15 @@ export async function countEventsAfter(
   return db.$count(events, and(gt(events.position, position), condition?.(sql`${events}`)))
 }
 
-// The one way the log is read: the next `batchSize` events after `after`, in log order, that
-// `where` also admits. `settled` as for readLog.
+// The next `batchSize` events after `after`, in transaction order. `settled` as for readLog.
 function nextEvents<Query extends PgSelect>(
   query: Query,
   after: LogCursor,
   batchSize: number,
   settled: boolean,
-  where?: SQL,
 ) {
   return query
-    .where(and(afterCursor(after), settled ? isSettled : undefined, where))
+    .where(and(afterCursor(after), settled ? isSettled : undefined))
     .orderBy(asc(events.transactionId), asc(events.position))
     .limit(batchSize)
 }
