@@ -65,6 +65,7 @@ export function createChangeHub({
     },
     deliver: (events: LoggedEvent[]) => {
       for (const event of events) {
+        if (event.type !== 'PlantCreated' || event.metadata.owner === null) continue
         const streams = byOwner.get(event.metadata.owner)
         if (!streams) continue
         let frame: Frame

@@ -1,5 +1,5 @@
 import type { Database } from '../store/database.ts'
-import { appendEvents, readStream, type StreamAppend } from '../store/event-store.ts'
+import { appendEvents, readPlantStream, type StreamAppend } from '../store/event-store.ts'
 import { groupCommit } from '../store/group-commit.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
 import {
@@ -11,7 +11,6 @@ import {
   evolve,
   initialState,
   type PlantState,
-  plantStreamId,
 } from './domain.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,
@@ -99,14 +98,16 @@ type Stream = { state: PlantState; position: bigint; appendedBy?: CreateRequest 
 // retry is unchanged, a different plant a conflict). Later creates of a stream in the same batch are
 // decided, in order, on what its first one left.
 async function appendAndDecide(db: Database, requests: CreateRequest[]): Promise<CreateResult[]> {
-  const streamOf = ({ command }: CreateRequest) => plantStreamId(command.owner, command.plant.id)
+  // One stream per owner and plant id (its stored id, an HMAC under the owner's key, is the
+  // database's to compute).
+  const streamOf = ({ command }: CreateRequest) => `${command.plant.id}:${command.owner}`
   const leads = new Map<string, CreateRequest>()
   for (const request of requests) if (!leads.has(streamOf(request))) leads.set(streamOf(request), request)
-  const appends = [...leads].map(([streamId, { command, requestId }]): StreamAppend => {
+  const appends = [...leads.values()].map(({ command, requestId }): StreamAppend => {
     const [event] = decide(command, initialState).events
     if (!event) throw new Error('a plant decided on an empty stream comes with its event')
-    const metadata = { owner: command.owner, requestId }
-    return { streamId, expectedVersion: 0, event: encodePlantEvent(event), metadata }
+    const { owner, plant } = command
+    return { owner, plantId: plant.id, requestId, expectedVersion: 0, event: encodePlantEvent(event) }
   })
   const positions = await appendEvents(db, appends)
   const streams = new Map<string, Stream>()
@@ -117,7 +118,7 @@ async function appendAndDecide(db: Database, requests: CreateRequest[]): Promise
       streams.set(
         streamId,
         position === undefined
-          ? await readStoredPlant(db, streamId)
+          ? await readStoredPlant(db, lead.command)
           : { state: created, position, appendedBy: lead },
       )
     }),
@@ -128,10 +129,10 @@ async function appendAndDecide(db: Database, requests: CreateRequest[]): Promise
   })
 }
 
-async function readStoredPlant(db: Database, streamId: string): Promise<Stream> {
-  const history = await readStream(db, streamId)
+async function readStoredPlant(db: Database, { owner, plant }: CreatePlant): Promise<Stream> {
+  const history = await readPlantStream(db, owner, plant.id)
   const last = history.at(-1)
   // The append was skipped only because the stream's first event is committed.
-  if (!last) throw new Error(`stream ${streamId} was taken but holds no event`)
+  if (!last) throw new Error(`the stream of plant ${plant.id} was taken but holds no event`)
   return { state: history.map(decodePlantEvent).reduce(evolve, initialState), position: last.position }
 }

@@ -1,4 +1,5 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
+import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
@@ -80,6 +81,10 @@ export function openPostgres({
   }
 }
 
+// What every embedded database is opened with, the memory template included: pgcrypto seals the
+// log (migration 0006), and PGlite loads an extension only when told to at each open.
+export const EMBEDDED_EXTENSIONS = { pgcrypto } satisfies PGliteOptions['extensions']
+
 // A compiled module and a data directory to start from (see memory-template.ts).
 export type EmbeddedStart = Pick<PGliteOptions, 'pgliteWasmModule' | 'fsBundle' | 'loadDataDir'>
 
@@ -92,7 +97,11 @@ export async function openEmbedded(
   const unlock = dataDir ? await lockDataDir(dataDir) : async () => {}
   try {
     const client = keepTextExact(
-      await PGlite.create({ ...start, dataDir: dataDir ? `${dataDir}/pgdata` : undefined }),
+      await PGlite.create({
+        ...start,
+        extensions: EMBEDDED_EXTENSIONS,
+        dataDir: dataDir ? `${dataDir}/pgdata` : undefined,
+      }),
     )
     return {
       db: drizzlePglite({ client }),

@@ -2,8 +2,9 @@ import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { PgSelect } from 'drizzle-orm/pg-core'
 import { type Executor, rowsOf, type Transaction } from './database.ts'
 import { parseEventData } from './event-data.ts'
-import { currentData, currentShape, type FoldableEvent } from './event-store.ts'
-import { events } from './schema.ts'
+import { pseudonymOf } from './erasable.ts'
+import { currentData, currentShape } from './event-store.ts'
+import { events, ownerKeys } from './schema.ts'
 import { type Horizon, readSettled } from './settled-log.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
@@ -13,9 +14,29 @@ export type LogCursor = { transactionId: bigint; position: bigint }
 
 export const LOG_START: LogCursor = { transactionId: 0n, position: 0n }
 
-// `time` is the recorded time as RFC 3339 text in UTC with every digit the database keeps (a
-// Date keeps milliseconds; an imported event may carry microseconds).
-export type LoggedEvent = FoldableEvent & { transactionId: bigint; time: string }
+// An event of the log as its readers (the feed, the change streams) take it: opened with its
+// owner's key, its data in today's shape. `metadata.owner` is the token's subject; null only for an
+// OwnerErased whose erasure has completed (the key, which named the owner, is gone). `time` is the
+// recorded time as RFC 3339 text in UTC with every digit the database keeps (a Date keeps
+// milliseconds; an imported event may carry microseconds).
+export type LoggedEvent = {
+  transactionId: bigint
+  position: bigint
+  type: string
+  schemaVersion: number
+  data: unknown
+  recordedAt: Date
+  time: string
+  metadata: { owner: string | null; pseudonym: string }
+}
+
+// The key of each event's owner, and the event opened with it. A PlantCreated is read only while
+// its owner can be (`readable`); an OwnerErased names its owner while the erasure runs.
+const withKeys = sql`
+  left join ${ownerKeys} as k on k.pseudonym = ${pseudonymOf(sql`${events}`)}
+    and (not k.erasing or ${events.type} <> 'PlantCreated')
+  left join lateral ${currentShape(sql`k.key`)} on true`
+const readable = sql`${events.type} <> 'PlantCreated' or k.pseudonym is not null`
 
 // The recorded time to the microsecond, in UTC.
 const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
@@ -32,8 +53,8 @@ export async function readLog(
   const found = nextEvents(
     db
       .select({ transactionId: events.transactionId, position: events.position, event: loggedEventArray })
-      .from(events)
-      .crossJoinLateral(currentShape)
+      .from(sql`${events} ${withKeys}`)
+      .where(readable)
       .$dynamic(),
     after,
     batchSize,
@@ -49,13 +70,13 @@ export async function readLog(
 
 // A replay reads a whole batch as one JSON text, each event an array, parsed at once: decoding
 // rows one by one in the driver, and columns one by one in the ORM, cost more than the parse.
-// Only the owner is taken from the metadata; the data is in today's shape (see currentData).
+// The owner comes from their key; the data is in today's shape (see currentData).
 const loggedEventRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
-    ${events.metadata}->>'owner', ${recordedAtText}, ${currentData})`
+    k.owner, ${recordedAtText}, ${currentData}, ${pseudonymOf(sql`${events}`)})`
 const loggedEventArray = sql<string>`${loggedEventRow}`.as('event')
 
-type LoggedEventArray = [string, string, string, number, string, string, unknown]
+type LoggedEventArray = [string, string, string, number, string | null, string, unknown, string]
 
 function toLoggedEvent([
   transactionId,
@@ -65,13 +86,14 @@ function toLoggedEvent([
   owner,
   recordedAt,
   data,
+  pseudonym,
 ]: LoggedEventArray): LoggedEvent {
   return {
     transactionId: BigInt(transactionId),
     position: BigInt(position),
     type,
     schemaVersion,
-    metadata: { owner },
+    metadata: { owner, pseudonym },
     recordedAt: new Date(recordedAt),
     // Written as a Date would write it when it has no more than milliseconds.
     time: recordedAt.replace(/(\.\d{3})000Z$/, '$1Z'),
@@ -94,7 +116,7 @@ export async function readSettledEvents(
     settled,
     horizons,
     batchSize,
-    { row: loggedEventRow, lateral: currentShape },
+    { row: loggedEventRow, joins: withKeys, keep: readable },
     parseEventData,
   )
   return { events: read.rows.map(toLoggedEvent), settled: read.settled }

@@ -1,147 +1,206 @@
-import { asc, eq, type SQL, sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import { type Executor, preparedQuery } from './database.ts'
+import { liveKeys, openedData, pseudonymOf } from './erasable.ts'
 import { parseEventData } from './event-data.ts'
-import { events, type PlantsTable, plants } from './schema.ts'
-
-export type EventMetadata = (typeof events.$inferSelect)['metadata']
+import { events, ownerKeys, type PlantsTable, plants } from './schema.ts'
 
 export type NewEvent = { type: string; schemaVersion: number; data: unknown; recordedAt: Date }
 
-export type RecordedEvent = NewEvent & {
-  position: bigint
-  streamId: string
-  streamVersion: number
-  metadata: EventMetadata
-}
+// An event of one plant's stream, opened: its data in today's shape.
+export type RecordedEvent = NewEvent & { position: bigint; streamVersion: number }
 
-// What decoding an event needs; the feed reads only this much of each event.
+// What decoding an event needs; the feed reads only this much of each event. `owner` is the
+// token's subject, read from the owner's key (CONTRACT §12).
 export type FoldableEvent = Pick<
   RecordedEvent,
   'position' | 'type' | 'schemaVersion' | 'data' | 'recordedAt'
 > & {
-  metadata: Pick<EventMetadata, 'owner'>
+  metadata: { owner: string }
 }
 
-const streamQuery = preparedQuery((db) =>
-  db
-    .select(recordedColumns)
-    .from(events)
-    .crossJoinLateral(currentShape)
-    .where(eq(events.streamId, sql.placeholder('streamId')))
-    .orderBy(asc(events.streamVersion))
-    .prepare('read_stream'),
-)
+// Each event of a read as the code reads it today, whatever shape it was stored in: the database
+// opens it with its owner's key `key` and upcasts it (migration 0004), by the definition the
+// projection applies. Joined laterally, it makes `currentData` the event's data in today's shape.
+export function currentShape(key: SQL): SQL {
+  return sql`plant_store_event(${events.type}, ${events.schemaVersion}, ${openedData(sql`${events}`, key)}, ${events.position}) as current`
+}
+export const currentData = sql`current.current_data`
 
-export async function readStream(db: Executor, streamId: string): Promise<RecordedEvent[]> {
-  return streamQuery(db).execute({ streamId })
+// One plant's stream, found by its owner's key (its id is an HMAC under it), opened. Empty when
+// the owner has no key that can be read.
+const plantStreamQuery = preparedQuery((db) => {
+  const stream = db
+    .$with('stream', {
+      position: sql<string>`position`.as('position'),
+      streamVersion: sql<number>`stream_version`.as('stream_version'),
+      type: sql<string>`type`.as('type'),
+      schemaVersion: sql<number>`schema_version`.as('schema_version'),
+      data: sql<string>`data`.as('data'),
+      recordedAt: sql<string>`recorded_at`.as('recorded_at'),
+    })
+    .as(sql`
+      select ${events.position}::text as position, ${events.streamVersion} as stream_version,
+             ${events.type} as type, ${events.schemaVersion} as schema_version,
+             ${currentData}::text as data, ${events.recordedAt}::text as recorded_at
+      from ${ownerKeys} as k
+      join ${events} on ${events.streamId} = plant_store_stream_id(${sql.placeholder('plantId')}::text, k.key)
+      cross join lateral ${currentShape(sql`k.key`)}
+      where k.owner = ${sql.placeholder('owner')}::text and not k.erasing`)
+  return db.with(stream).select().from(stream).orderBy(stream.streamVersion).prepare('read_plant_stream')
+})
+
+export async function readPlantStream(
+  db: Executor,
+  owner: string,
+  plantId: bigint,
+): Promise<RecordedEvent[]> {
+  const rows = await plantStreamQuery(db).execute({ owner, plantId: plantId.toString() })
+  return rows.map((row) => ({
+    position: BigInt(row.position),
+    streamVersion: row.streamVersion,
+    type: row.type,
+    schemaVersion: row.schemaVersion,
+    data: parseEventData(row.data),
+    recordedAt: new Date(row.recordedAt),
+  }))
 }
 
-// One event for one stream, appended only if the stream is at `expectedVersion`.
+// One event for one plant's stream, appended only if the stream is at `expectedVersion`.
 export type StreamAppend = {
-  streamId: string
+  owner: string
+  plantId: bigint
+  requestId: string
   expectedVersion: number
   event: NewEvent
-  metadata: EventMetadata
 }
 
 // The projection: the `plants` row each event makes, as SQL over rows shaped like the events
-// table, so that PostgreSQL applies it where the events are. What each stored shape of an event
-// means is defined once, by the database function plant_store_event (migration 0004). Appends run
-// it on the rows they have just stored, a rebuild on batches of the log and a verification on the
-// whole log (replay/): the events never travel to this process and back.
-export function projectInto(table: PlantsTable = plants) {
+// table, so that PostgreSQL applies it where the events are. Each event is opened with its
+// owner's key, from `keys` (rows of pseudonym, owner and key; by default the keys that can be
+// read), so that an erased owner's events fold to nothing. What each stored shape of an event
+// means is defined once, by the database function plant_store_event (migrations 0004, 0006).
+// Appends run it on the rows they have just stored, a rebuild on batches of the log and a
+// verification on the whole log (replay/): the events never travel to this process and back.
+export function projectInto(table: PlantsTable = plants, keys: SQL = liveKeys) {
   return (rows: SQL): SQL => sql`
     insert into ${table} (owner, id, name, tag, position)
-    select e.metadata->>'owner', plant.id, plant.name, plant.tag, e.position
-    from ${rows} as e, plant_store_event(e.type, e.schema_version, e.data, e.position) as plant`
+    select k.owner, plant.id, plant.name, plant.tag, e.position
+    from ${rows} as e
+    join ${keys} as k on k.pseudonym = ${pseudonymOf(sql`e`)}
+    cross join lateral plant_store_event(e.type, e.schema_version, ${openedData(sql`e`, sql`k.key`)}, e.position) as plant`
 }
 
-// Whether the event at `event` (a row of the events table) has its row in `plants`.
+// Whether the event at `event` (a row of the events table) has its row in `plants`, or makes none
+// (its owner erased, or an event that describes no plant).
 export function isProjected(event: SQL): SQL {
-  return sql`exists (select 1 from ${plants} as p
-                     where p.owner = ${event}.metadata->>'owner' and p.position = ${event}.position)`
+  return sql`(${event}.type <> 'PlantCreated' or not exists (
+      select 1 from ${liveKeys} as k where k.pseudonym = ${pseudonymOf(event)}) or exists (
+      select 1 from ${plants} as p join ${liveKeys} as k on p.owner = k.owner
+      where k.pseudonym = ${pseudonymOf(event)} and p.position = ${event}.position))`
 }
 
-// A batch of appends, to as many streams, in one prepared statement that also projects them, so one
-// transaction (a GET after a 200 sees the plant), one round trip and one commit, its text built
-// once. Each owner's appends are serialised by an advisory lock on the owner, so one owner's
-// positions commit in order and paging never skips a late commit; a batch takes its owners' locks
-// before any of its events gets a position, in sorted order, so batches never deadlock. An append
-// whose stream version is taken, by an earlier commit or a concurrent writer, is skipped on the
-// (stream_id, stream_version) unique key without failing the others.
-const appendedColumns = {
-  position: sql<string>`position`.as('position'),
-  streamId: sql<string>`stream_id`.as('stream_id'),
-  streamVersion: sql<number>`stream_version`.as('stream_version'),
-}
-
-const appendStatement = preparedQuery((db) => {
-  const input = db
-    .$with('input', {})
-    .as(
-      sql`select value, n from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
+// A batch of appends, to as many streams, in one prepared statement that also finds or makes each
+// owner's key and projects the events, so one transaction (a GET after a 200 sees the plant), one
+// round trip and one commit, its text built once.
+// - Each owner's appends are serialised by an advisory lock on the owner, so one owner's positions
+//   commit in order and paging never skips a late commit; a batch takes its owners' locks, in
+//   sorted order (so batches never deadlock), before it reads a key or draws a position: the
+//   lock's row gates every later step (a one-time filter, evaluated first).
+// - An owner's key is read FOR SHARE: one an erasure marked while this batch waited for the lock
+//   is then skipped (its latest version is checked again), and a new key is made, so nothing is
+//   ever written under a key being destroyed. A key another batch made while this one waited is
+//   not in this statement's snapshot: its insert conflicts, and ON CONFLICT DO UPDATE returns it
+//   (DO NOTHING would return no key).
+// - An append whose stream version is taken, by an earlier commit or a concurrent writer, is
+//   skipped on the (stream_id, stream_version) unique key without failing the others.
+// Results come back by input order (`n`): only the database can compute a stream id.
+function appendStatement(input: (db: Executor) => SQL, name: string) {
+  return preparedQuery((db) => {
+    const cte = (alias: string, query: SQL) => db.$with(alias, {}).as(query)
+    const inputs = cte('input', input(db))
+    const locked = cte(
+      'locked',
+      sql`select count(pg_advisory_xact_lock(key)) as locks
+          from (select distinct hashtextextended(owner, 0) as key from input order by 1) as keys`,
     )
-  const locked = db.$with('locked', {}).as(
-    sql`select count(pg_advisory_xact_lock(key)) from (
-          select distinct hashtextextended(input.value->'metadata'->>'owner', 0) as key from input order by 1) as keys`,
-  )
-  // The events' rows come out of the locks' row, so the locks are held before a position is taken.
-  const appended = db.$with('appended', appendedColumns).as(sql`
-    insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-    select input.value->>'streamId', (input.value->>'version')::int, input.value->>'type',
-           (input.value->>'schemaVersion')::int, input.value->'data', input.value->'metadata',
-           (input.value->>'recordedAt')::timestamptz
-    from locked, input
-    order by input.n
-    on conflict (stream_id, stream_version) do nothing
-    returning position, stream_id, stream_version, type, schema_version, data, metadata`)
-  const projected = db.$with('projected', {}).as(projectInto()(sql`appended`))
-  return db
-    .with(input, locked, appended, projected)
-    .select({
-      position: sql<string>`${appended.position}::text`,
-      streamId: appended.streamId,
-      streamVersion: appended.streamVersion,
-    })
-    .from(appended)
-    .prepare('append_events')
-})
+    const found = cte(
+      'found',
+      sql`select k.pseudonym, k.owner, k.key from ${ownerKeys} as k
+          where (select locks from locked) is not null
+            and k.owner in (select owner from input) and not k.erasing
+          for share of k`,
+    )
+    const made = cte(
+      'made',
+      sql`insert into ${ownerKeys} (pseudonym, owner, key)
+          select encode(gen_random_bytes(16), 'hex'), owners.owner, gen_random_bytes(32)
+          from (select distinct owner from input) as owners
+          where (select locks from locked) is not null
+            and not exists (select 1 from found where found.owner = owners.owner)
+          on conflict (owner) where not erasing do update set owner = excluded.owner
+          returning pseudonym, owner, key`,
+    )
+    const keys = cte('keys', sql`select * from found union all select * from made`)
+    const sealed = db
+      .$with('sealed', { n: sql<number>`n`.as('n'), streamId: sql<string>`stream_id`.as('stream_id') })
+      .as(sql`
+      select input.n, plant_store_stream_id(input.data->>'id', keys.key) as stream_id, input.version,
+             input.type, input.schema_version, input.recorded_at,
+             jsonb_build_object('sealed', plant_store_seal(input.data::text, keys.key)) as data,
+             jsonb_build_object('pseudonym', keys.pseudonym,
+               'sealed', plant_store_seal(jsonb_build_object('requestId', input.request_id)::text, keys.key)) as metadata
+      from input join keys on keys.owner = input.owner`)
+    const appended = db
+      .$with('appended', {
+        position: sql<string>`position`.as('position'),
+        streamId: sql<string>`stream_id`.as('stream_id'),
+      })
+      .as(sql`
+        insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+        select stream_id, version, type, schema_version, data, metadata, recorded_at from sealed order by n
+        on conflict (stream_id, stream_version) do nothing
+        returning position, stream_id, stream_version, type, schema_version, data, metadata`)
+    const projected = cte('projected', projectInto(plants, sql`keys`)(sql`appended`))
+    return db
+      .with(inputs, locked, found, made, keys, sealed, appended, projected)
+      .select({ n: sql<number>`sealed.n::int`, position: sql<string>`appended.position::text` })
+      .from(appended)
+      .innerJoin(sealed, sql`sealed.stream_id = appended.stream_id`)
+      .prepare(name)
+  })
+}
+
+// The batch's creates, handed over as one JSON array: each value's fields in its own column.
+const batchAppend = appendStatement(
+  () => sql`
+    select n, value->>'owner' as owner, value->>'requestId' as request_id, value->'data' as data,
+           (value->>'version')::int as version, value->>'type' as type,
+           (value->>'schemaVersion')::int as schema_version, (value->>'recordedAt')::timestamptz as recorded_at
+    from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
+  'append_events',
+)
 
 // A lone append, the usual case when creates are few, without the batch's JSON array: its values
-// as parameters, the same lock, insert and projection.
-const appendOneStatement = preparedQuery((db) => {
+// as parameters, through the same statement.
+const loneAppend = appendStatement(() => {
   const value = (name: string, type: string) => sql`${sql.placeholder(name)}::${sql.raw(type)}`
-  const locked = db
-    .$with('locked', {})
-    .as(sql`select pg_advisory_xact_lock(hashtextextended(${value('owner', 'text')}, 0))`)
-  const appended = db.$with('appended', appendedColumns).as(sql`
-    insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-    select ${value('streamId', 'text')}, ${value('version', 'int')}, ${value('type', 'text')},
-           ${value('schemaVersion', 'int')}, ${value('data', 'jsonb')}, ${value('metadata', 'jsonb')},
-           ${value('recordedAt', 'timestamptz')}
-    from locked
-    on conflict (stream_id, stream_version) do nothing
-    returning position, stream_id, stream_version, type, schema_version, data, metadata`)
-  const projected = db.$with('projected', {}).as(projectInto()(sql`appended`))
-  return db
-    .with(locked, appended, projected)
-    .select({ position: sql<string>`${appended.position}::text` })
-    .from(appended)
-    .prepare('append_event')
-})
+  return sql`
+    select 1 as n, ${value('owner', 'text')} as owner, ${value('requestId', 'text')} as request_id,
+           ${value('data', 'jsonb')} as data, ${value('version', 'int')} as version,
+           ${value('type', 'text')} as type, ${value('schemaVersion', 'int')} as schema_version,
+           ${value('recordedAt', 'timestamptz')} as recorded_at`
+}, 'append_event')
 
-async function appendOne(db: Executor, { streamId, expectedVersion, event, metadata }: StreamAppend) {
-  const [row] = await appendOneStatement(db).execute({
-    owner: metadata.owner,
-    streamId,
+function appendValues({ owner, requestId, expectedVersion, event }: StreamAppend) {
+  return {
+    owner,
+    requestId,
     version: expectedVersion + 1,
     type: event.type,
     schemaVersion: event.schemaVersion,
-    data: JSON.stringify(event.data),
-    metadata: JSON.stringify(metadata),
+    data: event.data,
     recordedAt: event.recordedAt.toISOString(),
-  })
-  return [row === undefined ? undefined : BigInt(row.position)]
+  }
 }
 
 // The position of each append's event, in the order given; undefined where the stream was no longer
@@ -149,44 +208,10 @@ async function appendOne(db: Executor, { streamId, expectedVersion, event, metad
 export async function appendEvents(db: Executor, appends: StreamAppend[]): Promise<(bigint | undefined)[]> {
   const [lone] = appends
   if (lone === undefined) return []
-  if (appends.length === 1) return appendOne(db, lone)
-  const encoded = JSON.stringify(
-    appends.map(({ streamId, expectedVersion, event, metadata }) => ({
-      streamId,
-      version: expectedVersion + 1,
-      type: event.type,
-      schemaVersion: event.schemaVersion,
-      data: event.data,
-      metadata,
-      recordedAt: event.recordedAt.toISOString(),
-    })),
-  )
-  const rows = await appendStatement(db).execute({ appends: encoded })
-  const positions = new Map(rows.map((row) => [appendKey(row.streamId, row.streamVersion), row.position]))
-  return appends.map(({ streamId, expectedVersion }) => {
-    const position = positions.get(appendKey(streamId, expectedVersion + 1))
-    return position === undefined ? undefined : BigInt(position)
-  })
-}
-
-function appendKey(streamId: string, version: number): string {
-  return `${version}:${streamId}`
-}
-
-// Each event of a read of the events table as the code reads it today, whatever shape it was
-// stored in: the database upcasts it (migration 0004), by the definition the projection applies.
-// Joined laterally, it makes `currentData` the event's data in today's shape.
-export const currentShape = sql`plant_store_event(${events.type}, ${events.schemaVersion}, ${events.data}, ${events.position}) as current`
-export const currentData = sql`current.current_data`
-
-// A read event's data is in today's shape (currentData); its schemaVersion is the stored one.
-export const recordedColumns = {
-  position: events.position,
-  streamId: events.streamId,
-  streamVersion: events.streamVersion,
-  type: events.type,
-  schemaVersion: events.schemaVersion,
-  data: sql<unknown>`${currentData}::text`.mapWith(parseEventData),
-  metadata: events.metadata,
-  recordedAt: events.recordedAt,
+  const rows =
+    appends.length === 1
+      ? await loneAppend(db).execute({ ...appendValues(lone), data: JSON.stringify(lone.event.data) })
+      : await batchAppend(db).execute({ appends: JSON.stringify(appends.map(appendValues)) })
+  const positions = new Map(rows.map((row) => [Number(row.n), BigInt(row.position)]))
+  return appends.map((_, index) => positions.get(index + 1))
 }

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { PGlite } from '@electric-sql/pglite'
 import { drizzle } from 'drizzle-orm/pglite'
-import { type DatabaseHandle, openEmbedded } from './database.ts'
+import { type DatabaseHandle, EMBEDDED_EXTENSIONS, openEmbedded } from './database.ts'
 import { migrateEmbeddedDatabase } from './migrate.ts'
 
 // A new PGlite reads and compiles its WebAssembly and runs initdb, then the migrations run:
@@ -14,7 +14,7 @@ export async function createMemoryTemplate(): Promise<MemoryTemplate> {
   const [wasm, bundle] = await Promise.all([packageFile('pglite.wasm'), packageFile('pglite.data')])
   const wasmModule = await WebAssembly.compile(wasm)
   const fsBundle = new Blob([new Uint8Array(bundle)])
-  const client = await PGlite.create({ pgliteWasmModule: wasmModule, fsBundle })
+  const client = await PGlite.create({ pgliteWasmModule: wasmModule, fsBundle, extensions: EMBEDDED_EXTENSIONS })
   try {
     await migrateEmbeddedDatabase({ db: drizzle({ client }), kind: 'embedded', close: () => client.close() })
     // The dump copies files: what the migrations left in shared buffers must be on them first.

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import {
   bigint,
   bigserial,
+  boolean,
   customType,
   index,
   integer,
@@ -11,6 +12,7 @@ import {
   text,
   timestamp,
   unique,
+  uniqueIndex,
 } from 'drizzle-orm/pg-core'
 
 const xid8 = customType<{ data: bigint; driverData: string }>({
@@ -18,7 +20,15 @@ const xid8 = customType<{ data: bigint; driverData: string }>({
   fromDriver: (value) => BigInt(value),
 })
 
-// Append-only: a trigger in the migrations refuses UPDATE, DELETE and TRUNCATE.
+const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => 'bytea' })
+
+// What the log keeps of an owner is in the erasable form of CONTRACT §12 (store/erasable.ts): the
+// owner's pseudonym, and the plant's data and the request id sealed under the owner's key.
+export type EventMetadata = { pseudonym: string; sealed?: string }
+
+// Append-only: a trigger in the migrations refuses UPDATE, DELETE and TRUNCATE. A check added
+// NOT VALID by migration 0006 (events_erasable) refuses an event without a pseudonym, so that an
+// instance of a version before erasure can no longer write plaintext (store/upgrade-log.ts).
 export const events = pgTable(
   'events',
   {
@@ -30,7 +40,7 @@ export const events = pgTable(
     type: text('type').notNull(),
     schemaVersion: integer('schema_version').notNull(),
     data: jsonb('data').notNull(),
-    metadata: jsonb('metadata').$type<{ owner: string; requestId: string }>().notNull(),
+    metadata: jsonb('metadata').$type<EventMetadata>().notNull(),
     recordedAt: timestamp('recorded_at', { withTimezone: true, mode: 'date' }).notNull(),
   },
   (table) => [
@@ -75,4 +85,33 @@ export const projectionCheckpoints = pgTable('projection_checkpoints', {
 export const ownerGenerations = pgTable('owner_generations', {
   owner: text('owner').primaryKey(),
   generation: bigint('generation', { mode: 'bigint' }).notNull(),
+})
+
+// Each owner's random pseudonym, by which the log names them, and the random key their events are
+// sealed under (CONTRACT §12). Not append-only: erasing an owner deletes their key, which makes
+// their events unreadable for good. `erasing`: an erasure has begun (its first step hides the
+// owner; a create from then on makes a new key), and the row waits for the erasure's last step.
+export const ownerKeys = pgTable(
+  'owner_keys',
+  {
+    pseudonym: text('pseudonym').primaryKey(),
+    owner: text('owner').notNull(),
+    key: bytea('key').notNull(),
+    erasing: boolean('erasing').notNull().default(false),
+  },
+  (table) => [uniqueIndex('owner_keys_owner').on(table.owner).where(sql`not erasing`)],
+)
+
+// The pseudonyms of owners whose erasure has completed: an export carries them so that an import
+// knows their events are meant to be unreadable.
+export const erasedOwners = pgTable('erased_owners', {
+  pseudonym: text('pseudonym').primaryKey(),
+  erasedAt: timestamp('erased_at', { withTimezone: true, mode: 'date' }).notNull(),
+})
+
+// Facts about the store that outlive a process: `feed`, the NATS stream the log has been
+// published to, so that an erasure run without the feed's settings refuses (CONTRACT §12).
+export const storeFacts = pgTable('store_facts', {
+  name: text('name').primaryKey(),
+  value: text('value').notNull(),
 })

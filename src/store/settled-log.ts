@@ -62,9 +62,9 @@ function settledBound(settled: bigint, horizons: Horizon[]): SQL {
 
 export type SettledRead<Row> = { rows: Row[]; settled: bigint }
 
-// What a reader takes of each event: `row`, a JSON value over the events table (and `lateral`,
-// joined to it), parsed as one text.
-export type EventShape = { row: SQL; lateral?: SQL }
+// What a reader takes of each event: `row`, a JSON value over the events table (and `joins`,
+// joined to it), parsed as one text; only the events for which `keep` holds.
+export type EventShape = { row: SQL; joins?: SQL; keep?: SQL }
 
 // Up to `batchSize` events after `after` and at or below the settled horizon, in position order,
 // each as `shape` makes it, and that horizon: `settled`, or the highest of `horizons` that has
@@ -81,9 +81,10 @@ export async function readSettled<Row>(
   const result = await db.execute(sql`
     with bound as (select ${settledBound(settled, horizons)} as position),
     found as (select ${events.position} as position, ${shape.row} as row
-              from ${events} ${shape.lateral ? sql`cross join lateral ${shape.lateral}` : sql``}
+              from ${events} ${shape.joins ?? sql``}
               where ${events.position} > ${after.toString()}::bigint
                 and ${events.position} <= (select position from bound)
+                ${shape.keep ? sql`and (${shape.keep})` : sql``}
               order by ${events.position} limit ${batchSize})
     select (select position::text from bound) as settled,
            (select coalesce(json_agg(found.row order by found.position), '[]')::text from found) as rows`)

@@ -1,0 +1,30 @@
+import { type SQL, sql } from 'drizzle-orm'
+import { events, ownerKeys } from './schema.ts'
+
+// The erasable form of the log (CONTRACT §12). Each owner has a random pseudonym and a random key
+// (owner_keys); an event names its owner by the pseudonym and keeps the plant's data and the
+// request id sealed under the key (AES-256-CBC, migration 0006), its stream id an HMAC of the plant
+// id under the key. Erasing an owner deletes the key: their events stay, unreadable for good.
+// Everything is sealed and opened by the database, where the keys are: no key travels to a process.
+
+// The keys of the owners that can be read: not those being erased.
+export const liveKeys = sql`(select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${ownerKeys.key} as key
+  from ${ownerKeys} where not ${ownerKeys.erasing})`
+
+// An event's pseudonym, `event` being a row shaped like the events table.
+export function pseudonymOf(event: SQL): SQL {
+  return sql`${event}.metadata->>'pseudonym'`
+}
+
+// The data of `event` as it was written, opened with `key` (null when the key is null).
+export function openedData(event: SQL, key: SQL): SQL {
+  return sql`plant_store_open(${event}.data, ${key})`
+}
+
+// The pseudonym of `owner` (a token's subject) while they can be read; null otherwise.
+export function currentPseudonym(owner: SQL): SQL {
+  return sql`(select ${ownerKeys.pseudonym} from ${ownerKeys} where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing})`
+}
+
+// The events table's row, as a reference for the helpers above.
+export const eventRow = sql`${events}`
