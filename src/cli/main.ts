@@ -6,6 +6,7 @@ import { DatabaseUnreachable } from '../store/unreachable.ts'
 import { UsageError } from './arguments.ts'
 import { exportCommand, importCommand } from './events-command.ts'
 import { feedStatusCommand } from './feed-command.ts'
+import { eraseCommand } from './owners-command.ts'
 import { migrateCommand, rebuildCommand, statusCommand, verifyCommand } from './projection-command.ts'
 import { issueTokenCommand } from './token-command.ts'
 
@@ -50,6 +51,11 @@ const COMMANDS: Record<string, Command> = {
     usage: 'events import [--append] < events.ndjson',
     purpose: 'read exported NDJSON from stdin, then rebuild the projection',
     run: importCommand,
+  },
+  'owners erase': {
+    usage: 'owners erase <subject>',
+    purpose: 'forget an owner everywhere: print how many plants they had (CONTRACT §12)',
+    run: eraseCommand,
   },
   'feed status': {
     usage: 'feed status',

@@ -1,5 +1,6 @@
 import { and, asc, eq, gte, type SQL, sql } from 'drizzle-orm'
 import { type Executor, preparedQuery } from '../store/database.ts'
+import { currentPseudonym } from '../store/erasable.ts'
 import { events, ownerGenerations, plants } from '../store/schema.ts'
 import type { ListingVersion } from './etag.ts'
 import type { PlantView } from './schemas.ts'
@@ -164,7 +165,7 @@ async function readBatch(
 function versionOf(owner: SQL, covering: boolean): SQL {
   const position = sql`${sql.placeholder('covering')}::bigint`
   const event = covering
-    ? sql`coalesce((select case when ${events.metadata}->>'owner' = ${owner} then 'seen' else 'other' end
+    ? sql`coalesce((select case when ${events.metadata}->>'pseudonym' = ${currentPseudonym(owner)} then 'seen' else 'other' end
                     from ${events} where ${events.position} = ${position}), 'absent')`
     : sql`'seen'`
   return sql`

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { type Executor, rowsOf, type Transaction } from '../store/database.ts'
 import type { LogCursor } from '../store/event-log.ts'
-import { events, ownerGenerations, type PlantsTable, plants } from '../store/schema.ts'
+import { events, ownerGenerations, ownerKeys, type PlantsTable, plants } from '../store/schema.ts'
 
 // A rebuild keeps a listing's ETag when it writes an owner the same rows, and changes it when it
 // does not (plants/etag.ts): the owners whose rows differ get their generation bumped at the swap.
@@ -36,7 +36,7 @@ export async function bumpChangedOwners(
     select candidate.owner, 1
     from (select jsonb_array_elements_text(${JSON.stringify(candidates)}::jsonb) as owner
           union
-          select ${events.metadata}->>'owner' from ${events}
+          select k.owner from ${events} join ${ownerKeys} as k on k.pseudonym = ${events.metadata}->>'pseudonym'
           where (${events.transactionId}, ${events.position}) > (${cursor.transactionId.toString()}::xid8, ${cursor.position.toString()}::bigint)
          ) as candidate
     where exists (${rowsOfOwner(plants)} except ${rowsOfOwner(rebuilt)})

@@ -3,6 +3,7 @@ import { GiveWay, whileAppendsBlocked } from '../store/append-lock.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { countLogAfter, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
 import { projectInto } from '../store/event-store.ts'
+import { holdRebuildLock } from '../store/maintenance-lock.ts'
 import { plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../store/work-tables.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
@@ -35,7 +36,12 @@ export type RebuildResult = {
 // few under the events table's exclusive lock, held only for that short tail and the swap, and
 // given up (then tried again) rather than waited for while it would hold creates back. The tables
 // of rebuilds and imports that died are dropped first.
-export async function rebuildProjection(db: Database, options: RebuildOptions = {}): Promise<RebuildResult> {
+export function rebuildProjection(db: Database, options: RebuildOptions = {}): Promise<RebuildResult> {
+  return holdRebuildLock(db, () => rebuild(db, options))
+}
+
+// Under the lock that keeps an erasure's first step out (store/maintenance-lock.ts).
+async function rebuild(db: Database, options: RebuildOptions): Promise<RebuildResult> {
   const {
     batchSize = 50_000,
     dryRun = false,

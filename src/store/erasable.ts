@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { events, ownerKeys } from './schema.ts'
+import { ownerKeys } from './schema.ts'
 
 // The erasable form of the log (CONTRACT §12). Each owner has a random pseudonym and a random key
 // (owner_keys); an event names its owner by the pseudonym and keeps the plant's data and the
@@ -25,6 +25,3 @@ export function openedData(event: SQL, key: SQL): SQL {
 export function currentPseudonym(owner: SQL): SQL {
   return sql`(select ${ownerKeys.pseudonym} from ${ownerKeys} where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing})`
 }
-
-// The events table's row, as a reference for the helpers above.
-export const eventRow = sql`${events}`

@@ -14,7 +14,11 @@ export async function createMemoryTemplate(): Promise<MemoryTemplate> {
   const [wasm, bundle] = await Promise.all([packageFile('pglite.wasm'), packageFile('pglite.data')])
   const wasmModule = await WebAssembly.compile(wasm)
   const fsBundle = new Blob([new Uint8Array(bundle)])
-  const client = await PGlite.create({ pgliteWasmModule: wasmModule, fsBundle, extensions: EMBEDDED_EXTENSIONS })
+  const client = await PGlite.create({
+    pgliteWasmModule: wasmModule,
+    fsBundle,
+    extensions: EMBEDDED_EXTENSIONS,
+  })
   try {
     await migrateEmbeddedDatabase({ db: drizzle({ client }), kind: 'embedded', close: () => client.close() })
     // The dump copies files: what the migrations left in shared buffers must be on them first.

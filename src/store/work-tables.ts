@@ -24,26 +24,40 @@ type ReservedPostgres = {
 type Client = { reserve?: () => Promise<ReservedPostgres> }
 
 // Marks `name` as in use until the returned function is called. Taken before the table is made, so
-// no other command ever sees the table without the lock. postgres.js lends a connection for it
-// alone; PGlite has one session, which lives exactly as long as the process.
-export async function claimWorkTable(db: Database, name: string): Promise<() => Promise<void>> {
+// no other command ever sees the table without the lock.
+export function claimWorkTable(db: Database, name: string): Promise<() => Promise<void>> {
+  return holdSessionLock(db, name, 'exclusive')
+}
+
+// A session advisory lock named `name`, held until the returned function is called: postgres.js
+// lends a connection for it alone; PGlite has one session, which lives exactly as long as the
+// process.
+export async function holdSessionLock(
+  db: Database,
+  name: string,
+  mode: 'shared' | 'exclusive',
+): Promise<() => Promise<void>> {
+  const [lock, unlock] =
+    mode === 'shared'
+      ? ['pg_advisory_lock_shared', 'pg_advisory_unlock_shared']
+      : ['pg_advisory_lock', 'pg_advisory_unlock']
   const client = (db as unknown as { $client: Client }).$client
   if (client.reserve) {
     const session = await client.reserve()
     try {
-      await session.unsafe('select pg_advisory_lock($1, hashtext($2))', [LOCK_SPACE, name])
+      await session.unsafe(`select ${lock}($1, hashtext($2))`, [LOCK_SPACE, name])
     } catch (error) {
       session.release()
       throw error
     }
     return async () => {
-      await session.unsafe('select pg_advisory_unlock($1, hashtext($2))', [LOCK_SPACE, name]).catch(() => {})
+      await session.unsafe(`select ${unlock}($1, hashtext($2))`, [LOCK_SPACE, name]).catch(() => {})
       session.release()
     }
   }
-  await db.execute(sql`select pg_advisory_lock(${LOCK_SPACE}, hashtext(${name}))`)
+  await db.execute(sql`select ${sql.raw(lock)}(${LOCK_SPACE}, hashtext(${name}))`)
   return async () => {
-    await db.execute(sql`select pg_advisory_unlock(${LOCK_SPACE}, hashtext(${name}))`)
+    await db.execute(sql`select ${sql.raw(unlock)}(${LOCK_SPACE}, hashtext(${name}))`)
   }
 }
 

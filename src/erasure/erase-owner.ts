@@ -1,0 +1,105 @@
+import { sql } from 'drizzle-orm'
+import type { Database, Executor } from '../store/database.ts'
+import { rowsOf } from '../store/database.ts'
+import { holdErasureLock } from '../store/maintenance-lock.ts'
+import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../store/schema.ts'
+
+// An owner whose erasure has begun: their pseudonym, and the position of the OwnerErased notice.
+export type PendingErasure = { pseudonym: string; notice: bigint }
+
+// Steps 2 and 3 of an erasure (CONTRACT §12), when the store has a feed (feed/erasure-feed.ts).
+export type ErasureFeed = {
+  // Resolves once the stream holds the log up to `position` (the notice), publishing it itself if
+  // no instance does; rejects after a bounded wait.
+  awaitPublished: (position: bigint) => Promise<void>
+  // Removes every message of the owner (`pseudonym`, and `owner`, the subject, for the messages
+  // published before their events were sealed) from the stream.
+  purge: (erasure: { pseudonym: string; owner: string }) => Promise<void>
+}
+
+export type ErasureResult = { plants: number; completed: number }
+
+// Erases `owner` (a token's subject): a resumable sequence, not one transaction.
+// 1. Under the owner's append lock, the key is marked erasing (a create from then on makes a new
+//    key: a new owner), their rows of `plants` and their generation are deleted and an
+//    OwnerErased event naming the pseudonym is appended. From here the owner is hidden everywhere.
+// 2. With a feed, the stream is made to hold the notice (the relay publishes it in log order).
+// 3. The owner's messages are purged from the stream.
+// 4. The key is deleted, the pseudonym recorded as erased, and PostgreSQL's statistics of the
+//    tables it touched gathered again (they may show the subject among their common values).
+// Every pending erasure of the same subject (an earlier run that stopped after step 1) is
+// completed too. Returns how many plants the owner had when step 1 ran (0: unknown, or erased).
+export async function eraseOwner(
+  db: Database,
+  owner: string,
+  { feed, now = () => new Date() }: { feed?: ErasureFeed; now?: () => Date } = {},
+): Promise<ErasureResult> {
+  const plantsErased = await beginErasure(db, owner, now())
+  const pending = await pendingErasures(db, owner)
+  for (const erasure of pending) {
+    if (feed) {
+      await feed.awaitPublished(erasure.notice)
+      await feed.purge({ pseudonym: erasure.pseudonym, owner })
+    }
+    await completeErasure(db, erasure.pseudonym, now())
+  }
+  if (pending.length > 0) await refreshStatistics(db)
+  return { plants: plantsErased, completed: pending.length }
+}
+
+// Step 1. Excludes a projection rebuild (store/maintenance-lock.ts): a rebuild's table filled
+// before it would bring the owner's rows back at its swap.
+async function beginErasure(db: Database, owner: string, at: Date): Promise<number> {
+  return holdErasureLock(db, () =>
+    db.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`)
+      const [key] = rowsOf<{ pseudonym: string }>(
+        await tx.execute(sql`select ${ownerKeys.pseudonym} as pseudonym from ${ownerKeys}
+          where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing} for update`),
+      )
+      if (!key) return 0
+      const [counted] = rowsOf<{ plants: number }>(
+        await tx.execute(sql`with deleted as (delete from ${plants} where ${plants.owner} = ${owner} returning 1)
+          select count(*)::int as plants from deleted`),
+      )
+      await tx.execute(
+        sql`update ${ownerKeys} set erasing = true where ${ownerKeys.pseudonym} = ${key.pseudonym}`,
+      )
+      await tx.execute(sql`delete from ${ownerGenerations} where ${ownerGenerations.owner} = ${owner}`)
+      await tx.execute(sql`
+        insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+        values (${`owner:${key.pseudonym}`}, 1, 'OwnerErased', 1, '{}'::jsonb,
+                jsonb_build_object('pseudonym', ${key.pseudonym}::text), ${at.toISOString()}::timestamptz)`)
+      return Number(counted?.plants ?? 0)
+    }),
+  )
+}
+
+// The erasures of `owner` that have begun and not completed, oldest first.
+export async function pendingErasures(db: Executor, owner: string): Promise<PendingErasure[]> {
+  const rows = rowsOf<{ pseudonym: string; notice: string }>(
+    await db.execute(sql`
+      select k.pseudonym, e.position::text as notice
+      from ${ownerKeys} as k
+      join ${events} as e on e.stream_id = 'owner:' || k.pseudonym and e.stream_version = 1
+      where k.owner = ${owner} and k.erasing
+      order by e.position`),
+  )
+  return rows.map((row) => ({ pseudonym: row.pseudonym, notice: BigInt(row.notice) }))
+}
+
+// Step 4: the key goes, and with it every readable trace of the owner in the log.
+async function completeErasure(db: Database, pseudonym: string, at: Date): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`delete from ${ownerKeys} where ${ownerKeys.pseudonym} = ${pseudonym} and erasing`)
+    await tx
+      .insert(erasedOwners)
+      .values({ pseudonym, erasedAt: at })
+      .onConflictDoNothing({ target: erasedOwners.pseudonym })
+  })
+}
+
+// ANALYZE samples live rows only: after it, no statistic of these tables holds the erased owner.
+async function refreshStatistics(db: Database): Promise<void> {
+  for (const table of [plants, ownerKeys, ownerGenerations]) await db.execute(sql`analyze ${table}`)
+}

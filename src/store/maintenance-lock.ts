@@ -1,0 +1,26 @@
+import type { Database } from './database.ts'
+import { holdSessionLock } from './work-tables.ts'
+
+// An erasure's first step and a projection rebuild exclude each other (CONTRACT §12): a rebuild's
+// table, filled before the erasure deleted the owner's rows, would bring them back at its swap.
+// Rebuilds share the lock among themselves (two may run at once); an erasure's first step takes it
+// alone, waiting for the rebuilds that run to finish.
+const ERASURE_OR_REBUILD = 'erasure-or-rebuild'
+
+export async function holdRebuildLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
+  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, 'shared')
+  try {
+    return await work()
+  } finally {
+    await release()
+  }
+}
+
+export async function holdErasureLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
+  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, 'exclusive')
+  try {
+    return await work()
+  } finally {
+    await release()
+  }
+}
