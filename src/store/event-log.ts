@@ -41,40 +41,12 @@ const readable = sql`${events.type} <> 'PlantCreated' or k.pseudonym is not null
 // The recorded time to the microsecond, in UTC.
 const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
-// `settled` keeps to events whose transaction is older than every transaction still running:
-// nothing can commit before them any more, so the cursor never moves past a late commit. Only a
-// reader that holds the append lock exclusively (see store/append-lock.ts) may drop it.
-export async function readLog(
-  db: Executor,
-  after: LogCursor,
-  batchSize: number,
-  { settled = true } = {},
-): Promise<LoggedEvent[]> {
-  const found = nextEvents(
-    db
-      .select({ transactionId: events.transactionId, position: events.position, event: loggedEventArray })
-      .from(sql`${events} ${withKeys}`)
-      .where(readable)
-      .$dynamic(),
-    after,
-    batchSize,
-    settled,
-  ).as('found')
-  const [batch] = await db
-    .select({
-      events: sql<string>`coalesce(json_agg(${found.event} order by ${found.transactionId}, ${found.position}), '[]')::text`,
-    })
-    .from(found)
-  return (parseEventData(batch?.events ?? '[]') as LoggedEventArray[]).map(toLoggedEvent)
-}
-
 // A replay reads a whole batch as one JSON text, each event an array, parsed at once: decoding
 // rows one by one in the driver, and columns one by one in the ORM, cost more than the parse.
 // The owner comes from their key; the data is in today's shape (see currentData).
 const loggedEventRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
     k.owner, ${recordedAtText}, ${currentData}, ${pseudonymOf(sql`${events}`)})`
-const loggedEventArray = sql<string>`${loggedEventRow}`.as('event')
 
 type LoggedEventArray = [string, string, string, number, string | null, string, unknown, string]
 
@@ -142,7 +114,10 @@ export type ExportedText = [string, string, number, string, number, string, stri
 
 // Runs `project` (given `batch`: rows shaped like the events table) over the next events of the
 // log after `after`, in log order, in one statement: the events never leave the database. Returns
-// how many it read and where the reader now stands. `settled` as for readLog.
+// how many it read and where the reader now stands. `settled` keeps to events whose transaction
+// is older than every transaction still running: nothing can commit before them any more, so the
+// cursor never moves past a late commit. Only a reader that holds the append lock exclusively
+// (see store/append-lock.ts) may drop it.
 export async function projectLogBatch(
   db: Executor,
   after: LogCursor,
@@ -187,7 +162,7 @@ export async function countEventsAfter(
   return db.$count(events, and(gt(events.position, position), condition?.(sql`${events}`)))
 }
 
-// The next `batchSize` events after `after`, in transaction order. `settled` as for readLog.
+// The next `batchSize` events after `after`, in transaction order. `settled` as for projectLogBatch.
 function nextEvents<Query extends PgSelect>(
   query: Query,
   after: LogCursor,
@@ -209,14 +184,4 @@ const isSettled = sql`${events.transactionId} < pg_snapshot_xmin(pg_current_snap
 // Events after `after` in log order, settled or not: how far a reader of the log is behind.
 export async function countLogAfter(db: Executor, after: LogCursor): Promise<number> {
   return db.$count(events, afterCursor(after))
-}
-
-// A cursor from which a reader sees every transaction that commits from now on: those still running
-// and those to come all have an id at or above the snapshot's xmin. Some events already visible may
-// come too; a reader that needs exactly-once deduplicates them.
-export async function logCursorNow(db: Executor): Promise<LogCursor> {
-  const [row] = rowsOf<{ xmin: string }>(
-    await db.execute(sql`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`),
-  )
-  return { transactionId: BigInt(row?.xmin ?? '1') - 1n, position: 2n ** 63n - 1n }
 }

@@ -9,7 +9,7 @@ import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import type { Database } from '../../src/store/database.ts'
+import { type Database, EMBEDDED_EXTENSIONS } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { STORAGE_KINDS, type StorageKind, TEST_SECRET } from '../support/harness.ts'
 import { createTestDatabase } from '../support/postgres.ts'
@@ -40,7 +40,7 @@ async function openStore(kind: StorageKind) {
       await database.drop()
     }
   } else {
-    const client = await PGlite.create()
+    const client = await PGlite.create({ extensions: EMBEDDED_EXTENSIONS })
     db = drizzlePglite({ client, logger })
     await migrateEmbeddedDatabase({ db, kind: 'embedded', close: () => client.close() })
     close = () => client.close()

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import {
   count,
   create,
+  eventsOfOwner,
   listing,
   openTestStorage,
   rowsOf,
@@ -20,16 +21,20 @@ for (const kind of STORAGE_KINDS) {
     })
     afterAll(() => storage.close())
 
-    test('a new plant is appended and projected in the same statement', async () => {
+    test("a new plant is appended, sealed under its owner's key, and projected in the same statement", async () => {
       // when
       const decision = await create(storage.db, 'ada', { id: 2n, name: 'Palm' })
       // then
       expect(decision.outcome).toBe('created')
       const [event] = await rowsOf(
         storage.db,
-        `select stream_version, data->>'name' as name from events where stream_id = 'plant:2:ada'`,
+        `select stream_version, opened->>'name' as name, data::text as stored, stream_id, metadata::text as metadata
+         from ${eventsOfOwner('ada')} as e where position = ${decision.position}`,
       )
-      expect(event).toEqual({ stream_version: 1, name: 'Palm' })
+      expect(event).toMatchObject({ stream_version: 1, name: 'Palm' })
+      // and nothing of the plant or its owner is readable in the row
+      for (const column of ['stored', 'stream_id', 'metadata'])
+        expect(String(event?.[column])).not.toMatch(/Palm|ada|"2"/)
       expect(await listing(storage.db, 'ada')).toContainEqual({ name: 'Palm' })
     })
 

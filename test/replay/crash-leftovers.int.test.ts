@@ -4,7 +4,7 @@ import { ImportRefused, importEvents, readLines } from '../../src/replay/import-
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import type { Database } from '../../src/store/database.ts'
 import { claimWorkTable, clearDeadWorkTables } from '../../src/store/work-tables.ts'
-import { create, openTestStorage, rowsOf, STORAGE_KINDS, type TestStorage } from './storage.ts'
+import { appendAround, create, openTestStorage, rowsOf, STORAGE_KINDS, type TestStorage } from './storage.ts'
 
 // What a rebuild or an import killed half-way leaves: its work table, with nobody holding it.
 async function leaveDeadTables(db: Database, suffix: string) {
@@ -62,11 +62,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('a refusal after an interrupted import says to run projection rebuild', async () => {
       // given: events in the log that lack their projected row, as an interrupted run leaves them
-      await storage.db.execute(
-        sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-            values ('plant:2:ada', 1, 'PlantCreated', 1, '{"id": "2", "name": "Ivy", "tag": null}',
-                    '{"owner": "ada", "requestId": "r"}', now())`,
-      )
+      await appendAround(storage.db, 'ada', { data: { id: '2', name: 'Ivy', tag: null } })
       // when the import is run again
       const refused = importEvents(storage.db, readLines(text('{}\n')))
       // then

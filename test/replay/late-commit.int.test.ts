@@ -1,46 +1,58 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { LOG_START, type LogCursor, readLog } from '../../src/store/event-log.ts'
-import { openTestStorage, type TestStorage } from './storage.ts'
+import { type LogFollower, startLogFollower } from '../../src/changes/log-follower.ts'
+import { silentLogger } from '../../src/logger.ts'
+import type { LoggedEvent } from '../../src/store/event-log.ts'
+import { eventually } from '../replicas/replica-client.ts'
+import { create, openTestStorage, type TestStorage } from './storage.ts'
 
-// Two writers on their own connections, so their transactions interleave as chosen here.
+// Two writers on their own connections, so their transactions interleave as chosen here, and the
+// process's reader of the log (the follower the feed and the change streams take from).
 let storage: TestStorage
 let first: postgres.ReservedSql
 let second: postgres.ReservedSql
 let client: postgres.Sql
+let follower: LogFollower
+const seen: string[] = []
 beforeAll(async () => {
   storage = await openTestStorage('postgres')
   client = postgres(storage.url ?? '', { max: 2, onnotice: () => {} })
   first = await client.reserve()
   second = await client.reserve()
+  // The owner's key exists, so that the writers below append as the live path does.
+  await create(storage.db, 'o', { id: 0n, name: 'first' })
+  follower = startLogFollower({ db: storage.db, logger: silentLogger(), pollMs: 20 })
+  follower.subscribe((events: LoggedEvent[]) => {
+    for (const event of events) seen.push((event.data as { name: string }).name)
+  })
+  await follower.ready
 })
 afterAll(async () => {
+  await follower.stop()
   first.release()
   second.release()
   await client.end()
   await storage.close()
 })
 
-// Each event is named by its plant's name, which a reader of the log gets back.
-const append = (connection: postgres.ReservedSql, name: string) =>
-  connection`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-             values (${`plant:1:${name}`}, 1, 'PlantCreated', 1, ${connection.json({ id: '1', name, tag: null })},
-                     '{"owner":"o","requestId":"r"}', now()) returning position`
-
-async function readToEnd(from: LogCursor) {
-  let cursor = from
-  const seen: string[] = []
-  for (;;) {
-    const batch = await readLog(storage.db, cursor, 1)
-    const last = batch.at(-1)
-    if (!last) return { cursor, seen }
-    seen.push((last.data as { name: string }).name)
-    cursor = { transactionId: last.transactionId, position: last.position }
-  }
+// Each event is named by its plant's name, which a reader of the log gets back; sealed under the
+// owner's key as every event is.
+let nextId = 1
+const append = (connection: postgres.ReservedSql, name: string) => {
+  const data = JSON.stringify({ id: String(nextId++), name, tag: null })
+  return connection`
+    insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+    select plant_store_stream_id(${data}::text::jsonb->>'id', k.key), 1, 'PlantCreated', 1,
+           jsonb_build_object('sealed', plant_store_seal(${data}::text, k.key)),
+           jsonb_build_object('pseudonym', k.pseudonym), now()
+    from owner_keys k where k.owner = 'o' returning position`
 }
 
-test('an event that commits after a later position was read is still read, once', async () => {
+const settle = () => Bun.sleep(300)
+
+test('an event that commits after a later position was read is handed out first, once, in position order', async () => {
   // given: the first writer takes its transaction id, the second takes the lower position
+  seen.length = 0
   await first`begin`
   await first`select pg_current_xact_id()`
   await second`begin`
@@ -48,27 +60,35 @@ test('an event that commits after a later position was read is still read, once'
   const [lower] = await append(second, 'late')
   const [higher] = await append(first, 'early')
   expect(BigInt(lower?.position)).toBeLessThan(BigInt(higher?.position))
-  // when: the higher position commits first and a reader catches up, then the lower commits
+  // when: the higher position commits first
   await first`commit`
-  const beforeLateCommit = await readToEnd(LOG_START)
+  follower.wake()
+  await settle()
+  // then nothing is handed out while a lower position may still commit
+  expect(seen).toEqual([])
+  // when the lower commits
   await second`commit`
-  const afterLateCommit = await readToEnd(beforeLateCommit.cursor)
-  // then
-  expect(beforeLateCommit.seen).toEqual(['early'])
-  expect(afterLateCommit.seen).toEqual(['late'])
+  follower.wake()
+  // then both come, in position order, once
+  await eventually('both events are read', async () => seen.length >= 2, 5000)
+  await settle()
+  expect(seen).toEqual(['late', 'early'])
 })
 
 test('a reader stops before a transaction still running, even if later ones have committed', async () => {
   // given
-  const start = await readToEnd(LOG_START)
+  seen.length = 0
   await first`begin`
   await append(first, 'slow')
   await append(second, 'fast')
   // when
-  const whileRunning = await readToEnd(start.cursor)
+  follower.wake()
+  await settle()
+  const whileRunning = [...seen]
   await first`commit`
-  const afterCommit = await readToEnd(whileRunning.cursor)
+  follower.wake()
+  await eventually('both events are read', async () => seen.length >= 2, 5000)
   // then
-  expect(whileRunning.seen).toEqual([])
-  expect(afterCommit.seen).toEqual(['slow', 'fast'])
+  expect(whileRunning).toEqual([])
+  expect(seen).toEqual(['slow', 'fast'])
 })

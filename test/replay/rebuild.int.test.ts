@@ -5,6 +5,7 @@ import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
 import {
+  appendAround,
   count,
   create,
   listing,
@@ -75,11 +76,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('an event written around the projection counts as behind until a rebuild folds it in', async () => {
       // given: an event appended without its row, as an import does
-      await storage.db.execute(
-        sql.raw(`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-                 values ('plant:5:dave', 1, 'PlantCreated', 1, '{"id": "5", "name": "Side door", "tag": null}',
-                         '{"owner": "dave", "requestId": "r"}', now())`),
-      )
+      await appendAround(storage.db, 'dave', { data: { id: '5', name: 'Side door', tag: null } })
       // when
       const before = await projectionStatus(storage.db)
       await rebuildProjection(storage.db)
@@ -113,10 +110,7 @@ for (const kind of STORAGE_KINDS) {
     test('an event of an unknown type stops the rebuild, which then changes nothing', async () => {
       // given
       const plantsBefore = await count(storage.db, 'plants')
-      await storage.db.execute(
-        sql.raw(`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-                 values ('plant:6:dave', 1, 'PlantWatered', 1, '{}', '{"owner": "dave", "requestId": "r"}', now())`),
-      )
+      await appendAround(storage.db, 'dave', { type: 'PlantWatered', data: {} })
       // when
       const refusal = await rebuildProjection(storage.db).catch((error: unknown) => error)
       // then: the database's own message, below the ORM's wrapping

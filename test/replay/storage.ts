@@ -55,3 +55,41 @@ export async function count(db: Database, table: string): Promise<number> {
   const [row] = await rowsOf(db, `select count(*)::int as n from ${table}`)
   return Number(row?.n)
 }
+
+// The events of one owner as the log keeps them, each with its data opened with the owner's key
+// (`opened`) and the owner's subject (`owner`): a relation for tests that look inside the log.
+export function eventsOfOwner(owner: string): string {
+  return `(select e.*, k.owner, plant_store_open(e.data, k.key) as opened,
+                  plant_store_open(e.metadata, k.key) as opened_metadata
+           from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym'
+           where k.owner = ${quoted(owner)})`
+}
+
+function quoted(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`
+}
+
+// Appends one event by hand, around the projection (as an interrupted import leaves one), in the
+// log's erasable form: sealed under the owner's key, made if the owner has none.
+export async function appendAround(
+  db: Database,
+  owner: string,
+  event: { type?: string; schemaVersion?: number; data: Record<string, unknown> },
+): Promise<bigint> {
+  const { type = 'PlantCreated', schemaVersion = 1, data } = event
+  const [row] = await rowsOf(
+    db,
+    `with key as (
+       insert into owner_keys (pseudonym, owner, key)
+       values (encode(gen_random_bytes(16), 'hex'), ${quoted(owner)}, gen_random_bytes(32))
+       on conflict (owner) where not erasing do update set owner = excluded.owner
+       returning pseudonym, key)
+     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+     select coalesce(plant_store_stream_id(${quoted(JSON.stringify(data))}::jsonb->>'id', key.key),
+                     'other:' || gen_random_uuid()), 1, ${quoted(type)}, ${schemaVersion},
+            jsonb_build_object('sealed', plant_store_seal(${quoted(JSON.stringify(data))}, key.key)),
+            jsonb_build_object('pseudonym', key.pseudonym), now()
+     from key returning position::text as position`,
+  )
+  return BigInt(String(row?.position))
+}

@@ -46,6 +46,6 @@ test('a create, its retry and a page run as statements prepared on the connectio
   ).map((row) => row.statement)
   const preparedLike = (text: string) => prepared.filter((statement) => statement.includes(text)).length
   expect(preparedLike('insert into "events"')).toBe(1)
-  expect(preparedLike('where "events"."stream_id" = $1')).toBe(1)
+  expect(preparedLike('join "events" on "events"."stream_id" = plant_store_stream_id($1')).toBe(1)
   expect(preparedLike('from "plants" where')).toBe(1)
 })
