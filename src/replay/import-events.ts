@@ -58,22 +58,31 @@ export async function importEvents(
     staging = await createStaging(db, name)
     const check = lineChecker({ append })
     let events = 0
-    let batch: StagedLine[] = []
+    // A batch's lines are checked at once (opening sealed events waits on WebCrypto), and their
+    // refusals taken in line order.
+    const stageBatch = async (batch: { text: string; line: number }[]) => {
+      const checked = await Promise.all(batch.map(({ text, line }) => check(text, line)))
+      const staged: StagedLine[] = []
+      for (const [index, line] of checked.entries()) {
+        if (line === undefined) continue
+        if ('refused' in line) throw new ImportRefused(`line ${batch[index]?.line}: ${line.refused}`)
+        if (line.kind === 'event') events++
+        staged.push(line)
+      }
+      await stageLines(db, staging as Staging, staged)
+    }
+    let batch: { text: string; line: number }[] = []
     let lineNumber = 0
     for await (const text of lines) {
       lineNumber++
       if (text.trim() === '') continue
-      const checked = await check(text, lineNumber)
-      if (checked === undefined) continue
-      if ('refused' in checked) throw new ImportRefused(`line ${lineNumber}: ${checked.refused}`)
-      if (checked.kind === 'event') events++
-      batch.push(checked)
+      batch.push({ text, line: lineNumber })
       if (batch.length >= batchSize) {
-        await stageLines(db, staging, batch)
+        await stageBatch(batch)
         batch = []
       }
     }
-    await stageLines(db, staging, batch)
+    await stageBatch(batch)
     if (events === 0) {
       throw new ImportRefused(
         'the input holds no events (an empty or truncated file?); an empty store needs no import',
