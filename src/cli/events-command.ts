@@ -14,7 +14,10 @@ export async function exportCommand(args: string[], config: Config): Promise<num
   }
   return withStorage(config, async (db) => {
     const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
-    process.stderr.write(`exported ${exported} events\n`)
+    // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as one.
+    process.stderr.write(
+      `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n`,
+    )
     return 0
   })
 }

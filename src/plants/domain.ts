@@ -97,12 +97,6 @@ export type StoredEvent = { type: string; schemaVersion: number; data: unknown; 
 // not survive most JSON parsers, and the log must outlive any one of them.
 type PlantCreatedDataV1 = { id: string; name: string; tag: string | null }
 
-// One stream per plant; ids are scoped to their owner. `plant:<id>:<owner>` is unambiguous
-// because an id never contains a colon.
-export function plantStreamId(owner: string, id: bigint): string {
-  return `plant:${id}:${owner}`
-}
-
 export function encodePlantEvent(event: PlantEvent): StoredEvent {
   switch (event.type) {
     case 'PlantCreated': {

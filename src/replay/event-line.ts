@@ -1,8 +1,10 @@
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { INT64_MAX, isOwner, OWNER_RULE, plantStreamId, readStoredPlant } from '../plants/domain.ts'
+import { INT64_MAX, isOwner, OWNER_RULE, readStoredPlant } from '../plants/domain.ts'
+import { PSEUDONYM, TIME } from './export-format.ts'
+import { isSealedText, type OwnerKey } from './sealed-event.ts'
 
-// The envelope of one exported line (replay/export-events.ts).
+// The envelope of one exported event (replay/export-format.ts).
 const ExportedEvent = Type.Object({
   position: Type.String({ pattern: '^[1-9][0-9]{0,18}$' }),
   streamId: Type.String({ minLength: 1 }),
@@ -10,63 +12,229 @@ const ExportedEvent = Type.Object({
   type: Type.String({ minLength: 1 }),
   schemaVersion: Type.Integer({ minimum: 0, maximum: 2147483647 }),
   data: Type.Object({}),
-  metadata: Type.Object({ owner: Type.String(), requestId: Type.String() }),
-  recordedAt: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?Z$' }),
+  metadata: Type.Object({}),
+  recordedAt: Type.String({ pattern: TIME }),
 })
+type Envelope = Static<typeof ExportedEvent>
 
-// What the checks across lines (one plant per owner and id, stream versions, positions) need.
-export type CheckedLine = {
+const PlainMetadata = Type.Object({ owner: Type.String(), requestId: Type.String() })
+
+// What an event's pseudonym stands for, by the lines before it: a key (the owner can be read), an
+// erased line, or nothing in the file (with --append, the target store must have erased it).
+export type Pseudonym =
+  | { kind: 'key'; owner: string; key: OwnerKey; line: number }
+  | { kind: 'erased' }
+  | { kind: 'unresolved' }
+
+// What the checks across lines and against the store need. `owner` and `plantId` are null for an
+// event that names no readable plant (an erased owner's, an OwnerErased); `sealed` is false for a
+// version 1 event, sealed on its way in; `resolved` is false for an event whose pseudonym only the
+// target store can vouch for.
+export type CheckedEvent = {
   position: bigint
   streamId: string
   streamVersion: number
-  owner: string
-  plantId: bigint
+  owner: string | null
+  plantId: bigint | null
+  pseudonym: string | null
+  sealed: boolean
+  resolved: boolean
 }
 
-// One exported line checked as the live path would check the event: a known type and schema
-// version, data within §4's rules, an owner of 1–255 code points, a stream id that is the plant's
-// own, a valid time and position, and no text the database would refuse. Returns the rule broken,
-// or what the checks across lines need. Pure: the line is stored as written, by the database.
-export function checkEventLine(line: string): CheckedLine | { refused: string } {
+export type Refused = { refused: string }
+
+// A line as JSON, or the first rule it breaks before any shape is looked at: not JSON, or text the
+// database would refuse (a lone surrogate, U+0000).
+export function parseExportLine(line: string): { value: unknown } | Refused {
   let value: unknown
   try {
-    value = parseLine(line)
+    value = parseJson(line)
   } catch {
     return { refused: 'not JSON' }
   }
-  const badText = findBadText(value, '')
-  if (badText !== undefined) {
-    return {
-      refused: `${badText || '/'}: text must be well-formed Unicode (no lone surrogate) without U+0000`,
-    }
-  }
+  return badTextRefusal(value, '') ?? { value }
+}
+
+// The envelope of an exported event, checked as the live path would check it: a valid time and
+// position, and the fields every event has.
+function checkEnvelope(value: unknown): Envelope | Refused {
   if (!Value.Check(ExportedEvent, value)) {
     const first = Value.Errors(ExportedEvent, value).First()
     return { refused: first ? `${first.path || '/'} ${first.message}` : 'not an exported event' }
   }
-  const position = BigInt(value.position)
-  if (position > INT64_MAX) return { refused: 'position must be from 1 to 9223372036854775807' }
+  if (BigInt(value.position) > INT64_MAX) return { refused: 'position must be from 1 to 9223372036854775807' }
   if (!isValidTime(value.recordedAt)) return { refused: `recordedAt ${value.recordedAt} is not a valid time` }
-  const owner = value.metadata.owner
+  return value
+}
+
+// An event of a version 1 export (plaintext, before erasure): a known type and schema version, data
+// within §4's rules, an owner of 1–255 code points, the plant's own stream id ('plant:<id>:<owner>').
+export function checkPlainEvent(value: unknown): CheckedEvent | Refused {
+  const event = checkEnvelope(value)
+  if ('refused' in event) return event
+  if ('pseudonym' in event.metadata) {
+    return {
+      refused:
+        'a sealed event in a file without the export header: its keys are missing (an export of this version starts with its header and key lines)',
+    }
+  }
+  if (!Value.Check(PlainMetadata, event.metadata)) {
+    const first = Value.Errors(PlainMetadata, event.metadata).First()
+    return { refused: `/metadata${first?.path ?? ''} ${first?.message ?? 'is not {owner, requestId}'}` }
+  }
+  const owner = event.metadata.owner
   if (!isOwner(owner)) return { refused: `metadata.owner: ${OWNER_RULE}` }
-  const plant = readStoredPlant(value.type, value.schemaVersion, value.data)
+  const plant = readStoredPlant(event.type, event.schemaVersion, event.data)
   if (typeof plant === 'string') return { refused: plant }
-  const streamId = plantStreamId(owner, plant.id)
-  if (value.streamId !== streamId) {
+  const streamId = `plant:${plant.id}:${owner}`
+  if (event.streamId !== streamId) {
     return { refused: `streamId must be the plant's own stream, ${JSON.stringify(streamId)}` }
   }
-  return { position, streamId, streamVersion: value.streamVersion, owner, plantId: plant.id }
+  return { ...located(event), owner, plantId: plant.id, pseudonym: null, sealed: false, resolved: true }
+}
+
+// An event of a version 2 export, in the erasable form of CONTRACT §12. With its owner's key from
+// the file, it is opened and checked as the live path would check it (a known type and schema
+// version, data within §4's rules, the request id, the stream id the HMAC of the plant's id);
+// without (an erased owner's), only its envelope can be. `pseudonymOf` says what the lines before
+// named the pseudonym; undefined refuses the event.
+export async function checkSealedEvent(
+  value: unknown,
+  pseudonymOf: (pseudonym: string) => Promise<Pseudonym | undefined>,
+): Promise<CheckedEvent | Refused> {
+  const event = checkEnvelope(value)
+  if ('refused' in event) return event
+  const pseudonym = (event.metadata as { pseudonym?: unknown }).pseudonym
+  if (typeof pseudonym !== 'string' || !new RegExp(PSEUDONYM).test(pseudonym)) {
+    return { refused: 'metadata.pseudonym must be a pseudonym, 32 hexadecimal digits' }
+  }
+  const owner = await pseudonymOf(pseudonym)
+  if (!owner) {
+    return { refused: `pseudonym ${pseudonym} has neither a key line nor an erased line before its events` }
+  }
+  const checked = { ...located(event), pseudonym, sealed: true, resolved: owner.kind !== 'unresolved' }
+  switch (event.type) {
+    case 'OwnerErased': {
+      const broken = ownerErasedRule(event, pseudonym, owner)
+      return broken ? { refused: broken } : { ...checked, owner: null, plantId: null }
+    }
+    case 'PlantCreated': {
+      const broken = sealedShapeRule(event, pseudonym)
+      if (broken) return { refused: broken }
+      if (owner.kind !== 'key') {
+        if (!/^plant:[0-9a-f]{64}$/.test(event.streamId)) {
+          return { refused: "streamId must be a plant's stream: plant: and 64 hexadecimal digits" }
+        }
+        return { ...checked, owner: null, plantId: null }
+      }
+      const plantId = await openPlant(event, owner)
+      return typeof plantId === 'object' ? plantId : { ...checked, owner: owner.owner, plantId }
+    }
+    default:
+      return {
+        refused: `unknown event type ${JSON.stringify(event.type)} (known: PlantCreated, OwnerErased)`,
+      }
+  }
+}
+
+// The id of the plant a sealed PlantCreated holds, opened with its owner's key, or the rule broken.
+async function openPlant(event: Envelope, owner: Pseudonym & { kind: 'key' }): Promise<bigint | Refused> {
+  const cannotOpen = (field: string) => ({
+    refused: `${field}: does not open with the key of its pseudonym (line ${owner.line}): a wrong key, or changed bytes`,
+  })
+  const data = await openJson(owner.key, (event.data as { sealed: string }).sealed)
+  if (data === undefined) return cannotOpen('data')
+  const badData = badTextRefusal(data, '/data')
+  if (badData) return badData
+  const plant = readStoredPlant(event.type, event.schemaVersion, data)
+  if (typeof plant === 'string') return { refused: plant }
+  const metadata = await openJson(owner.key, (event.metadata as { sealed: string }).sealed)
+  if (metadata === undefined) return cannotOpen('metadata')
+  const badMetadata = badTextRefusal(metadata, '/metadata')
+  if (badMetadata) return badMetadata
+  if (!isRequestIdOnly(metadata))
+    return { refused: 'metadata: the sealed metadata must be {"requestId": text}' }
+  if (event.streamId !== (await owner.key.streamId(plant.id))) {
+    return { refused: "streamId must be the plant's own stream, the HMAC of its id under its owner's key" }
+  }
+  return plant.id
+}
+
+function ownerErasedRule(event: Envelope, pseudonym: string, owner: Pseudonym): string | undefined {
+  if (event.schemaVersion !== 1)
+    return `unknown schema version ${event.schemaVersion} of OwnerErased (known: 1)`
+  if (Object.keys(event.data).length > 0) return 'data of OwnerErased must be {}'
+  if (Object.keys(event.metadata).length !== 1)
+    return 'metadata of OwnerErased must be {"pseudonym": …} alone'
+  if (event.streamId !== `owner:${pseudonym}` || event.streamVersion !== 1) {
+    return `OwnerErased must be version 1 of stream "owner:${pseudonym}"`
+  }
+  if (owner.kind === 'key') {
+    return `OwnerErased of pseudonym ${pseudonym}, whose key is at line ${owner.line}: an erased owner has an erased line, not a key`
+  }
+  return undefined
+}
+
+// A sealed PlantCreated's data and metadata hold nothing but their sealed texts and the pseudonym.
+function sealedShapeRule(event: Envelope, pseudonym: string): string | undefined {
+  if (event.schemaVersion !== 0 && event.schemaVersion !== 1) {
+    return `unknown schema version ${event.schemaVersion} of PlantCreated (known: 0, 1)`
+  }
+  const { sealed, ...rest } = event.data as { sealed?: unknown }
+  if (typeof sealed !== 'string' || !isSealedText(sealed) || Object.keys(rest).length > 0) {
+    return 'data must be {"sealed": <base64 of an IV and whole blocks>} alone'
+  }
+  const metadata = event.metadata as { sealed?: unknown }
+  if (
+    typeof metadata.sealed !== 'string' ||
+    !isSealedText(metadata.sealed) ||
+    Object.keys(metadata).length !== 2
+  ) {
+    return `metadata must be {"pseudonym": "${pseudonym}", "sealed": <base64 of an IV and whole blocks>} alone`
+  }
+  return undefined
+}
+
+async function openJson(key: OwnerKey, sealed: string): Promise<unknown> {
+  const text = await key.open(sealed)
+  if (text === undefined) return undefined
+  try {
+    return parseJson(text)
+  } catch {
+    return undefined
+  }
+}
+
+function isRequestIdOnly(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const keys = Object.keys(value)
+  return (
+    keys.length === 1 &&
+    keys[0] === 'requestId' &&
+    typeof (value as { requestId: unknown }).requestId === 'string'
+  )
+}
+
+function located(event: Envelope) {
+  return { position: BigInt(event.position), streamId: event.streamId, streamVersion: event.streamVersion }
 }
 
 // PlantCreated v0 kept its id as a JSON number: an integer literal is read exactly, as a bigint;
 // `7.0` or `7e0` stays a number and is refused as an id.
-function parseLine(line: string): unknown {
-  if (!line.includes('"plantId"')) return JSON.parse(line)
-  return JSON.parse(line, (key, value: unknown, context?: { source?: string }) =>
+function parseJson(text: string): unknown {
+  if (!text.includes('"plantId"')) return JSON.parse(text)
+  return JSON.parse(text, (key, value: unknown, context?: { source?: string }) =>
     key === 'plantId' && typeof value === 'number' && /^-?(0|[1-9][0-9]*)$/.test(context?.source ?? '')
       ? BigInt(context?.source as string)
       : value,
   )
+}
+
+function badTextRefusal(value: unknown, path: string): Refused | undefined {
+  const bad = findBadText(value, path)
+  return bad === undefined
+    ? undefined
+    : { refused: `${bad || '/'}: text must be well-formed Unicode (no lone surrogate) without U+0000` }
 }
 
 // The path of the first key or string the database would refuse (a lone surrogate, U+0000).
@@ -86,7 +254,7 @@ function isStorableText(text: string): boolean {
 }
 
 // A time the database takes as it is: year 1 or later, and every field within its range.
-function isValidTime(text: string): boolean {
+export function isValidTime(text: string): boolean {
   const [year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0] = (text.match(/\d+/g) ?? []).map(
     Number,
   )

@@ -8,7 +8,9 @@ import {
   dropStaging,
   firstClashInFile,
   firstClashWithStore,
+  firstOwnerClash,
   isLogEmpty,
+  keyPlainOwners,
   lockStagedOwners,
   type StagedLine,
   type Staging,
@@ -16,7 +18,7 @@ import {
 } from '../store/import-staging.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../store/work-tables.ts'
-import { checkEventLine } from './event-line.ts'
+import { lineChecker } from './import-lines.ts'
 import { projectionStatus } from './projection-status.ts'
 
 // A refusal of the whole import, in one line that names the line and the rule: nothing was imported.
@@ -33,12 +35,15 @@ const MAX_OWNER_LOCKS = 1_000
 
 export type ImportOptions = { append?: boolean; batchSize?: number }
 
-// Imports exported lines, all of them or, on any refusal, none. Three steps: every line is checked
-// as the live path checks an event and staged, in short transactions of its own (a slow input holds
-// nothing); the lines are checked against each other; then, holding the log's append lock only for
-// this step, they are checked against the store and appended with their projection in one
-// transaction. Into an empty store the events keep their positions; with `append` they follow the
-// head. The tables of imports and rebuilds that died are dropped first.
+// Imports an export (replay/export-format.ts), all of it or, on any refusal, nothing. Three steps:
+// every line is checked as the live path checks an event (a sealed one opened with its owner's key
+// from the file) and staged, in short transactions of its own (a slow input holds nothing); the
+// lines are checked against each other; then, holding the log's append lock only for this step,
+// they are checked against the store (an owner it has, a pseudonym it erased) and the keys, the
+// erased pseudonyms and the events appended with their projection in one transaction. Into an
+// empty store the events keep their positions; with `append` they follow the head. The events of
+// a version 1 (plaintext) export are sealed on the way in, under their owner's key. The tables of
+// imports and rebuilds that died are dropped first.
 export async function importEvents(
   db: Database,
   lines: AsyncIterable<string>,
@@ -51,24 +56,34 @@ export async function importEvents(
   let staging: Staging | undefined
   try {
     staging = await createStaging(db, name)
-    let staged = 0
-    let batch: StagedLine[] = []
+    const check = lineChecker({ append })
+    let events = 0
+    // A batch's lines are checked at once (opening sealed events waits on WebCrypto), and their
+    // refusals taken in line order.
+    const stageBatch = async (batch: { text: string; line: number }[]) => {
+      const checked = await Promise.all(batch.map(({ text, line }) => check(text, line)))
+      const staged: StagedLine[] = []
+      for (const [index, line] of checked.entries()) {
+        if (line === undefined) continue
+        if ('refused' in line) throw new ImportRefused(`line ${batch[index]?.line}: ${line.refused}`)
+        if (line.kind === 'event') events++
+        staged.push(line)
+      }
+      await stageLines(db, staging as Staging, staged)
+    }
+    let batch: { text: string; line: number }[] = []
     let lineNumber = 0
     for await (const text of lines) {
       lineNumber++
       if (text.trim() === '') continue
-      const checked = checkEventLine(text)
-      if ('refused' in checked) throw new ImportRefused(`line ${lineNumber}: ${checked.refused}`)
-      batch.push({ line: lineNumber, text, owner: checked.owner, plantId: checked.plantId })
+      batch.push({ text, line: lineNumber })
       if (batch.length >= batchSize) {
-        await stageLines(db, staging, batch)
-        staged += batch.length
+        await stageBatch(batch)
         batch = []
       }
     }
-    await stageLines(db, staging, batch)
-    staged += batch.length
-    if (staged === 0) {
+    await stageBatch(batch)
+    if (events === 0) {
       throw new ImportRefused(
         'the input holds no events (an empty or truncated file?); an empty store needs no import',
       )
@@ -83,6 +98,9 @@ export async function importEvents(
       db,
       async (tx) => {
         if (!append && !(await isLogEmpty(tx))) throw new ImportRefused(await nonEmptyStore(db))
+        const owner = await firstOwnerClash(tx, checked)
+        if (owner) throw new ImportRefused(`line ${owner.line}: ${owner.rule}`)
+        await keyPlainOwners(tx, checked)
         const clash = await firstClashWithStore(tx, checked)
         if (clash) throw new ImportRefused(`line ${clash.line}: ${clash.rule}`)
         return appendStaged(tx, checked, !append)

@@ -1,24 +1,43 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { type Database, type Executor, rowsOf, type Transaction } from './database.ts'
 import { projectInto } from './event-store.ts'
-import { events } from './schema.ts'
+import { erasedOwners, events, ownerKeys, plants } from './schema.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by
 // batch in short transactions of their own, so a slow or paused input holds no transaction and no
 // lock on the log. Only the final insert (appendStaged) touches the events table.
 export type Staging = { table: ReturnType<typeof sql.identifier>; name: string }
 
-export type StagedLine = { line: number; text: string; owner: string; plantId: bigint }
+// A checked line of an export (replay/import-lines.ts): an event, an owner's key, or an erased
+// pseudonym. An event's `owner` and `plantId` are null when it names no readable plant; `sealed`
+// is false for a version 1 (plaintext) event, sealed on its way in; `resolved` is false for one whose
+// pseudonym only the target store can vouch for (erased there).
+export type StagedLine =
+  | {
+      kind: 'event'
+      line: number
+      text: string
+      pseudonym: string | null
+      owner: string | null
+      plantId: bigint | null
+      sealed: boolean
+      resolved: boolean
+    }
+  | { kind: 'key'; line: number; pseudonym: string; owner: string; key: string }
+  | { kind: 'erased'; line: number; pseudonym: string; erasedAt: string }
 
 // A line that breaks a rule across lines, and the rule.
 export type Clash = { line: number; rule: string }
 
+// One table for the three kinds of line: `key` holds an owner's key (a key line's, or the one a
+// plaintext event is sealed under), `event` the event as the file holds it.
 export async function createStaging(db: Database, name: string): Promise<Staging> {
   const table = sql.identifier(name)
   await db.execute(sql`
     create unlogged table ${table} (
-      line int primary key, position bigint not null, stream_id text not null,
-      stream_version int not null, owner text not null, plant_id bigint not null, event jsonb not null)`)
+      line int primary key, kind text not null, pseudonym text, owner text, position bigint,
+      stream_id text, stream_version int, plant_id bigint, sealed boolean, resolved boolean,
+      event jsonb, key bytea, erased_at timestamptz)`)
   return { table, name }
 }
 
@@ -26,17 +45,26 @@ export async function createStaging(db: Database, name: string): Promise<Staging
 // keeps every digit and character exactly as exported.
 export async function stageLines(db: Database, { table }: Staging, lines: StagedLine[]): Promise<void> {
   if (lines.length === 0) return
-  const array = `[${lines
-    .map(
-      ({ line, text, owner, plantId }) =>
-        `{"n":${line},"o":${JSON.stringify(owner)},"i":"${plantId}","e":${text}}`,
-    )
-    .join(',')}]`
+  const array = `[${lines.map(stagedValue).join(',')}]`
   await db.execute(sql`
-    insert into ${table} (line, position, stream_id, stream_version, owner, plant_id, event)
-    select (x->>'n')::int, (x->'e'->>'position')::bigint, x->'e'->>'streamId',
-           (x->'e'->>'streamVersion')::int, x->>'o', (x->>'i')::bigint, x->'e'
+    insert into ${table} (line, kind, pseudonym, owner, position, stream_id, stream_version, plant_id,
+                          sealed, resolved, event, key, erased_at)
+    select (x->>'n')::int, x->>'k', x->>'p', x->>'o', (x->'e'->>'position')::bigint, x->'e'->>'streamId',
+           (x->'e'->>'streamVersion')::int, (x->>'i')::bigint, (x->>'s')::boolean, (x->>'r')::boolean,
+           x->'e', decode(x->>'key', 'base64'), (x->>'t')::timestamptz
     from jsonb_array_elements(${array}::jsonb) as x`)
+}
+
+function stagedValue(line: StagedLine): string {
+  const common = `"n":${line.line},"k":"${line.kind}","p":${JSON.stringify(line.pseudonym)}`
+  switch (line.kind) {
+    case 'event':
+      return `{${common},"o":${JSON.stringify(line.owner)},"i":${line.plantId === null ? 'null' : `"${line.plantId}"`},"s":${line.sealed},"r":${line.resolved},"e":${line.text}}`
+    case 'key':
+      return `{${common},"o":${JSON.stringify(line.owner)},"key":${JSON.stringify(line.key)}}`
+    case 'erased':
+      return `{${common},"t":${JSON.stringify(line.erasedAt)}}`
+  }
 }
 
 // The first line, if any, that repeats an earlier one's plant (one plant per owner and id) or, when
@@ -46,7 +74,8 @@ export async function firstClashInFile(db: Executor, { table }: Staging, keepPos
     db,
     sql`select line, 'owner ' || to_json(owner)::text || ' has plant ' || plant_id || ' at line ' || first
               || ' already (one plant per owner and id)' as rule
-        from (select line, owner, plant_id, min(line) over (partition by owner, plant_id) as first from ${table}) s
+        from (select line, owner, plant_id, min(line) over (partition by owner, plant_id) as first
+              from ${table} where kind = 'event' and plant_id is not null) s
         where line <> first order by line limit 1`,
   )
   const position = keepPositions
@@ -54,7 +83,8 @@ export async function firstClashInFile(db: Executor, { table }: Staging, keepPos
         db,
         sql`select line, 'position ' || position || ' is also at line ' || first
                   || ' (each event has its own position)' as rule
-            from (select line, position, min(line) over (partition by position) as first from ${table}) s
+            from (select line, position, min(line) over (partition by position) as first
+                  from ${table} where kind = 'event') s
             where line <> first order by line limit 1`,
       )
     : undefined
@@ -62,16 +92,70 @@ export async function firstClashInFile(db: Executor, { table }: Staging, keepPos
   return clashes.sort((a, b) => a.line - b.line)[0]
 }
 
-// Under the append lock: the first line that the store makes unfoldable, a plant its owner already
-// has or a stream version that does not continue the stream's (gaps and overlaps alike).
+// Under the append lock: the first line whose owner or pseudonym the store already knows. A key
+// line's owner may have no key in the store, live or being erased (two keys for one sub would
+// collide in plants), nor its pseudonym be the store's or erased there; an erased line's pseudonym
+// may not be live there; an event whose pseudonym the file does not name must be erased there.
+export async function firstOwnerClash(tx: Transaction, { table }: Staging): Promise<Clash | undefined> {
+  return firstRow(
+    tx,
+    sql`select line, rule from (
+          select s.line, case
+            when s.kind = 'key' and exists (select 1 from ${ownerKeys} k where k.owner = s.owner)
+              then 'owner ' || to_json(s.owner)::text
+                   || ' is an owner the target store already has: two keys for one sub would collide in plants'
+            when s.kind = 'key' and exists (select 1 from ${erasedOwners} e where e.pseudonym = s.pseudonym)
+              then 'pseudonym ' || s.pseudonym || ' was erased in the target store: its owner cannot come back'
+            when s.kind = 'key' and exists (select 1 from ${ownerKeys} k where k.pseudonym = s.pseudonym)
+              then 'pseudonym ' || s.pseudonym || ' is in the target store already, with another owner'
+            when s.kind = 'erased' and exists (
+                   select 1 from ${ownerKeys} k where k.pseudonym = s.pseudonym and not k.erasing)
+              then 'pseudonym ' || s.pseudonym
+                   || ' is erased in the file but readable in the target store: erase its owner there first'
+            when s.kind = 'event' and not s.resolved
+                 and not exists (select 1 from ${erasedOwners} e where e.pseudonym = s.pseudonym)
+                 and not exists (select 1 from ${ownerKeys} k where k.pseudonym = s.pseudonym and k.erasing)
+              then 'pseudonym ' || s.pseudonym
+                   || ' has neither a key line nor an erased line in the file, and the target store has not erased it'
+            end as rule
+          from ${table} s) checked
+        where rule is not null order by line limit 1`,
+  )
+}
+
+// Under the append lock: finds or makes the key of each owner of a plaintext (version 1) event, as
+// the append statement does (store/event-store.ts), and gives the event its pseudonym and its stream
+// id under that key, so that it is sealed on its way in and checked as any other.
+export async function keyPlainOwners(tx: Transaction, { table }: Staging): Promise<void> {
+  await tx.execute(sql`
+    with owners as (select distinct owner from ${table} where kind = 'event' and not sealed),
+    found as (
+      select k.pseudonym, k.owner, k.key from ${ownerKeys} as k
+      where not k.erasing and k.owner in (select owner from owners)
+      for share of k),
+    made as (
+      insert into ${ownerKeys} (pseudonym, owner, key)
+      select encode(gen_random_bytes(16), 'hex'), owners.owner, gen_random_bytes(32) from owners
+      where not exists (select 1 from found where found.owner = owners.owner)
+      on conflict (owner) where not erasing do update set owner = excluded.owner
+      returning pseudonym, owner, key),
+    keys as (select * from found union all select * from made)
+    update ${table} as s
+    set pseudonym = keys.pseudonym, key = keys.key, stream_id = plant_store_stream_id(s.plant_id::text, keys.key)
+    from keys where s.kind = 'event' and not s.sealed and s.owner = keys.owner`)
+}
+
+// Under the append lock, once the owners are keyed: the first line that the store makes
+// unfoldable, a plant its owner already has or a stream version that does not continue the
+// stream's (gaps and overlaps alike).
 export async function firstClashWithStore(tx: Transaction, { table }: Staging): Promise<Clash | undefined> {
   const existing = await firstRow(
     tx,
     sql`select line, 'owner ' || to_json(owner)::text || ' already has plant ' || plant_id
               || ' in the store (one plant per owner and id)' as rule
         from ${table} s
-        where exists (select 1 from plants p where p.owner = s.owner and p.id = s.plant_id)
-           or exists (select 1 from ${events} e where e.stream_id = s.stream_id)
+        where kind = 'event' and plant_id is not null
+          and exists (select 1 from ${plants} p where p.owner = s.owner and p.id = s.plant_id)
         order by line limit 1`,
   )
   if (existing) return existing
@@ -82,14 +166,24 @@ export async function firstClashWithStore(tx: Transaction, { table }: Staging): 
         from (select s.line, s.stream_id, s.stream_version,
                      coalesce((select max(e.stream_version) from ${events} e where e.stream_id = s.stream_id), 0)
                        + row_number() over (partition by s.stream_id order by s.line) as expected
-              from ${table} s) checked
+              from ${table} s where kind = 'event') checked
         where stream_version <> expected order by line limit 1`,
   )
 }
 
-// Appends the staged events in line order and projects them, in the caller's transaction.
-// `keepPositions` (an empty store) keeps their positions; otherwise they follow the head.
+// Appends the staged lines and projects the events, in the caller's transaction: the keys and the
+// erased pseudonyms first, so that the projection (one definition, projectInto) opens the events
+// with the keys it finds in the store; then the events in line order, a plaintext one sealed under
+// its owner's key as the append statement seals it. `keepPositions` (an empty store) keeps their
+// positions; otherwise they follow the head.
 export async function appendStaged(tx: Transaction, { table }: Staging, keepPositions: boolean) {
+  await tx.execute(sql`
+    insert into ${ownerKeys} (pseudonym, owner, key)
+    select pseudonym, owner, key from ${table} where kind = 'key' order by line`)
+  await tx.execute(sql`
+    insert into ${erasedOwners} (pseudonym, erased_at)
+    select pseudonym, erased_at from ${table} where kind = 'erased' order by line
+    on conflict (pseudonym) do nothing`)
   const position = keepPositions
     ? sql`s.position`
     : sql`nextval(pg_get_serial_sequence('events', 'position'))`
@@ -97,8 +191,13 @@ export async function appendStaged(tx: Transaction, { table }: Staging, keepPosi
     with inserted as (
       insert into ${events} (position, stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
       select ${position}, s.stream_id, s.stream_version, s.event->>'type', (s.event->>'schemaVersion')::int,
-             s.event->'data', s.event->'metadata', (s.event->>'recordedAt')::timestamptz
-      from (select * from ${table} order by line) s
+             case when s.sealed then s.event->'data'
+                  else jsonb_build_object('sealed', plant_store_seal((s.event->'data')::text, s.key)) end,
+             case when s.sealed then s.event->'metadata'
+                  else jsonb_build_object('pseudonym', s.pseudonym, 'sealed', plant_store_seal(
+                         jsonb_build_object('requestId', s.event->'metadata'->>'requestId')::text, s.key)) end,
+             (s.event->>'recordedAt')::timestamptz
+      from (select * from ${table} where kind = 'event' order by line) s
       returning *),
     projected as (${projectInto()(sql`inserted`)})
     select count(*)::int as events from inserted`)
@@ -124,7 +223,7 @@ export function lockStagedOwners({ table }: Staging) {
   return async (tx: Transaction): Promise<void> => {
     await tx.execute(sql`
       select count(pg_advisory_xact_lock(key))
-      from (select distinct hashtextextended(owner, 0) as key from ${table} order by 1) as keys`)
+      from (select distinct hashtextextended(owner, 0) as key from ${table} where owner is not null order by 1) as keys`)
   }
 }
 

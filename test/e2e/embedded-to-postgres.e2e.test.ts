@@ -15,6 +15,8 @@ const BODIES: Record<string, string[]> = {
   ],
   'bob 🌵': ['{"id": -9223372036854775808, "name": "Kaktus 🌵 é 你好 \\ud83d\\ude00", "tag": "ת\\"ג\\\\"}'],
   carol: ['{"id": 1, "name": "\\u2028sep", "tag": "\\t"}', '{"id": 2, "name": "two"}'],
+  // erased before the move (CONTRACT §12): erased they stay
+  'dave.erased': ['{"id": 41, "name": "Dave fern", "tag": "dave-tag"}', '{"id": 42, "name": "Dave ivy"}'],
 }
 
 let dataDir: string
@@ -32,7 +34,11 @@ afterAll(async () => {
   await database.drop()
 })
 
-async function listings(env: Env): Promise<Record<string, string>> {
+// Every owner's listing; then `afterwards` (with the server still up).
+async function listings(
+  env: Env,
+  afterwards: (url: string) => Promise<void> = async () => {},
+): Promise<Record<string, string>> {
   const server = await startServer(env)
   try {
     const found: Record<string, string> = {}
@@ -41,13 +47,27 @@ async function listings(env: Env): Promise<Record<string, string>> {
       const response = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
       found[owner] = await response.text()
     }
+    await afterwards(server.url)
     return found
   } finally {
     await server.stop()
   }
 }
 
-test('embedded → export → import into PostgreSQL → the same listing for every owner', async () => {
+// The erased sub creates again, an old id included: a new owner with no past.
+async function createAnew(env: Env, url: string): Promise<string> {
+  const token = (await runCli(['token', 'issue', 'dave.erased'], env)).stdout.trim()
+  const headers = { authorization: `Bearer ${token}` }
+  const created = await fetch(`${url}/plants`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: '{"id": 41, "name": "Dave anew"}',
+  })
+  expect(created.status).toBe(200)
+  return (await fetch(`${url}/plants`, { headers })).text()
+}
+
+test('embedded → export → import into PostgreSQL → the same listing for every owner, the erased one erased', async () => {
   // given: plants created through the embedded server
   const server = await startServer(embedded)
   for (const [owner, bodies] of Object.entries(BODIES)) {
@@ -62,18 +82,39 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
     }
   }
   await server.stop()
+  const erased = await runCli(['owners', 'erase', 'dave.erased'], embedded)
+  expect(erased).toMatchObject({ exitCode: 0, stdout: '2\n' })
   const before = await listings(embedded)
   // when
   const exported = await runCli(['events', 'export'], embedded)
   const imported = await runCli(['events', 'import'], postgresEnv, exported.stdout)
-  // then
+  // then: the header, 3 keys, 1 erased pseudonym, 8 plants and the erasure's notice
   expect(exported.exitCode).toBe(0)
-  expect(exported.stdout.trim().split('\n').length).toBe(6)
+  expect(exported.stderr).toContain('exported 9 events, with 3 owner key(s) and 1 erased owner(s)')
+  const lines = exported.stdout.trim().split('\n')
+  expect(lines.length).toBe(1 + 3 + 1 + 9)
+  for (const trace of ['dave', 'Dave fern', 'Dave ivy', 'dave-tag'])
+    expect(exported.stdout).not.toContain(trace)
   expect(imported.exitCode).toBe(0)
-  expect(imported.stderr).toContain('imported 6 events, each with its plant')
-  expect(await listings(postgresEnv)).toEqual(before)
+  expect(imported.stderr).toContain('imported 9 events, each with its plant')
+  let anew = ''
+  expect(
+    await listings(postgresEnv, async (url) => {
+      anew = await createAnew(postgresEnv, url)
+    }),
+  ).toEqual(before)
   expect(before.alice).toBe('[{"name":"Ficus"},{"name":"Ficus twin"},{"name":"Max","tag":""}]')
-  expect((await runCli(['events', 'export'], postgresEnv)).stdout).toBe(exported.stdout)
+  expect(before['dave.erased']).toBe('[]')
+  expect(anew).toBe('[{"name":"Dave anew"}]')
+  // the log moved whole: the same events at the same positions, the pseudonym still erased
+  const moved = (await runCli(['events', 'export'], postgresEnv)).stdout.trim().split('\n')
+  expect(moved.filter((line) => line.startsWith('{"position":')).slice(0, 9)).toEqual(
+    lines.filter((line) => line.startsWith('{"position":')),
+  )
+  expect(moved.filter((line) => line.startsWith('{"erased":'))).toEqual(
+    lines.filter((line) => line.startsWith('{"erased":')),
+  )
+  expect((await runCli(['projection', 'verify'], postgresEnv)).exitCode).toBe(0)
   // and a second import into the now non-empty store is refused
   const again = await runCli(['events', 'import'], postgresEnv, exported.stdout)
   expect(again.exitCode).toBe(1)
@@ -97,7 +138,7 @@ test('verify exits non-zero and names the drift; status shows the last rebuild a
   expect(dryRun.stdout).toContain('nothing swapped')
   expect(status.stdout).toMatch(
     // the import projected its events itself: no rebuild yet, and the deleted row is behind
-    /projection plants: never rebuilt; log head: position \d+ \(6 events\); 1 event\(s\) behind: run projection rebuild/,
+    /projection plants: never rebuilt; log head: position \d+ \(10 events\); 1 event\(s\) behind: run projection rebuild/,
   )
   expect((await runCli(['projection', 'rebuild'], postgresEnv)).exitCode).toBe(0)
   expect((await runCli(['projection', 'verify'], postgresEnv)).exitCode).toBe(0)

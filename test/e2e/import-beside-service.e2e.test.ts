@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { HEADER, keyLine, sealedLine, type TestKey, testKey } from '../replay/sealed-lines.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
@@ -24,21 +25,14 @@ afterAll(async () => {
   await database.drop()
 })
 
-// Exported lines of other owners than the one creating through the API.
-function importLines(from: number, count: number): string {
-  let text = ''
+// An export of other owners than the one creating through the API: the header and their keys,
+// then their events, written from `from` on.
+const IMPORTERS = Array.from({ length: 40 }, (_, n) => testKey(`importer-${n}`))
+async function importLines(from: number, count: number): Promise<string> {
+  let text = from === 0 ? `${[HEADER, ...IMPORTERS.map(keyLine)].join('\n')}\n` : ''
   for (let n = from; n < from + count; n++) {
-    const owner = `importer-${n % 40}`
-    text += `${JSON.stringify({
-      position: String(n + 1),
-      streamId: `plant:${n}:${owner}`,
-      streamVersion: 1,
-      type: 'PlantCreated',
-      schemaVersion: 1,
-      data: { id: String(n), name: `imported ${n}`, tag: null },
-      metadata: { owner, requestId: 'import' },
-      recordedAt: '2026-01-02T03:04:05.678Z',
-    })}\n`
+    const key = IMPORTERS[n % IMPORTERS.length] as TestKey
+    text += `${await sealedLine(key, { id: String(n), name: `imported ${n}`, position: String(n + 1), requestId: 'import' })}\n`
   }
   return text
 }
@@ -61,13 +55,13 @@ test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no 
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  importer.stdin.write(importLines(0, BEFORE_PAUSE))
+  importer.stdin.write(await importLines(0, BEFORE_PAUSE))
   await importer.stdin.flush()
   let paused = true
   const resume = (async () => {
     await Bun.sleep(PAUSE_MS)
     paused = false
-    importer.stdin.write(importLines(BEFORE_PAUSE, AFTER_PAUSE))
+    importer.stdin.write(await importLines(BEFORE_PAUSE, AFTER_PAUSE))
     await importer.stdin.end()
   })()
   // and a rebuild starts while the import waits

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import { HEADER, keyLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { type Env, runCli } from '../support/server-process.ts'
 
@@ -27,10 +28,11 @@ async function embeddedEnv(): Promise<Env> {
   return { DATA_DIR: dataDir }
 }
 
-const GOOD =
-  '{"position":"1","streamId":"plant:1:ada","streamVersion":1,"type":"PlantCreated","schemaVersion":1,' +
-  '"data":{"id":"1","name":"Fern","tag":null},"metadata":{"owner":"ada","requestId":"r"},"recordedAt":"2026-01-02T03:04:05.678Z"}'
-const HOSTILE = GOOD.replace('"position":"1"', '"position":"2"').replace('"tag":null', '"tag":"\\u0000"')
+// An export of one owner's plant (the header, the key on line 2, the event on line 3), and a
+// hostile event of the same owner, sealed with its key.
+const ada = testKey('ada')
+const GOOD = [HEADER, keyLine(ada), await sealedLine(ada, { id: '1', position: '1' })].join('\n')
+const HOSTILE = await sealedLine(ada, { id: '2', position: '2', tag: 'a\u0000' })
 
 for (const [kind, environment] of [
   ['PostgreSQL', async () => (await postgresEnv()).env],
@@ -41,7 +43,7 @@ for (const [kind, environment] of [
     const refused = await runCli(['events', 'import'], env, `${GOOD}\n${HOSTILE}\n`)
     expect(refused.exitCode).toBe(1)
     expect(refused.stderr).toBe(
-      'import refused, nothing was imported: line 2: /data/tag: text must be well-formed Unicode (no lone surrogate) without U+0000\n',
+      'import refused, nothing was imported: line 4: /data/tag: text must be well-formed Unicode (no lone surrogate) without U+0000\n',
     )
     // (the embedded store takes a while to open under load; its empty-file case is in the int test)
     if (kind === 'PostgreSQL') {
@@ -61,11 +63,15 @@ test('a rebuild killed half-way leaves a table that status shows and the next re
   expect((await runCli(['db', 'migrate'], env)).exitCode).toBe(0)
   const sql = postgres(url, { max: 1, onnotice: () => {} })
   try {
+    await sql`insert into owner_keys (pseudonym, owner, key)
+              values (encode(gen_random_bytes(16), 'hex'), 'seed', gen_random_bytes(32))`
     await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-              select 'plant:' || n || ':seed', 1, 'PlantCreated', 1,
-                     jsonb_build_object('id', n::text, 'name', 'seed ' || n, 'tag', null),
-                     jsonb_build_object('owner', 'seed', 'requestId', 'seed'), now()
-              from generate_series(1, 200000) as n`
+              select plant_store_stream_id(n::text, k.key), 1, 'PlantCreated', 1,
+                     jsonb_build_object('sealed', plant_store_seal(
+                       jsonb_build_object('id', n::text, 'name', 'seed ' || n, 'tag', null)::text, k.key)),
+                     jsonb_build_object('pseudonym', k.pseudonym,
+                       'sealed', plant_store_seal('{"requestId": "seed"}', k.key)), now()
+              from generate_series(1, 200000) as n cross join owner_keys as k`
     // when: the rebuild is killed once its table exists
     const rebuild = Bun.spawn(['bun', 'src/cli/main.ts', 'projection', 'rebuild'], {
       cwd: ROOT,

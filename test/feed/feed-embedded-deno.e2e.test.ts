@@ -29,14 +29,14 @@ async function testFeed(label: string): Promise<TestFeed> {
   return feed
 }
 
-// The positions in the log, in log order, as `events export` writes them (the server is stopped:
-// one process at a time on a data directory).
+// The positions in the log, in log order, as `events export` writes them after its header and key
+// lines (the server is stopped: one process at a time on a data directory).
 async function exportedPositions(env: Record<string, string>): Promise<string[]> {
   const exported = await runCli(['events', 'export'], env)
   expect(exported.exitCode).toBe(0)
   return exported.stdout
     .split('\n')
-    .filter((line) => line !== '')
+    .filter((line) => line.startsWith('{"position":'))
     .map((line) => (JSON.parse(line) as { position: string }).position)
 }
 

@@ -4,8 +4,16 @@ import { exportEvents } from '../../src/replay/export-events.ts'
 import { ImportRefused, importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
-import { count, create, openTestStorage, rowsOf, type StorageKind, type TestStorage } from './storage.ts'
+import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT, TRICKY_PLANTS } from './fixtures.ts'
+import {
+  count,
+  create,
+  listing,
+  openTestStorage,
+  rowsOf,
+  type StorageKind,
+  type TestStorage,
+} from './storage.ts'
 
 async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
   let text = ''
@@ -43,10 +51,16 @@ for (const [from, to] of ROUND_TRIPS) {
     beforeAll(async () => {
       ;[source, target] = await Promise.all([openTestStorage(from), openTestStorage(to)])
       await createTrickyPlants(source.db)
+      // A PlantCreated v0, sealed as the upgrade of a log of the previous version seals it.
       await source.db.execute(
-        sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-            values ('plant:1234567890123456789:olivia', 1, 'PlantCreated', 0, '{"plantId": 1234567890123456789, "title": "v0"}',
-                    '{"owner": "olivia", "requestId": "r"}', '2020-01-01T00:00:00.123456Z')`,
+        sql`with key as (insert into owner_keys (pseudonym, owner, key)
+                         values (encode(gen_random_bytes(16), 'hex'), 'olivia', gen_random_bytes(32)) returning *)
+            insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+            select plant_store_stream_id('1234567890123456789', key.key), 1, 'PlantCreated', 0,
+                   jsonb_build_object('sealed', plant_store_seal('{"plantId": 1234567890123456789, "title": "v0"}', key.key)),
+                   jsonb_build_object('pseudonym', key.pseudonym, 'sealed', plant_store_seal('{"requestId": "r"}', key.key)),
+                   '2020-01-01T00:00:00.123456Z'
+            from key`,
       )
     })
     afterAll(() => Promise.all([source.close(), target.close()]))
@@ -60,8 +74,13 @@ for (const [from, to] of ROUND_TRIPS) {
       expect(imported).toBe(TRICKY_PLANT_COUNT + 1)
       expect(await exportText(target.db)).toBe(exported)
       expect(await listingsByOwner(target.db)).toEqual(await listingsByOwner(source.db))
-      const [v0] = await rowsOf(target.db, `select data::text as data from events where schema_version = 0`)
+      const [v0] = await rowsOf(
+        target.db,
+        `select plant_store_open(data, k.key)::text as data
+         from events join owner_keys k on k.pseudonym = metadata->>'pseudonym' where schema_version = 0`,
+      )
       expect(v0?.data).toBe('{"title": "v0", "plantId": 1234567890123456789}')
+      expect(await listing(target.db, 'olivia')).toEqual([{ name: 'v0' }])
     })
 
     test('new appends after an import take positions above the imported ones', async () => {
@@ -78,12 +97,14 @@ for (const [from, to] of ROUND_TRIPS) {
       expect(await count(target.db, 'events')).toBe(before)
     })
 
-    test('--append that would repeat a stream version is refused whole', async () => {
+    test('--append of the same export is refused whole: its owners are in the store already', async () => {
       const before = await count(target.db, 'events')
       const refused = importEvents(target.db, readLines(chunked(await exportText(source.db))), {
         append: true,
       })
-      await expect(refused).rejects.toThrow('already has plant')
+      await expect(refused).rejects.toThrow(
+        /^line 2: owner ".*" is an owner the target store already has: two keys for one sub would collide in plants$/,
+      )
       expect(await count(target.db, 'events')).toBe(before)
     })
 
@@ -109,10 +130,14 @@ for (const [from, to] of ROUND_TRIPS) {
       await expect(refused).rejects.toThrow('line 2: /streamVersion')
     })
 
-    test('--after exports only the events past a position', async () => {
+    test('--after exports only the events past a position, after the header and every key', async () => {
       const lines = (await exportText(source.db, 2n)).trim().split('\n')
-      expect(lines.length).toBe(TRICKY_PLANT_COUNT + 1 - 2)
-      expect(lines[0]).toStartWith('{"position":"3",')
+      const owners = Object.keys(TRICKY_PLANTS).length + 1
+      expect(lines[0]).toBe('{"format":"plant-store-events","version":2}')
+      expect(lines.slice(1, 1 + owners).every((line) => line.startsWith('{"key":'))).toBe(true)
+      const events = lines.slice(1 + owners)
+      expect(events.length).toBe(TRICKY_PLANT_COUNT + 1 - 2)
+      expect(events[0]).toStartWith('{"position":"3",')
     })
   })
 }

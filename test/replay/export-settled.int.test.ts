@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents } from '../../src/replay/import-events.ts'
+import { HEADER, keyLine, sealedLine, type TestKey, testKey } from './sealed-lines.ts'
 import { create, openTestStorage, rowsOf, type TestStorage } from './storage.ts'
 
 // CONTRACT §6: successive `events export --after P`, each after the last position of the one
@@ -23,23 +24,22 @@ async function exportPositions(after: bigint): Promise<bigint[]> {
   )
   return text
     .split('\n')
-    .filter((line) => line !== '')
+    .filter((line) => line.startsWith('{"position":'))
     .map((line) => BigInt((JSON.parse(line) as { position: string }).position))
 }
 
+// An export of 13 other owners, read slowly.
 async function* slowImport(count: number): AsyncGenerator<string> {
+  const keys = Array.from({ length: 13 }, (_, owner) => testKey(`imported ${owner}`))
+  yield HEADER
+  for (const key of keys) yield keyLine(key)
   for (let index = 0; index < count; index++) {
     if (index % 500 === 0) await Bun.sleep(20)
-    const owner = `imported ${index % 13}`
-    yield JSON.stringify({
-      position: '1',
-      streamId: `plant:${index}:${owner}`,
-      streamVersion: 1,
-      type: 'PlantCreated',
-      schemaVersion: 1,
-      data: { id: String(index), name: `imported ${index}`, tag: null },
-      metadata: { owner, requestId: `import-${index}` },
-      recordedAt: '2026-01-02T03:04:05.678Z',
+    const key = keys[index % keys.length] as TestKey
+    yield await sealedLine(key, {
+      id: String(index),
+      name: `imported ${index}`,
+      requestId: `import-${index}`,
     })
   }
 }

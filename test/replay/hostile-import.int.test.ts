@@ -1,107 +1,204 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Buffer } from 'node:buffer'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { ImportRefused, importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
+import {
+  HEADER,
+  keyLine,
+  plainLine,
+  type SealedFields,
+  sealedLine,
+  streamIdOf,
+  testKey,
+} from './sealed-lines.ts'
 import { count, create, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
 
-type LineFields = {
-  position?: string
-  owner?: string
-  id?: string
-  name?: unknown
-  tag?: unknown
-  version?: number
-  type?: string
-  schemaVersion?: number
-  recordedAt?: string
-  streamId?: string
-}
-
-// One exported line, as `events export` writes it, with any field replaced.
-function line(fields: LineFields = {}): string {
-  const { owner = 'mallory', id = '1', position = '1', version = 1 } = fields
-  const data: Record<string, unknown> = {
-    id,
-    name: 'name' in fields ? fields.name : 'Fern',
-    tag: fields.tag ?? null,
-  }
-  if (fields.name === undefined && 'name' in fields) delete data.name
-  return JSON.stringify({
-    position,
-    streamId: fields.streamId ?? `plant:${id}:${owner}`,
-    streamVersion: version,
-    type: fields.type ?? 'PlantCreated',
-    schemaVersion: fields.schemaVersion ?? 1,
-    data,
-    metadata: { owner, requestId: 'r' },
-    recordedAt: fields.recordedAt ?? '2026-01-02T03:04:05.678Z',
-  })
-}
+// A new owner's key: the store's own owners cannot come in by --append.
+const trudy = testKey('trudy')
+const line = (fields: SealedFields = {}) => sealedLine(trudy, fields)
 
 async function* chunks(...parts: (string | Uint8Array)[]) {
   for (const part of parts) yield typeof part === 'string' ? new TextEncoder().encode(part) : part
 }
 
-// A first good line, then the hostile one: a refusal must take back the good line too.
-const good = line({ owner: 'mallory', id: '100', position: '1' })
-const HOSTILE: [string, string, RegExp][] = [
+// A file of the header, trudy's key, a first good event (line 3), then `rest`: a refusal must take
+// back the good lines too.
+async function file(...rest: string[]): Promise<string> {
+  return `${[HEADER, keyLine(trudy), await line({ id: '100', position: '1' }), ...rest].join('\n')}\n`
+}
+
+// The data's sealed text with one byte changed: in the IV (the opened text no longer starts with
+// `{`), or in the first block of ciphertext (that block opens to noise).
+function changeByte(eventLine: string, field: 'data' | 'metadata', at: number): string {
+  const event = JSON.parse(eventLine)
+  const bytes = Buffer.from(event[field].sealed, 'base64')
+  bytes[at] = (bytes[at] ?? 0) ^ 0x5a
+  event[field].sealed = bytes.toString('base64')
+  return JSON.stringify(event)
+}
+
+const HOSTILE: [string, () => Promise<string>, RegExp][] = [
   [
     'an unknown type',
-    line({ type: 'PlantDeleted', position: '2' }),
-    /^line 2: unknown event type "PlantDeleted"/,
+    async () => file(await line({ type: 'PlantDeleted', position: '2' })),
+    /^line 4: unknown event type "PlantDeleted"/,
   ],
-  ['an id that is not a number', line({ id: 'abc', position: '2' }), /^line 2: data: id must be an integer/],
-  ['an id beyond int64', line({ id: '9223372036854775808', position: '2' }), /^line 2: data: id must be/],
+  [
+    'an id that is not a number',
+    async () => file(await line({ id: 'abc', position: '2' })),
+    /^line 4: data: id must be an integer/,
+  ],
+  [
+    'an id beyond int64',
+    async () => file(await line({ id: '9223372036854775808', position: '2' })),
+    /^line 4: data: id must be/,
+  ],
   [
     'a missing name',
-    line({ name: undefined, position: '2' }),
-    /^line 2: data: name must be a string of 1 to 1024/,
+    async () => file(await line({ dataText: '{"id": "2", "tag": null}', position: '2' })),
+    /^line 4: data: name must be a string of 1 to 1024/,
   ],
   [
     'an unknown schema version',
-    line({ schemaVersion: 7, position: '2' }),
-    /^line 2: unknown schema version 7/,
+    async () => file(await line({ schemaVersion: 7, position: '2' })),
+    /^line 4: unknown schema version 7/,
   ],
   [
-    'a lone surrogate',
-    line({ name: 'a\ud800b', position: '2' }),
-    /^line 2: \/data\/name: text must be well-formed/,
+    'a lone surrogate in the sealed name',
+    async () =>
+      file(await line({ dataText: '{"id": "2", "name": "a\\ud800b", "tag": null}', position: '2' })),
+    /^line 4: \/data\/name: text must be well-formed/,
   ],
-  ['U+0000', line({ tag: 'a\u0000', position: '2' }), /^line 2: \/data\/tag: text must be well-formed/],
+  [
+    'U+0000 in the sealed tag',
+    async () => file(await line({ id: '2', tag: 'a\u0000', position: '2' })),
+    /^line 4: \/data\/tag: text must be well-formed/,
+  ],
   [
     'an impossible time',
-    line({ recordedAt: '2024-13-45T99:99:99Z', position: '2' }),
-    /^line 2: recordedAt .* not a valid time/,
+    async () => file(await line({ recordedAt: '2024-13-45T99:99:99Z', position: '2' })),
+    /^line 4: recordedAt .* not a valid time/,
   ],
-  ['a position beyond bigint', line({ position: '9223372036854775808' }), /^line 2: position must be from 1/],
-  ['a position of 20 digits', line({ position: '99999999999999999999' }), /^line 2: \/position /],
+  [
+    'a position beyond bigint',
+    async () => file(await line({ position: '9223372036854775808' })),
+    /^line 4: position must be from 1/,
+  ],
+  [
+    'a position of 20 digits',
+    async () => file(await line({ position: '99999999999999999999' })),
+    /^line 4: \/position /,
+  ],
   [
     'a name of 2,000 characters',
-    line({ name: 'n'.repeat(2000), position: '2' }),
-    /^line 2: data: name must be/,
-  ],
-  ['an empty name', line({ name: '', position: '2' }), /^line 2: data: name must be/],
-  [
-    'an empty owner',
-    line({ owner: '', position: '2' }),
-    /^line 2: metadata.owner: the owner must be 1 to 255/,
+    async () => file(await line({ id: '2', name: 'n'.repeat(2000), position: '2' })),
+    /^line 4: data: name must be/,
   ],
   [
-    'a stream that is not the plant own',
-    line({ streamId: 'plant:5:mallory', position: '2' }),
-    /^line 2: streamId must be/,
+    'an empty name',
+    async () => file(await line({ id: '2', name: '', position: '2' })),
+    /^line 4: data: name must be/,
+  ],
+  [
+    'an empty owner in a key line',
+    async () => `${[HEADER, keyLine({ ...testKey(''), pseudonym: 'a'.repeat(32) })].join('\n')}\n`,
+    /^line 2: key.owner: the owner must be 1 to 255/,
+  ],
+  [
+    'a stream id that is not the HMAC of the plant id',
+    async () => file(await line({ id: '2', streamId: await streamIdOf('5', trudy.bytes), position: '2' })),
+    /^line 4: streamId must be the plant's own stream, the HMAC of its id/,
+  ],
+  [
+    'a stream id in the clear',
+    async () => file(await line({ id: '2', streamId: 'plant:2:trudy', position: '2' })),
+    /^line 4: streamId must be the plant's own stream/,
+  ],
+  [
+    'a wrong key',
+    async () =>
+      file(await sealedLine({ ...testKey('trudy'), pseudonym: trudy.pseudonym }, { id: '2', position: '2' })),
+    /^line 4: data: does not open with the key of its pseudonym \(line 2\)/,
+  ],
+  [
+    'a changed byte in the IV',
+    async () => file(changeByte(await line({ id: '2', position: '2' }), 'data', 0)),
+    /^line 4: data: does not open with the key/,
+  ],
+  [
+    'a changed byte in the ciphertext',
+    async () => file(changeByte(await line({ id: '2', position: '2' }), 'data', 20)),
+    /^line 4: data: does not open with the key/,
+  ],
+  [
+    'a changed byte in the sealed request id',
+    async () => file(changeByte(await line({ id: '2', position: '2' }), 'metadata', 0)),
+    /^line 4: metadata: does not open with the key/,
+  ],
+  [
+    'an event whose pseudonym has no key line',
+    async () => file(await sealedLine(testKey('oscar'), { id: '2', position: '2' })),
+    /^line 4: pseudonym [0-9a-f]{32} has neither a key line nor an erased line in the file, and the target store has not erased it/,
+  ],
+  [
+    'a key line after the events',
+    async () => file(keyLine(testKey('oscar'))),
+    /^line 4: key and erased lines come before the events/,
+  ],
+  [
+    'a second key for the owner',
+    async () => `${[HEADER, keyLine(trudy), keyLine(testKey('trudy'))].join('\n')}\n`,
+    /^line 3: owner "trudy" has a key at line 2 already: two keys for one sub would collide in plants/,
+  ],
+  [
+    'an OwnerErased of an owner whose key the file holds',
+    async () =>
+      file(
+        JSON.stringify({
+          position: '2',
+          streamId: `owner:${trudy.pseudonym}`,
+          streamVersion: 1,
+          type: 'OwnerErased',
+          schemaVersion: 1,
+          data: {},
+          metadata: { pseudonym: trudy.pseudonym },
+          recordedAt: '2026-01-02T03:04:05.678Z',
+        }),
+      ),
+    /^line 4: OwnerErased of pseudonym [0-9a-f]{32}, whose key is at line 2/,
+  ],
+  [
+    'an unknown export version',
+    async () => '{"format":"plant-store-events","version":3}\n',
+    /^line 1: export version 3 is unknown/,
   ],
   [
     'a second event for an owner and id of the file',
-    line({ owner: 'mallory', id: '100', position: '2', version: 2 }),
-    /^line 2: owner "mallory" has plant 100 at line 1 already/,
+    async () => file(await line({ id: '100', position: '2', version: 2 })),
+    /^line 4: owner "trudy" has plant 100 at line 3 already/,
   ],
   [
     'a second version of a new stream',
-    line({ id: '300', position: '2', version: 2 }),
-    /^line 2: stream "plant:300:mallory" version 2 does not continue the stream \(expected version 1\)/,
+    async () => file(await line({ id: '300', position: '2', version: 2 })),
+    /^line 4: stream "plant:[0-9a-f]{64}" version 2 does not continue the stream \(expected version 1\)/,
+  ],
+  [
+    "a previous version's line with an unknown type",
+    async () => `${plainLine('mallory', { id: '100' }).replace('"PlantCreated"', '"PlantDeleted"')}\n`,
+    /^line 1: unknown event type "PlantDeleted"/,
+  ],
+  [
+    "a previous version's line whose stream is not the plant's own",
+    async () => `${plainLine('mallory', { id: '100' }).replace('plant:100:mallory', 'plant:5:mallory')}\n`,
+    /^line 1: streamId must be the plant's own stream, "plant:100:mallory"/,
+  ],
+  [
+    "a previous version's line with an empty owner",
+    async () => `${plainLine('', { id: '100' })}\n`,
+    /^line 1: metadata.owner: the owner must be 1 to 255/,
   ],
 ]
 
@@ -133,45 +230,53 @@ for (const kind of STORAGE_KINDS) {
 
     for (const [what, hostile, refusal] of HOSTILE) {
       test(`--append of a file with ${what} is refused in one line naming the line and the rule`, async () => {
-        const refused = await refusalOf(db, chunks(`${good}\n${hostile}\n`), true)
+        const refused = await refusalOf(db, chunks(await hostile()), true)
         expect(refused).toMatch(refusal)
         expect(refused).not.toContain('\n')
         await expectUnchangedAndSound()
       })
     }
 
-    test('--append of a plant the owner already has in the store is refused', async () => {
-      const refused = await refusalOf(db, chunks(`${good}\n${line({ id: '7', position: '2' })}\n`), true)
+    test('--append of a key for an owner the store has is refused: two keys for one sub', async () => {
+      const mallory = testKey('mallory')
+      const refused = await refusalOf(
+        db,
+        chunks(`${[HEADER, keyLine(mallory), await sealedLine(mallory, { id: '8' })].join('\n')}\n`),
+        true,
+      )
+      expect(refused).toBe(
+        'line 2: owner "mallory" is an owner the target store already has: two keys for one sub would collide in plants',
+      )
+      await expectUnchangedAndSound()
+    })
+
+    test("--append of a previous version's plant the owner already has in the store is refused", async () => {
+      const plain = `${plainLine('mallory', { id: '100' })}\n${plainLine('mallory', { id: '7', position: '2' })}\n`
+      const refused = await refusalOf(db, chunks(plain), true)
       expect(refused).toBe(
         'line 2: owner "mallory" already has plant 7 in the store (one plant per owner and id)',
       )
       await expectUnchangedAndSound()
     })
 
-    test('--append of version 2 of a stream the store has is refused (an overlap)', async () => {
-      const refused = await refusalOf(db, chunks(`${line({ id: '7', position: '2', version: 2 })}\n`), true)
-      expect(refused).toMatch(/^line 1: owner "mallory" already has plant 7 in the store/)
-      await expectUnchangedAndSound()
-    })
-
     test('a line that is not UTF-8 is refused by its number', async () => {
-      const bytes = new TextEncoder().encode(line({ name: 'Fern', position: '2' }))
-      const broken = bytes.map((byte, at) => (at === bytes.indexOf(0x46) ? 0xff : byte))
-      const refused = await refusalOf(db, chunks(`${good}\n`, broken, '\n'), true)
-      expect(refused).toBe('line 2: not valid UTF-8')
+      const bytes = new TextEncoder().encode(await line({ id: '2', position: '2' }))
+      const broken = bytes.map((byte, at) => (at === 5 ? 0xff : byte))
+      const refused = await refusalOf(db, chunks(await file(), broken, '\n'), true)
+      expect(refused).toBe('line 4: not valid UTF-8')
       await expectUnchangedAndSound()
     })
 
     test('a 50 MB name is refused at its line once the line passes the bound, never held whole', async () => {
       const megabyte = 'x'.repeat(1024 * 1024)
       async function* huge() {
-        yield `${good}\n{"position":"2","data":{"name":"`
+        yield `${await file()}{"position":"2","data":{"name":"`
         for (let sent = 0; sent < 50; sent++) yield megabyte
         yield '"}}\n'
       }
       const heapBefore = process.memoryUsage().heapUsed
       const refused = await refusalOf(db, huge(), true)
-      expect(refused).toBe('line 2: longer than 65536 bytes, more than any event takes')
+      expect(refused).toBe('line 4: longer than 65536 bytes, more than any event takes')
       expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(40 * 1024 * 1024)
       await expectUnchangedAndSound()
     })
@@ -187,13 +292,24 @@ for (const kind of STORAGE_KINDS) {
       try {
         const refused = await refusalOf(
           empty.db,
-          chunks(`${good}\n${line({ type: 'PlantDeleted', position: '2' })}\n`),
+          chunks(await file(await line({ type: 'PlantDeleted', position: '2' }))),
         )
-        expect(refused).toMatch(/^line 2: unknown event type/)
+        expect(refused).toMatch(/^line 4: unknown event type/)
+        const unnamed = await refusalOf(
+          empty.db,
+          chunks(await file(await sealedLine(testKey('oscar'), { position: '2' }))),
+        )
+        expect(unnamed).toMatch(
+          /^line 4: pseudonym [0-9a-f]{32} has neither a key line nor an erased line before its events$/,
+        )
         expect(await count(empty.db, 'events')).toBe(0)
-        const duplicate = await refusalOf(empty.db, chunks(`${good}\n${line({ id: '5', position: '1' })}\n`))
-        expect(duplicate).toBe('line 2: position 1 is also at line 1 (each event has its own position)')
-        expect(await importEvents(empty.db, readLines(chunks(`${good}\n`)))).toBe(1)
+        const duplicate = await refusalOf(
+          empty.db,
+          chunks(await file(await line({ id: '5', position: '1' }))),
+        )
+        expect(duplicate).toBe('line 4: position 1 is also at line 3 (each event has its own position)')
+        expect(await count(empty.db, 'owner_keys')).toBe(0)
+        expect(await importEvents(empty.db, readLines(chunks(await file())))).toBe(1)
         expect(isInSync((await verifyProjection(empty.db)).diff)).toBe(true)
         expect(await count(empty.db, 'plants')).toBe(1)
       } finally {

@@ -1,0 +1,124 @@
+import { Value } from '@sinclair/typebox/value'
+import { isOwner, OWNER_RULE } from '../plants/domain.ts'
+import type { StagedLine } from '../store/import-staging.ts'
+import {
+  checkPlainEvent,
+  checkSealedEvent,
+  isValidTime,
+  type Pseudonym,
+  parseExportLine,
+} from './event-line.ts'
+import { ErasedLine, EXPORT_FORMAT, EXPORT_VERSION, HeaderLine, KeyLine } from './export-format.ts'
+import { base64Bytes, KEY_BYTES, type OwnerKey, ownerKey } from './sealed-event.ts'
+
+// A line to stage, nothing to stage (the header), or the rule the line breaks.
+export type LineChecker = (
+  text: string,
+  line: number,
+) => Promise<StagedLine | undefined | { refused: string }>
+
+// How many owners' keys are held ready for WebCrypto at once; the others wait as their bytes.
+const READY_KEYS = 1_000
+
+// Checks an export's lines one by one, in order (replay/export-format.ts): the header says the
+// version; a version 2 file's key and erased lines come before its events and say, for each
+// pseudonym, whether its events can be opened (and with which key) or only their envelope checked.
+// With `append`, an event whose pseudonym the file does not name is left to the target store,
+// which must have erased it.
+export function lineChecker({ append }: { append: boolean }): LineChecker {
+  let version: 1 | 2 | undefined
+  let eventsBegun = false
+  const keys = new Map<string, { owner: string; key: string; line: number }>()
+  const owners = new Map<string, number>()
+  const erased = new Map<string, number>()
+  const ready = new Map<string, OwnerKey>()
+
+  const pseudonymOf = async (pseudonym: string): Promise<Pseudonym | undefined> => {
+    const found = keys.get(pseudonym)
+    if (found) {
+      let key = ready.get(pseudonym)
+      if (!key) {
+        if (ready.size >= READY_KEYS) ready.clear()
+        key = await ownerKey(base64Bytes(found.key) as Uint8Array)
+        ready.set(pseudonym, key)
+      }
+      return { kind: 'key', owner: found.owner, key, line: found.line }
+    }
+    if (erased.has(pseudonym)) return { kind: 'erased' }
+    return append ? { kind: 'unresolved' } : undefined
+  }
+
+  return async (text, line) => {
+    const parsed = parseExportLine(text)
+    if ('refused' in parsed) return parsed
+    const { value } = parsed
+    if (version === undefined) {
+      version = isObjectWith(value, 'format') ? 2 : 1
+      if (version === 2) return checkHeader(value)
+    }
+    if (version === 1) {
+      const checked = checkPlainEvent(value)
+      return 'refused' in checked ? checked : { kind: 'event', line, text, ...checked }
+    }
+    if (isObjectWith(value, 'format')) {
+      return { refused: 'a second header: import one export at a time (exports cannot be joined)' }
+    }
+    if (isObjectWith(value, 'key') || isObjectWith(value, 'erased')) {
+      if (eventsBegun) return { refused: 'key and erased lines come before the events' }
+      return isObjectWith(value, 'key') ? checkKey(value, line) : checkErased(value, line)
+    }
+    eventsBegun = true
+    const checked = await checkSealedEvent(value, pseudonymOf)
+    return 'refused' in checked ? checked : { kind: 'event', line, text, ...checked }
+  }
+
+  function checkHeader(value: unknown): undefined | { refused: string } {
+    if (!Value.Check(HeaderLine, value) || value.format !== EXPORT_FORMAT) {
+      return { refused: `the header must be {"format": "${EXPORT_FORMAT}", "version": ${EXPORT_VERSION}}` }
+    }
+    if (value.version !== EXPORT_VERSION) {
+      return {
+        refused: `export version ${value.version} is unknown (known: ${EXPORT_VERSION}, and 1, a file without this header)`,
+      }
+    }
+    return undefined
+  }
+
+  function checkKey(value: unknown, line: number): StagedLine | { refused: string } {
+    if (!Value.Check(KeyLine, value)) return schemaRefusal(KeyLine, value)
+    const { pseudonym, owner, key } = value.key
+    if (!isOwner(owner)) return { refused: `key.owner: ${OWNER_RULE}` }
+    if (base64Bytes(key)?.length !== KEY_BYTES)
+      return { refused: `key.key: an owner's key is ${KEY_BYTES} bytes in base64` }
+    const again = keys.get(pseudonym)?.line ?? erased.get(pseudonym)
+    if (again !== undefined) return { refused: `pseudonym ${pseudonym} is at line ${again} already` }
+    const otherKey = owners.get(owner)
+    if (otherKey !== undefined) {
+      return {
+        refused: `owner ${JSON.stringify(owner)} has a key at line ${otherKey} already: two keys for one sub would collide in plants`,
+      }
+    }
+    keys.set(pseudonym, { owner, key, line })
+    owners.set(owner, line)
+    return { kind: 'key', line, pseudonym, owner, key }
+  }
+
+  function checkErased(value: unknown, line: number): StagedLine | { refused: string } {
+    if (!Value.Check(ErasedLine, value)) return schemaRefusal(ErasedLine, value)
+    const { pseudonym, erasedAt } = value.erased
+    if (!isValidTime(erasedAt)) return { refused: `erased.erasedAt ${erasedAt} is not a valid time` }
+    const again = keys.get(pseudonym)?.line ?? erased.get(pseudonym)
+    if (again !== undefined) return { refused: `pseudonym ${pseudonym} is at line ${again} already` }
+    erased.set(pseudonym, line)
+    return { kind: 'erased', line, pseudonym, erasedAt }
+  }
+}
+
+function schemaRefusal(schema: Parameters<typeof Value.Errors>[0], value: unknown): { refused: string } {
+  const first = Value.Errors(schema, value).First()
+  return { refused: first ? `${first.path || '/'} ${first.message}` : 'not a line of an export' }
+}
+
+function isObjectWith(value: unknown, key: string): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && key in value
+}

@@ -1,0 +1,254 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
+import { createPlant } from '../../src/plants/create-plant.ts'
+import { exportEvents } from '../../src/replay/export-events.ts'
+import { ImportRefused, importEvents, readLines } from '../../src/replay/import-events.ts'
+import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import type { Database } from '../../src/store/database.ts'
+import { createTrickyPlants, listingsByOwner } from '../replay/fixtures.ts'
+import { erasedLine, HEADER, keyLine, plainLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
+import {
+  count,
+  create,
+  listing,
+  openTestStorage,
+  rowsOf,
+  type StorageKind,
+  type TestStorage,
+} from '../replay/storage.ts'
+
+// CONTRACT §12: an export carries the keys of its owners and the record of erased pseudonyms, so
+// that a store moves and stays readable, and an erased owner stays erased; `--append` refuses an
+// owner the target has or has erased.
+const ERASED = {
+  owner: 'eve.erased@example.org',
+  requestId: 'eve-request-7f3a9c',
+  plants: [
+    { id: 424242424242n, name: 'Eve secret fern', tag: 'eve-tag-xyz' },
+    { id: 515151515151n, name: 'Eve second plant', tag: null },
+  ],
+}
+// An owner whose erasure stopped after its first step (NATS down): hidden already.
+const PENDING = {
+  owner: 'frank.pending@example.org',
+  requestId: 'frank-request-b81e',
+  plants: [{ id: 616161616161n, name: 'Frank hidden cactus', tag: 'frank-tag-q' }],
+}
+const UNREACHABLE_FEED: ErasureFeed = {
+  awaitPublished: () => Promise.reject(new Error('NATS is unreachable')),
+  purge: async () => {},
+}
+
+async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
+  let text = ''
+  await exportEvents(
+    db,
+    async (chunk) => {
+      text += chunk
+    },
+    { afterPosition, batchSize: 3 },
+  )
+  return text
+}
+
+async function* linesOf(text: string) {
+  yield `${text}\n`
+}
+
+async function refusalOf(db: Database, text: string, append: boolean): Promise<string> {
+  const outcome = await importEvents(db, readLines(linesOf(text)), { append }).then(
+    (imported) => `imported ${imported}`,
+    (error: unknown) => error,
+  )
+  expect(outcome).toBeInstanceOf(ImportRefused)
+  return (outcome as ImportRefused).message
+}
+
+async function keyOf(db: Database, owner: string): Promise<{ pseudonym: string; key: string }> {
+  const [row] = await rowsOf(
+    db,
+    `select pseudonym, translate(encode(key, 'base64'), E'\\n', '') as key from owner_keys
+     where owner = '${owner}' and not erasing`,
+  )
+  return { pseudonym: String(row?.pseudonym), key: String(row?.key) }
+}
+
+// Everything of the owner's that must not be readable once they are erased.
+function tracesOf(who: typeof ERASED, key: string): string[] {
+  return [
+    who.owner,
+    who.requestId,
+    key,
+    ...who.plants.flatMap((plant) => [plant.name, plant.id.toString(), ...(plant.tag ? [plant.tag] : [])]),
+  ]
+}
+
+async function positions(db: Database): Promise<string[]> {
+  return (await rowsOf(db, 'select position::text as p from events order by position')).map((row) =>
+    String(row.p),
+  )
+}
+
+async function storeCounts(db: Database) {
+  return {
+    events: await count(db, 'events'),
+    keys: await count(db, 'owner_keys'),
+    erased: await count(db, 'erased_owners'),
+    plants: await count(db, 'plants'),
+  }
+}
+
+for (const [from, to] of [
+  ['embedded', 'postgres'],
+  ['postgres', 'embedded'],
+] as [StorageKind, StorageKind][]) {
+  describe(`a store with erased owners, exported from ${from} and imported into ${to}`, () => {
+    let source: TestStorage
+    let target: TestStorage
+    let erasedKey: { pseudonym: string; key: string }
+    let pendingKey: { pseudonym: string; key: string }
+    let exported: string
+    beforeAll(async () => {
+      ;[source, target] = await Promise.all([openTestStorage(from), openTestStorage(to)])
+      await createTrickyPlants(source.db)
+      for (const who of [ERASED, PENDING]) {
+        for (const plant of who.plants) {
+          const now = new Date('2026-01-02T03:04:05.678Z')
+          await createPlant(source.db, { type: 'CreatePlant', owner: who.owner, plant, now }, who.requestId)
+        }
+      }
+      await create(source.db, 'alice', { id: 99n, name: 'After the others' })
+      erasedKey = await keyOf(source.db, ERASED.owner)
+      pendingKey = await keyOf(source.db, PENDING.owner)
+      expect((await eraseOwner(source.db, ERASED.owner)).plants).toBe(2)
+      await expect(eraseOwner(source.db, PENDING.owner, { feed: UNREACHABLE_FEED })).rejects.toThrow('NATS')
+      exported = await exportText(source.db)
+    })
+    afterAll(() => Promise.all([source.close(), target.close()]))
+
+    test('the export holds nothing of the erased owners in readable form, only their pseudonyms', () => {
+      for (const trace of [...tracesOf(ERASED, erasedKey.key), ...tracesOf(PENDING, pendingKey.key)]) {
+        expect({ trace, found: exported.includes(trace) }).toEqual({ trace, found: false })
+      }
+      const lines = exported.trim().split('\n')
+      expect(lines.filter((line) => line.startsWith('{"erased":'))).toEqual([
+        ...[erasedKey.pseudonym, pendingKey.pseudonym]
+          .sort()
+          .map((pseudonym) => expect.stringContaining(`"pseudonym":"${pseudonym}"`)),
+      ])
+      expect(lines.filter((line) => line.startsWith('{"key":')).length).toBe(2)
+    })
+
+    test('imported into an empty store: the others list the same, the erased stay erased, verify holds', async () => {
+      // when
+      const imported = await importEvents(target.db, readLines(linesOf(exported)))
+      // then
+      expect(await positions(target.db)).toEqual(await positions(source.db))
+      expect(imported).toBe((await positions(source.db)).length)
+      expect(await listingsByOwner(target.db)).toEqual(await listingsByOwner(source.db))
+      expect(await listing(target.db, ERASED.owner)).toEqual([])
+      expect(await listing(target.db, PENDING.owner)).toEqual([])
+      const erased = await rowsOf(target.db, 'select pseudonym from erased_owners order by pseudonym')
+      expect(erased.map((row) => row.pseudonym)).toEqual([erasedKey.pseudonym, pendingKey.pseudonym].sort())
+      expect(await count(target.db, 'owner_keys')).toBe(2)
+      expect(isInSync((await verifyProjection(target.db)).diff)).toBe(true)
+      expect(await exportText(target.db)).toBe(exported)
+    })
+
+    test('the erased sub creates anew, its old ids included, as a new owner with no past', async () => {
+      const plant = ERASED.plants[0] as (typeof ERASED.plants)[number]
+      const decision = await create(target.db, ERASED.owner, { id: plant.id, name: 'A new life' })
+      expect(decision.outcome).toBe('created')
+      expect(await listing(target.db, ERASED.owner)).toEqual([{ name: 'A new life' }])
+      expect((await keyOf(target.db, ERASED.owner)).pseudonym).not.toBe(erasedKey.pseudonym)
+      expect(isInSync((await verifyProjection(target.db)).diff)).toBe(true)
+    })
+
+    test('--append refuses a key for a pseudonym the target erased, and changes nothing', async () => {
+      const before = await storeCounts(target.db)
+      const comeback = { ...testKey('someone new'), pseudonym: erasedKey.pseudonym }
+      const file = [HEADER, keyLine(comeback), await sealedLine(comeback, { id: '1' })].join('\n')
+      expect(await refusalOf(target.db, file, true)).toBe(
+        `line 2: pseudonym ${erasedKey.pseudonym} was erased in the target store: its owner cannot come back`,
+      )
+      expect(await storeCounts(target.db)).toEqual(before)
+    })
+
+    test('--append refuses an erased line for a pseudonym the target can read, and changes nothing', async () => {
+      const before = await storeCounts(target.db)
+      const alice = await keyOf(target.db, 'alice')
+      const aliceEvent = (await exportText(target.db))
+        .split('\n')
+        .find((line) => line.includes(`"pseudonym": "${alice.pseudonym}"`)) as string
+      const file = [HEADER, erasedLine(alice.pseudonym), aliceEvent].join('\n')
+      expect(await refusalOf(target.db, file, true)).toBe(
+        `line 2: pseudonym ${alice.pseudonym} is erased in the file but readable in the target store: erase its owner there first`,
+      )
+      expect(await storeCounts(target.db)).toEqual(before)
+    })
+
+    test('--append takes an event of a pseudonym the target erased, without a line for it: it folds to nothing', async () => {
+      const before = await storeCounts(target.db)
+      const lost = { ...testKey('nobody'), pseudonym: erasedKey.pseudonym }
+      const file = [HEADER, await sealedLine(lost, { id: '77' })].join('\n')
+      expect(await importEvents(target.db, readLines(linesOf(file)), { append: true })).toBe(1)
+      expect(await storeCounts(target.db)).toEqual({ ...before, events: before.events + 1 })
+      expect(isInSync((await verifyProjection(target.db)).diff)).toBe(true)
+    })
+  })
+}
+
+describe("a previous version's export (plaintext)", () => {
+  const OLD = { owner: 'ada.old@example.org', name: 'Old fern', requestId: 'old-request-5d2c' }
+  const oldExport = [
+    plainLine(OLD.owner, { id: '1', name: OLD.name, position: '1', requestId: OLD.requestId }),
+    plainLine('bert.old', { id: '1', name: 'Bert one', position: '2' }),
+    `{"position":"3","streamId":"plant:9007199254740993:${OLD.owner}","streamVersion":1,"type":"PlantCreated",` +
+      `"schemaVersion":0,"data":{"plantId":9007199254740993,"title":"Old v0"},` +
+      `"metadata":{"owner":"${OLD.owner}","requestId":"${OLD.requestId}"},"recordedAt":"2020-01-01T00:00:00.123456Z"}`,
+  ].join('\n')
+
+  for (const kind of ['postgres', 'embedded'] as StorageKind[]) {
+    test(`imports into ${kind}, its events stored sealed, and --append seals under the owner's own key`, async () => {
+      const storage = await openTestStorage(kind)
+      try {
+        // when
+        expect(await importEvents(storage.db, readLines(linesOf(oldExport)))).toBe(3)
+        // then
+        expect(await listing(storage.db, OLD.owner)).toEqual([{ name: OLD.name }, { name: 'Old v0' }])
+        expect(await listing(storage.db, 'bert.old')).toEqual([{ name: 'Bert one' }])
+        expect(await positions(storage.db)).toEqual(['1', '2', '3'])
+        const readable = await rowsOf(
+          storage.db,
+          `select count(*)::int as n from events
+           where not (metadata ? 'pseudonym') or stream_id like '%old%'
+              or concat(stream_id, data::text, metadata::text) ~ '(ada|Old fern|Old v0|old-request|Bert|9007199254740993)'`,
+        )
+        expect(readable[0]?.n).toBe(0)
+        const [v0] = await rowsOf(
+          storage.db,
+          `select plant_store_open(data, k.key)::text as data
+           from events join owner_keys k on k.pseudonym = metadata->>'pseudonym' where schema_version = 0`,
+        )
+        expect(v0?.data).toBe('{"title": "Old v0", "plantId": 9007199254740993}')
+        expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+        // and an --append of the owner's later plants, also plaintext, finds the owner's key
+        const later = plainLine(OLD.owner, { id: '2', name: 'Old later', position: '9' })
+        expect(await importEvents(storage.db, readLines(linesOf(later)), { append: true })).toBe(1)
+        expect(await listing(storage.db, OLD.owner)).toEqual([
+          { name: OLD.name },
+          { name: 'Old v0' },
+          { name: 'Old later' },
+        ])
+        expect(await count(storage.db, 'owner_keys')).toBe(2)
+        const again = await refusalOf(storage.db, later, true)
+        expect(again).toBe(
+          `line 1: owner "${OLD.owner}" already has plant 2 in the store (one plant per owner and id)`,
+        )
+        expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+      } finally {
+        await storage.close()
+      }
+    }, 60_000)
+  }
+})
