@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { sealedSeed } from '../support/sealed-seed.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 
 const SEEDED = 100_000
@@ -15,11 +16,13 @@ beforeAll(async () => {
   server = await startServer(env)
   // A log long enough for the rebuild to take a while; the projection is left to the rebuild.
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
-  await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-            select 'plant:' || n || ':seed', 1, 'PlantCreated', 1,
-                   jsonb_build_object('id', n::text, 'name', 'seed ' || n, 'tag', null),
-                   jsonb_build_object('owner', 'seed', 'requestId', 'seed'), now()
-            from generate_series(1, ${SEEDED}) as n`
+  await sql.unsafe(
+    sealedSeed(
+      `select 'seed' as owner, n::bigint as id, 'seed ' || n as name, null::text as tag
+       from generate_series(1, ${SEEDED}) as n`,
+      { project: false },
+    ),
+  )
   await sql.end()
 })
 afterAll(async () => {

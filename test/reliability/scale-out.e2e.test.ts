@@ -77,8 +77,10 @@ test('three instances on one database append exactly one event per owner+id and 
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
   try {
     const perPlant = await sql<{ owner: string; id: string; n: number; name: string }[]>`
-      select metadata->>'owner' as owner, data->>'id' as id, count(*)::int as n, min(data->>'name') as name
-      from events group by 1, 2`
+      select k.owner, opened->>'id' as id, count(*)::int as n, min(opened->>'name') as name
+      from events as e join owner_keys as k on k.pseudonym = e.metadata->>'pseudonym',
+           plant_store_open(e.data, k.key) as opened
+      group by 1, 2`
     expect(perPlant).toHaveLength(OWNERS.length * IDS.length)
     expect(perPlant.every((row) => row.n === 1)).toBe(true)
     // and each 200 answered with the plant that was stored, each 409 came from the other name
