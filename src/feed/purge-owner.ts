@@ -41,14 +41,15 @@ export async function purgeOwner(
 }
 
 // The sequences of the messages on `subject` whose CloudEvent names `owner`, read in order by an
-// ordered consumer (one of its own, gone when the scan ends).
+// ordered consumer (one of its own, gone when the scan ends; one subject as a string, which
+// servers before 2.10 take too).
 async function legacyMessagesOf(
   nc: NatsConnection,
   stream: string,
   subject: string,
   owner: string,
 ): Promise<number[]> {
-  const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: [subject] })
+  const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: subject })
   const found: number[] = []
   for (;;) {
     const batch = await consumer.fetch({ max_messages: SCAN_BATCH, expires: SCAN_IDLE_MS })
