@@ -72,7 +72,10 @@ export function erasureFeed({
   return {
     awaitPublished: async (position) => {
       const deadline = Date.now() + waitMs
-      const stream = await feedStream(await connected(deadline), config)
+      const nc = await connected(deadline)
+      const stream = await feedStream(nc, config).catch((error: unknown) => {
+        throw new ErasurePending(`${named} could not be read: ${messageOf(error)}`)
+      })
       if (await holds(stream, position)) return
       const log = startLogFollower({ db, logger })
       const leadership =
@@ -99,12 +102,17 @@ export function erasureFeed({
       } catch (error) {
         if (error instanceof ErasurePending) throw error
         if (error instanceof PurgeRefused) throw new ErasurePending(error.message)
-        const cause = error instanceof Error ? error.message : String(error)
-        throw new ErasurePending(`the owner's messages could not be removed from ${named}: ${cause}`)
+        throw new ErasurePending(
+          `the owner's messages could not be removed from ${named}: ${messageOf(error)}`,
+        )
       }
     },
     close: async () => {
       await connection?.close()
     },
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }
