@@ -42,6 +42,39 @@ export function createChangeHub({
   }
   const timer = setInterval(tick, tickMs)
 
+  const sendPlant = (event: LoggedEvent) => {
+    const { owner, pseudonym } = event.metadata
+    if (owner === null) return
+    const streams = byOwner.get(owner)
+    if (!streams) return
+    let frame: Frame
+    try {
+      frame = encodedChangeFrame(changeOf(event))
+    } catch (error) {
+      logger.error({ err: error, position: String(event.position) }, 'an event could not be sent to streams')
+      return
+    }
+    for (const stream of streams) {
+      // An owner with no key when the stream opened has one from their first plant on.
+      stream.pseudonym ??= pseudonym
+      stream.offer(frame)
+    }
+  }
+  // CONTRACT §12: the erased owner's streams end, on every instance. The notice names the owner
+  // while the erasure runs, and only the pseudonym once it has completed: each stream remembers
+  // its owner's. One whose pseudonym is not known yet (its open is still reading it) ends on a
+  // notice that names its owner.
+  const endErased = ({ owner, pseudonym }: LoggedEvent['metadata']) => {
+    const candidates = owner === null ? [...byOwner.values()] : [byOwner.get(owner) ?? new Set()]
+    for (const streams of candidates) {
+      for (const stream of [...streams]) {
+        const known = stream.pseudonym
+        if (known === pseudonym || (known === undefined && owner !== null))
+          stream.end('the owner has been erased')
+      }
+    }
+  }
+
   return {
     now,
     streamsPerOwner,
@@ -65,20 +98,8 @@ export function createChangeHub({
     },
     deliver: (events: LoggedEvent[]) => {
       for (const event of events) {
-        if (event.type !== 'PlantCreated' || event.metadata.owner === null) continue
-        const streams = byOwner.get(event.metadata.owner)
-        if (!streams) continue
-        let frame: Frame
-        try {
-          frame = encodedChangeFrame(changeOf(event))
-        } catch (error) {
-          logger.error(
-            { err: error, position: String(event.position) },
-            'an event could not be sent to streams',
-          )
-          continue
-        }
-        for (const stream of streams) stream.offer(frame)
+        if (event.type === 'OwnerErased') endErased(event.metadata)
+        else if (event.type === 'PlantCreated') sendPlant(event)
       }
     },
     count: () => count,

@@ -175,6 +175,8 @@ export function createChangeStream({
 
   const stream = {
     owner,
+    // The owner's pseudonym once known (store/erasable.ts): their OwnerErased ends the stream.
+    pseudonym: undefined as string | undefined,
     expiresAt,
     lastSentAt: now(),
     body,

@@ -5,7 +5,7 @@ import { encodedChangeFrame } from './change-frame.ts'
 import type { ChangeHub } from './change-hub.ts'
 import { type CaughtUp, createChangeStream } from './change-stream.ts'
 import type { LogFollower } from './log-follower.ts'
-import { readOwnerChanges, readOwnerHead } from './owner-changes.ts'
+import { readOwnerChanges, readOwnerHead, readOwnerPseudonym } from './owner-changes.ts'
 
 export type OpenChangeStreamDeps = {
   db: Executor
@@ -77,11 +77,14 @@ export async function openChangeStream(
   if (added === 'full')
     throw new TooManyStreams(`this caller already has ${hub.streamsPerOwner} open change streams here`)
   try {
-    if (after === undefined) stream.startAfter(await readOwnerHead(db, owner), true)
-    else {
+    // Read once the hub delivers to the stream: a notice read meanwhile finds it (change-hub.ts).
+    const start = async () => {
+      if (after === undefined) return stream.startAfter(await readOwnerHead(db, owner), true)
       stream.startAfter(after, false)
       await stream.catchUp()
     }
+    const [pseudonym] = await Promise.all([readOwnerPseudonym(db, owner), start()])
+    stream.pseudonym ??= pseudonym
   } catch (error) {
     hub.remove(stream)
     throw error

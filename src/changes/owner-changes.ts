@@ -1,5 +1,6 @@
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm'
-import { type Executor, preparedQuery } from '../store/database.ts'
+import { type Executor, preparedQuery, rowsOf } from '../store/database.ts'
+import { currentPseudonym } from '../store/erasable.ts'
 import { plants } from '../store/schema.ts'
 import type { PlantChange } from './change-frame.ts'
 
@@ -60,4 +61,13 @@ export async function readOwnerChanges(
 export async function readOwnerHead(db: Executor, owner: string): Promise<bigint> {
   const [row] = await head(db).execute({ owner })
   return BigInt(row?.position ?? '0')
+}
+
+// The owner's pseudonym while they can be read (undefined: no key yet, or being erased): a stream
+// remembers it, so that it ends on the owner's OwnerErased even when that names no one any more.
+export async function readOwnerPseudonym(db: Executor, owner: string): Promise<string | undefined> {
+  const [row] = rowsOf<{ pseudonym: string | null }>(
+    await db.execute(sql`select ${currentPseudonym(sql`${owner}::text`)} as pseudonym`),
+  )
+  return row?.pseudonym ?? undefined
 }

@@ -3,12 +3,13 @@ import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { type Config, ConfigError } from '../config.ts'
 import { feedStream } from '../feed/nats-stream.ts'
+import { isPublishable } from '../feed/publishable.ts'
 import { countEventsAfter, logHead } from '../store/event-log.ts'
 import { parseArguments } from './arguments.ts'
 import { withStorage } from './projection-command.ts'
 
-// The last position in the stream beside the head of the log; exit 1 when NATS or the stream
-// cannot be read.
+// The last position in the stream beside the head of the log, and how many events the feed has
+// still to publish (an erased owner's never are); exit 1 when NATS or the stream cannot be read.
 export async function feedStatusCommand(args: string[], config: Config): Promise<number> {
   parseArguments(args, 'feed status', {})
   const feed = config.feed
@@ -21,7 +22,7 @@ export async function feedStatusCommand(args: string[], config: Config): Promise
   try {
     const { position } = await (await feedStream(nc, feed)).readTail()
     return await withStorage(config, async (db) => {
-      const [head, behind] = await Promise.all([logHead(db), countEventsAfter(db, position)])
+      const [head, behind] = await Promise.all([logHead(db), countEventsAfter(db, position, isPublishable)])
       const at = position === 0n ? 'nothing published yet' : `last published position ${position}`
       const state = behind === 0 ? 'up to date' : `${behind} event(s) behind`
       process.stdout.write(

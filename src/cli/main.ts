@@ -53,7 +53,7 @@ const COMMANDS: Record<string, Command> = {
     run: importCommand,
   },
   'owners erase': {
-    usage: 'owners erase <subject>',
+    usage: 'owners erase <subject> [--wait 30s]',
     purpose: 'forget an owner everywhere: print how many plants they had (CONTRACT §12)',
     run: eraseCommand,
   },

@@ -2,7 +2,8 @@ import { decodePlantEvent } from '../plants/domain.ts'
 import type { LoggedEvent } from '../store/event-log.ts'
 
 export type FeedMessage = {
-  // `<prefix>.events.<type>`, so that a consumer subscribes to `feedFilter(prefix)`.
+  // `<prefix>.events.<type>`, a PlantCreated's followed by its owner's pseudonym, so that a
+  // consumer subscribes to `feedFilter(prefix)` and an erasure purges one subject.
   subject: string
   // The event's position, decimal: the CloudEvents id and the Nats-Msg-Id.
   id: string
@@ -19,9 +20,35 @@ export function feedFilter(prefix: string): string {
   return `${prefix}.events.>`
 }
 
-// A logged event as a CloudEvents 1.0 structured JSON message (CONTRACT §8), in its current shape
-// whatever shape it was stored in. Ids are decimal strings so that no JSON reader rounds them.
-export function toFeedMessage(event: LoggedEvent, { subjectPrefix, source }: MessageSettings): FeedMessage {
+// Where an owner's PlantCreated messages go: CONTRACT §8 allows one opaque token after the type,
+// and the pseudonym (random, never derived from the subject) is the one an erasure purges by.
+export function plantSubject(prefix: string, pseudonym: string): string {
+  return `${legacyPlantSubject(prefix)}.${pseudonym}`
+}
+
+// Where PlantCreated went before the log was erasable: no token, so purged by sequence.
+export function legacyPlantSubject(prefix: string): string {
+  return `${prefix}.events.PlantCreated`
+}
+
+// A logged event as a CloudEvents 1.0 structured JSON message (CONTRACT §8, §12), in its current
+// shape whatever shape it was stored in; undefined for an event that is never published: an
+// OwnerErased whose erasure has completed names no one (a stream created after it holds nothing
+// of the owner, and no notice), nor does a PlantCreated whose owner's key is gone.
+export function toFeedMessage(event: LoggedEvent, settings: MessageSettings): FeedMessage | undefined {
+  const { owner, pseudonym } = event.metadata
+  if (owner === null) return undefined
+  if (event.type === 'OwnerErased') return ownerErasedMessage(event, owner, settings)
+  return plantCreatedMessage(event, owner, pseudonym, settings)
+}
+
+// Ids are decimal strings so that no JSON reader rounds them.
+function plantCreatedMessage(
+  event: LoggedEvent,
+  owner: string,
+  pseudonym: string,
+  { subjectPrefix, source }: MessageSettings,
+): FeedMessage {
   const { type, data } = decodePlantEvent(event)
   const id = event.position.toString()
   const plantId = data.id.toString()
@@ -33,12 +60,29 @@ export function toFeedMessage(event: LoggedEvent, { subjectPrefix, source }: Mes
     subject: plantId,
     time: event.time,
     datacontenttype: 'application/json',
-    owner: event.metadata.owner,
+    owner,
     data:
       data.tag === null ? { id: plantId, name: data.name } : { id: plantId, name: data.name, tag: data.tag },
   }
   return {
-    subject: `${subjectPrefix}.events.${type}`,
+    subject: plantSubject(subjectPrefix, pseudonym),
+    id,
+    transactionId: event.transactionId.toString(),
+    body: JSON.stringify(cloudEvent),
+  }
+}
+
+// The notice that tells consumers to drop what they derived from the owner: the one message that
+// still names them, by design; it has no data and no subject (no plant).
+function ownerErasedMessage(
+  event: LoggedEvent,
+  owner: string,
+  { subjectPrefix, source }: MessageSettings,
+): FeedMessage {
+  const id = event.position.toString()
+  const cloudEvent = { specversion: '1.0', id, source, type: 'OwnerErased', time: event.time, owner }
+  return {
+    subject: `${subjectPrefix}.events.OwnerErased`,
     id,
     transactionId: event.transactionId.toString(),
     body: JSON.stringify(cloudEvent),

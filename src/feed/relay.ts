@@ -64,6 +64,11 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
   const stream = await Promise.race([deps.stream, aborted(stopped)])
   // Where the stream ends, as last read or published; undefined when it must be read again.
   let tail: Tail | undefined
+  // Every event of the log up to here is in the stream or is never published (an erased owner's:
+  // the follower leaves their PlantCreated out, toFeedMessage a completed erasure's notice). At or
+  // past the tail, so that a run of such events is read once, not at every round; it starts from
+  // the tail again whenever the tail is read again.
+  let cursor = 0n
   // Until when this instance is known to lead without asking again.
   let leaderUntil = 0
   // Failed rounds in a row.
@@ -82,25 +87,27 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
       if (tail === undefined) {
         await stream.ensure()
         tail = await stream.readTail()
+        cursor = tail.position
         seen.lastPublished = tail.position
       }
-      const batch = await log.eventsAfter(tail.position, batchSize)
-      if (batch.length > 0) {
-        const result = await stream.publish(
-          batch.map((event) => toFeedMessage(event, messages)),
-          tail,
-        )
+      // A short batch holds every event up to where the follower stood before it was asked.
+      const upTo = log.position() ?? 0n
+      const batch = await log.eventsAfter(cursor, batchSize)
+      const publishable = batch.flatMap((event) => toFeedMessage(event, messages) ?? [])
+      if (publishable.length > 0) {
+        const result = await stream.publish(publishable, tail)
         tail = result.tail
         seen.lastPublished = result.tail.position
         if (result.published > 0) onPublished?.(result.published)
         if (result.failure !== undefined) throw result.failure
       }
+      const last = batch.at(-1)?.position ?? cursor
+      cursor = batch.length === batchSize ? last : [cursor, last, upTo].reduce(max)
       if (failures > 0) logger.info('the event feed resumed')
       failures = 0
-      // Until the follower moves past the tail (it gathers wakes into reads), or a while passes
+      // Until the follower moves past the cursor (it gathers wakes into reads), or a while passes
       // and leadership is checked again.
-      if ((log.position() ?? 0n) <= tail.position)
-        await log.advanced(Math.min(pollMs, leadershipCheckMs), stopped)
+      if ((log.position() ?? 0n) <= cursor) await log.advanced(Math.min(pollMs, leadershipCheckMs), stopped)
     } catch (error) {
       tail = undefined
       leaderUntil = 0
@@ -115,6 +122,8 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
     }
   }
 }
+
+const max = (a: bigint, b: bigint): bigint => (a > b ? a : b)
 
 // Waits `ms`, or less when a signal aborts.
 export function pause(ms: number, ...signals: AbortSignal[]): Promise<void> {

@@ -7,8 +7,10 @@ import { createFeedMetrics } from '../observability/feed-metrics.ts'
 import type { Database } from '../store/database.ts'
 import { countEventsAfter } from '../store/event-log.ts'
 import { within } from '../time-limit.ts'
+import { recordFeed } from './feed-fact.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
 import { feedStream } from './nats-stream.ts'
+import { isPublishable } from './publishable.ts'
 import { startRelay } from './relay.ts'
 
 export type Feed = { close: () => Promise<void> }
@@ -41,6 +43,7 @@ const LAG_READ_TIMEOUT_MS = 1000
 // The feed beside the server: it never holds up a request. When NATS answers at start a stream
 // that cannot carry the feed stops the start; otherwise that is checked once NATS answers.
 export async function startFeed({ config, storage, db, log, logger, registry }: FeedDeps): Promise<Feed> {
+  await recordFeed(db, config.stream)
   const options = { ...NATS_OPTIONS, servers: config.servers }
   const first = await connect(options).catch((error: unknown) => {
     logger.warn({ err: error, servers: config.servers }, 'the event feed cannot reach NATS yet')
@@ -74,7 +77,8 @@ export async function startFeed({ config, storage, db, log, logger, registry }: 
     storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
   const metrics = createFeedMetrics(registry, {
     connected: () => connected,
-    // From the stream's tail when it answers in time, else from the last cursor the relay knew.
+    // From the stream's tail when it answers in time, else from the last cursor the relay knew;
+    // the events it will publish only (not those of erased owners).
     lag: async () => {
       const read = connected ? stream.then((ready) => ready.readTail()) : undefined
       const tail =
@@ -84,7 +88,7 @@ export async function startFeed({ config, storage, db, log, logger, registry }: 
           LAG_READ_TIMEOUT_MS,
         ))
       const position = tail?.position ?? relay.lastPublished()
-      return position === undefined ? undefined : countEventsAfter(db, position)
+      return position === undefined ? undefined : countEventsAfter(db, position, isPublishable)
     },
   })
   const relay = startRelay({

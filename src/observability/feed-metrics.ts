@@ -2,7 +2,8 @@ import { Counter, Gauge, type Registry } from 'prom-client'
 
 export type FeedGauges = {
   connected: () => boolean
-  // Events in the log not yet in the stream; undefined when that cannot be told now.
+  // Events in the log not yet in the stream, leaving out those never published (an erased
+  // owner's); undefined when that cannot be told now.
   lag: () => Promise<number | undefined>
 }
 
@@ -19,7 +20,7 @@ export function createFeedMetrics(
   })
   new Gauge({
     name: 'plant_store_feed_lag_events',
-    help: 'Events in the log not yet in the stream (the last value known while NATS is unreachable)',
+    help: "Events in the log not yet in the stream, an erased owner's left out as never published (the last value known while NATS is unreachable)",
     registers,
     async collect() {
       const lag = await gauges.lag().catch(() => undefined)

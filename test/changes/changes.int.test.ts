@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { createHarness, type Harness, STORAGE_KINDS, TEST_SECRET } from '../support/harness.ts'
-import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+import { changesRequest, openSse, plantOf, type SseEvent, type SseReader } from '../support/sse-client.ts'
 
 const BOM = '\uFEFF'
 // Ids at the int64 extremes and around 2^53, text a careless decoder or JSON writer would change,
@@ -291,6 +292,46 @@ for (const kind of STORAGE_KINDS) {
         expect(other.response.status).toBe(200)
         for (const reader of [...readers, other]) await reader.close()
       })
+    })
+
+    test("an erased owner's open streams end, a new one from 0 delivers nothing of theirs", async () => {
+      // given: an owner's plants, two streams of theirs (one from 0, one at their head), a stream of
+      // an owner who had no key when it opened and then created a plant, and another owner's stream
+      const erased = await h.tokenFor('erased')
+      const late = await h.tokenFor('erased-later')
+      const other = await h.tokenFor('not-erased')
+      await create(erased, { id: 1, name: 'Forgotten fern' })
+      await create(erased, { id: 2, name: 'Forgotten fig', tag: 'secret' })
+      const fromStart = await stream(erased, { after: '0' })
+      expect(await fromStart.take(2)).toHaveLength(2)
+      const atHead = await stream(erased)
+      const keyless = await stream(late)
+      await create(late, { id: 7, name: 'First of theirs' })
+      expect(await keyless.take(1)).toHaveLength(1)
+      const others = await stream(other)
+      // when: both are erased (no feed here)
+      expect((await eraseOwner(h.db, 'erased')).plants).toBe(2)
+      expect((await eraseOwner(h.db, 'erased-later')).plants).toBe(1)
+      // then: their streams end, cleanly, saying why
+      for (const reader of [fromStart, atHead, keyless]) {
+        const ended = await Promise.race([
+          reader.ended().then(() => 'ended'),
+          Bun.sleep(5000).then(() => 'open'),
+        ])
+        expect(ended).toBe('ended')
+        expect(reader.comments).toContain('the owner has been erased')
+      }
+      // the other owner's stream goes on
+      await create(other, { id: 1, name: 'Kept' })
+      expect(plantOf((await others.take(1))[0] as SseEvent)).toEqual({ id: '1', name: 'Kept' })
+      // a new stream from 0 delivers nothing of the erased plants, and the same subject starts anew
+      const again = await stream(erased, { after: '0' })
+      expect(await again.collectFor(300)).toEqual([])
+      await create(erased, { id: 1, name: 'A new start' })
+      const [fresh] = await again.take(1)
+      expect(plantOf(fresh as SseEvent)).toEqual({ id: '1', name: 'A new start' })
+      await others.close()
+      await again.close()
     })
 
     test('keep-alive comments arrive while nothing happens', async () => {

@@ -4,6 +4,7 @@ import { subjectCovers } from '../../src/feed/nats-stream.ts'
 import type { LoggedEvent } from '../../src/store/event-log.ts'
 
 const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }
+const PSEUDONYM = '0123456789abcdef0123456789abcdef'
 
 function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
   return {
@@ -11,7 +12,7 @@ function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
     position: 12n,
     type: 'PlantCreated',
     schemaVersion: 1,
-    metadata: { owner: 'alice' },
+    metadata: { owner: 'alice', pseudonym: PSEUDONYM },
     recordedAt: new Date('2026-01-02T03:04:05.678Z'),
     time: '2026-01-02T03:04:05.678Z',
     data: { id: '9223372036854775807', name: 'Max', tag: null },
@@ -23,11 +24,11 @@ describe('toFeedMessage', () => {
   test('builds the CloudEvents message of the contract, ids as decimal strings', () => {
     const message = toFeedMessage(logged({}), settings)
     expect(message).toMatchObject({
-      subject: 'plant-store.events.PlantCreated',
+      subject: `plant-store.events.PlantCreated.${PSEUDONYM}`,
       id: '12',
       transactionId: '7',
     })
-    expect(message.body).toBe(
+    expect(message?.body).toBe(
       '{"specversion":"1.0","id":"12","source":"plant-store","type":"PlantCreated","subject":"9223372036854775807",' +
         '"time":"2026-01-02T03:04:05.678Z","datacontenttype":"application/json","owner":"alice",' +
         '"data":{"id":"9223372036854775807","name":"Max"}}',
@@ -35,8 +36,34 @@ describe('toFeedMessage', () => {
   })
 
   test('an empty tag is kept, distinct from no tag', () => {
-    const body = JSON.parse(toFeedMessage(logged({ data: { id: '1', name: 'n', tag: '' } }), settings).body)
+    const body = JSON.parse(
+      toFeedMessage(logged({ data: { id: '1', name: 'n', tag: '' } }), settings)?.body ?? '',
+    )
     expect(body.data).toEqual({ id: '1', name: 'n', tag: '' })
+  })
+})
+
+describe('toFeedMessage of an erasure', () => {
+  const notice = (owner: string | null) =>
+    logged({ type: 'OwnerErased', data: null, metadata: { owner, pseudonym: PSEUDONYM } })
+
+  test("an OwnerErased in progress is a notice naming the owner, outside the plants' subjects", () => {
+    const message = toFeedMessage(notice('alice'), settings)
+    expect(message).toMatchObject({ subject: 'plant-store.events.OwnerErased', id: '12', transactionId: '7' })
+    expect(message?.body).toBe(
+      '{"specversion":"1.0","id":"12","source":"plant-store","type":"OwnerErased",' +
+        '"time":"2026-01-02T03:04:05.678Z","owner":"alice"}',
+    )
+  })
+
+  test('an OwnerErased whose erasure has completed names no one and is not published', () => {
+    expect(toFeedMessage(notice(null), settings)).toBeUndefined()
+  })
+
+  test('a PlantCreated whose owner can no longer be read is not published', () => {
+    expect(
+      toFeedMessage(logged({ metadata: { owner: null, pseudonym: PSEUDONYM } }), settings),
+    ).toBeUndefined()
   })
 })
 

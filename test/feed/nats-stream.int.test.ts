@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import type { FeedMessage } from '../../src/feed/cloud-event.ts'
+import { type FeedMessage, plantSubject } from '../../src/feed/cloud-event.ts'
 import { type FeedStream, feedStream, StaleTail } from '../../src/feed/nats-stream.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 
@@ -9,7 +9,7 @@ let nc: NatsConnection
 let stream: FeedStream
 
 const message = (position: number): FeedMessage => ({
-  subject: `${feed.prefix}.events.PlantCreated`,
+  subject: plantSubject(feed.prefix, 'p1'),
   id: String(position),
   transactionId: String(1000 + position),
   body: `{"id":"${position}"}`,
@@ -45,6 +45,17 @@ test('a stale publisher adds nothing: a new message is refused, a duplicate in t
   expect(String(refused.failure)).toContain('wrong last sequence')
   expect(duplicate.failure).toBeInstanceOf(StaleTail)
   expect(positionsOf(await feed.read())).toEqual(['1', '2', '3'])
+})
+
+test('the tail is the last message whatever its subject: a notice after the plants of two owners', async () => {
+  const before = await stream.readTail()
+  const notice = { ...message(6), subject: `${feed.prefix}.events.OwnerErased` }
+  const published = await stream.publish(
+    [{ ...message(5), subject: plantSubject(feed.prefix, 'p2') }, notice],
+    before,
+  )
+  expect(published.failure).toBeUndefined()
+  expect(await stream.readTail()).toEqual({ sequence: before.sequence + 2, position: 6n })
 })
 
 test('a stream that does not cover the feed is refused naming EVENTS_NATS_STREAM', async () => {

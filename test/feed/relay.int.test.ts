@@ -12,6 +12,7 @@ import { TRICKY_PLANTS } from '../replay/fixtures.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../replay/storage.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 import { type TestRelay as Relay, startTestRelay } from '../support/test-relay.ts'
+import { sealedEventInsert } from './sealed-event.ts'
 
 const logger = createLogger('silent')
 const RECORDED = '2026-01-02T03:04:05.678Z'
@@ -25,10 +26,13 @@ const TEXT_PLANTS = [
 ]
 
 // PlantCreated v0, as an older version wrote it: `plantId` a JSON number, `title`, no tag.
-const V0_EVENT = sql`
-  insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at) values
-  ('plant:9007199254740993:olivia', 1, 'PlantCreated', 0, '{"plantId": 9007199254740993, "title": "Old fern"}',
-   '{"owner": "olivia", "requestId": "legacy-1"}', '2020-01-01T00:00:00.123456Z')`
+const V0_EVENT = sealedEventInsert({
+  owner: 'olivia',
+  plantId: '9007199254740993',
+  schemaVersion: 0,
+  data: '{"plantId": 9007199254740993, "title": "Old fern"}',
+  recordedAt: '2020-01-01T00:00:00.123456Z',
+})
 
 type Expected = { owner: string; id: bigint; name: string; tag?: string | null; time: string }
 
@@ -53,6 +57,13 @@ async function positionsInLog(storage: TestStorage): Promise<string[]> {
   )
   const rows = rowsOf<{ position: string }>(result)
   return rows.map((row) => row.position)
+}
+
+async function pseudonymsByOwner(storage: TestStorage): Promise<Map<string, string>> {
+  const result = await storage.db.execute(sql`select owner, pseudonym from owner_keys where not erasing`)
+  return new Map(
+    rowsOf<{ owner: string; pseudonym: string }>(result).map((row) => [row.owner, row.pseudonym]),
+  )
 }
 
 for (const kind of STORAGE_KINDS) {
@@ -110,8 +121,10 @@ for (const kind of STORAGE_KINDS) {
           expectedMessage(positions[index] as string, 'plant-store-test', plant),
         ),
       )
-      for (const message of messages) {
-        expect(message.subject).toBe(`${feed.prefix}.events.PlantCreated`)
+      const pseudonyms = await pseudonymsByOwner(storage)
+      for (const [index, message] of messages.entries()) {
+        const owner = expected[index]?.owner as string
+        expect(message.subject).toBe(`${feed.prefix}.events.PlantCreated.${pseudonyms.get(owner)}`)
         expect(message.headers['Content-Type']).toEqual(['application/cloudevents+json'])
       }
       // a consumer reads the ids exactly, beyond 2^53 and at the int64 edges
@@ -204,9 +217,15 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
       release = resolve
     })
     const late = other.db.transaction(async (tx) => {
-      await tx.execute(sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        values ('plant:1:late', 1, 'PlantCreated', 1, '{"id": "1", "name": "Late", "tag": null}',
-                '{"owner": "late", "requestId": "r"}', now())`)
+      await tx.execute(
+        sealedEventInsert({
+          owner: 'late',
+          plantId: '1',
+          schemaVersion: 1,
+          data: '{"id": "1", "name": "Late", "tag": null}',
+          recordedAt: new Date().toISOString(),
+        }),
+      )
       await held
     })
     await Bun.sleep(100)

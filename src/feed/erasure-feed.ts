@@ -1,0 +1,118 @@
+import { jetstreamManager } from '@nats-io/jetstream'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { startLogFollower } from '../changes/log-follower.ts'
+import type { Config, FeedConfig } from '../config.ts'
+import type { ErasureFeed } from '../erasure/erase-owner.ts'
+import type { Logger } from '../logger.ts'
+import type { Database } from '../store/database.ts'
+import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
+import { type FeedStream, feedStream } from './nats-stream.ts'
+import { PurgeRefused, purgeOwner } from './purge-owner.ts'
+import { pause, startRelay } from './relay.ts'
+
+export type ErasureFeedDeps = {
+  config: FeedConfig
+  storage: Config['storage']
+  db: Database
+  logger: Logger
+  // How long the notice may take to reach the stream, NATS unreachable included.
+  waitMs?: number
+  // How often the stream's tail is read meanwhile.
+  checkMs?: number
+}
+
+// The erasure cannot go on now (NATS unreachable, the notice not in the stream in time, a stream
+// that refuses purges): the owner stays hidden, the erasure pending until a rerun completes it.
+export class ErasurePending extends Error {
+  override name = 'ErasurePending'
+}
+
+const CONNECT_TIMEOUT_MS = 2000
+
+// Steps 2 and 3 of an erasure as the CLI runs them, beside the running instances. The notice
+// reaches the stream through the relay, in log order (the relay resumes from the stream's last
+// message: one published around it would make it skip events): the instance that leads publishes
+// it, and when none does (no instance runs, or none reaches NATS) this process leads, with the
+// same leadership as the service. Connects on first use.
+export function erasureFeed({
+  config,
+  storage,
+  db,
+  logger,
+  waitMs = 30_000,
+  checkMs = 200,
+}: ErasureFeedDeps): ErasureFeed & { close: () => Promise<void> } {
+  let connection: NatsConnection | undefined
+  const servers = `NATS at ${config.servers.join(',')} (EVENTS_NATS_URL)`
+  const named = `the NATS stream "${config.stream}" (EVENTS_NATS_STREAM)`
+
+  const connected = async (deadline: number): Promise<NatsConnection> => {
+    let cause: unknown
+    while (!connection && Date.now() < deadline) {
+      connection = await connect({
+        servers: config.servers,
+        name: 'plant-store-erasure',
+        timeout: Math.max(1, Math.min(CONNECT_TIMEOUT_MS, deadline - Date.now())),
+        reconnect: true,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+      }).catch((error: unknown) => {
+        cause = error
+        return undefined
+      })
+      if (!connection) await pause(Math.min(250, Math.max(0, deadline - Date.now())))
+    }
+    if (connection) return connection
+    throw new ErasurePending(`${servers} could not be reached within ${waitMs / 1000} s: ${String(cause)}`)
+  }
+
+  const holds = async (stream: FeedStream, position: bigint) =>
+    (await stream.readTail().catch(() => ({ position: -1n }))).position >= position
+
+  return {
+    awaitPublished: async (position) => {
+      const deadline = Date.now() + waitMs
+      const nc = await connected(deadline)
+      const stream = await feedStream(nc, config).catch((error: unknown) => {
+        throw new ErasurePending(`${named} could not be read: ${messageOf(error)}`)
+      })
+      if (await holds(stream, position)) return
+      const log = startLogFollower({ db, logger })
+      const leadership =
+        storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
+      const relay = startRelay({ log, stream: Promise.resolve(stream), leadership, messages: config, logger })
+      try {
+        while (Date.now() < deadline) {
+          if (await holds(stream, position)) return
+          await pause(checkMs)
+        }
+      } finally {
+        await relay.stop()
+        await log.stop()
+        await leadership.close()
+      }
+      throw new ErasurePending(
+        `the OwnerErased notice (position ${position}) is not in ${named} after ${waitMs / 1000} s: ${servers} could not be reached, or no relay could publish the log up to it`,
+      )
+    },
+    purge: async (erasure) => {
+      const nc = await connected(Date.now() + waitMs)
+      try {
+        await purgeOwner(nc, await jetstreamManager(nc, { timeout: waitMs }), config, erasure)
+      } catch (error) {
+        if (error instanceof ErasurePending) throw error
+        if (error instanceof PurgeRefused) throw new ErasurePending(error.message)
+        throw new ErasurePending(
+          `the owner's messages could not be removed from ${named}: ${messageOf(error)}`,
+        )
+      }
+    },
+    close: async () => {
+      await connection?.close()
+    },
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

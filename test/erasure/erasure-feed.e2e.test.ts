@@ -1,0 +1,196 @@
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import {
+  createTestFeed,
+  type FeedMessageSeen,
+  natsAddress,
+  positionsOf,
+  type TestFeed,
+} from '../support/nats.ts'
+import { postPlant } from '../support/plant-client.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { changesRequest, openSse, type SseReader } from '../support/sse-client.ts'
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts'
+
+const SECRET = 'erasure-feed-e2e-secret-of-32-bytes!'
+const ANN = [
+  { id: 11, name: 'Ann secret fern', tag: 'ann-private' },
+  { id: 12, name: 'Ann secret fig' },
+  { id: 13, name: 'Ann secret palm' },
+]
+const BOB = [
+  { id: 21, name: 'Bob cactus' },
+  { id: 22, name: 'Bob moss', tag: 'green' },
+]
+
+type Body = { type: string; owner: string; data?: { id: string; name: string; tag?: string } }
+const bodyOf = (message: FeedMessageSeen) => JSON.parse(message.body) as Body
+
+// CONTRACT §12 with the feed on: `owners erase` beside a running instance that publishes it.
+describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', () => {
+  let database: TestDatabase
+  let sql: postgres.Sql
+  let feed: TestFeed
+  let tokens: Record<'ann' | 'bob', string>
+  const servers: ServerProcess[] = []
+  const proxies: TcpProxy[] = []
+  const readers: SseReader[] = []
+  const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...feed.env })
+  const start = async (extra: Record<string, string> = {}) => {
+    const server = await startServer({ ...env(), ...extra })
+    servers.push(server)
+    return server
+  }
+  const erase = (extra: Record<string, string> = {}, args: string[] = []) =>
+    runCli(['owners', 'erase', 'ann', ...args], { ...env(), ...extra })
+  const createAll = async (url: string) => {
+    for (const [index, plant] of ANN.entries()) {
+      expect((await postPlant(url, tokens.ann, plant)).status).toBe(200)
+      const other = BOB[index]
+      if (other) expect((await postPlant(url, tokens.bob, other)).status).toBe(200)
+    }
+  }
+  const listing = async (url: string, token: string) =>
+    (await fetch(`${url}/plants`, { headers: { authorization: `Bearer ${token}` } })).json()
+  const keyOf = async (owner: string) =>
+    sql<{ erasing: boolean }[]>`select erasing from owner_keys where owner = ${owner}`.then((rows) => [
+      ...rows,
+    ])
+  const positions = async (ofOwner: string) =>
+    (
+      await sql<{ position: string }[]>`select position::text from events
+        where type = 'OwnerErased' or metadata->>'pseudonym' in (select pseudonym from owner_keys where owner = ${ofOwner})
+        order by position`
+    ).map((row) => row.position)
+  // What the stream must hold after Ann's erasure: Bob's events and the one notice, in log order.
+  const expectAnnGoneFromStream = async () => {
+    const messages = await feed.read()
+    const notices = messages.filter((message) => bodyOf(message).type === 'OwnerErased')
+    expect(
+      notices.map((message) => [message.subject, bodyOf(message).owner, 'data' in bodyOf(message)]),
+    ).toEqual([[`${feed.prefix}.events.OwnerErased`, 'ann', false]])
+    for (const message of messages.filter((message) => !notices.includes(message))) {
+      expect(bodyOf(message).owner).toBe('bob')
+      for (const plant of ANN) {
+        expect(message.body).not.toContain(plant.name)
+        expect(bodyOf(message).data?.id === String(plant.id)).toBe(false)
+      }
+    }
+    expect(positionsOf(messages)).toEqual(await positions('bob'))
+  }
+
+  beforeAll(async () => {
+    const secret = new TextEncoder().encode(SECRET)
+    const now = new Date()
+    tokens = {
+      ann: await issueToken(secret, { subject: 'ann', ttlSeconds: 3600, now }),
+      bob: await issueToken(secret, { subject: 'bob', ttlSeconds: 3600, now }),
+    }
+  })
+  beforeEach(async () => {
+    database = await createTestDatabase('erasure_feed')
+    sql = postgres(database.url, { max: 2, onnotice: () => {} })
+    feed = await createTestFeed('erasure_feed_e2e')
+  })
+  afterEach(async () => {
+    await Promise.all(readers.splice(0).map((reader) => reader.close()))
+    for (const server of servers.splice(0)) {
+      server.process.kill('SIGKILL')
+      await server.process.exited
+    }
+    for (const proxy of proxies.splice(0)) proxy.stop()
+    await feed.drop()
+    await sql.end()
+    await database.drop()
+  })
+
+  test("the stream keeps none of the owner's messages and one notice; their change stream ends", async () => {
+    // given: a service publishing the feed, both owners' plants in the stream, Ann's stream open
+    const server = await start()
+    await createAll(server.url)
+    await feed.waitFor(5)
+    const annStream = await openSse(changesRequest(server.url, tokens.ann, { after: '0' }))
+    readers.push(annStream)
+    expect(await annStream.take(3)).toHaveLength(3)
+    // when
+    const erased = await erase()
+    // then
+    expect(erased).toMatchObject({ exitCode: 0, stdout: '3\n' })
+    await expectAnnGoneFromStream()
+    expect(await keyOf('ann')).toEqual([])
+    expect(await listing(server.url, tokens.ann)).toEqual([])
+    expect(await listing(server.url, tokens.bob)).toHaveLength(2)
+    const ended = await Promise.race([
+      annStream.ended().then(() => 'ended'),
+      Bun.sleep(5000).then(() => 'open'),
+    ])
+    expect(ended).toBe('ended')
+    const fresh = await openSse(changesRequest(server.url, tokens.ann, { after: '0' }))
+    readers.push(fresh)
+    expect(await fresh.collectFor(500)).toEqual([])
+    // and the feed is up to date by its own measure (the erased events are never published)
+    const status = await runCli(['feed', 'status'], env())
+    expect(status.stdout).toContain('up to date')
+  })
+
+  test('NATS unreachable: exit 1, the owner hidden and the erasure pending; a rerun completes it', async () => {
+    // given: the service and the command reach NATS through a proxy, which is cut
+    const proxy = startTcpProxy(natsAddress())
+    proxies.push(proxy)
+    const viaProxy = { EVENTS_NATS_URL: `nats://127.0.0.1:${proxy.port}` }
+    const server = await start(viaProxy)
+    await createAll(server.url)
+    await feed.waitFor(5)
+    proxy.cut('reset')
+    // when
+    const failed = await erase(viaProxy, ['--wait', '2s'])
+    // then
+    expect(failed.exitCode).toBe(1)
+    expect(failed.stdout).toBe('')
+    expect(failed.stderr.trim().split('\n')).toHaveLength(1)
+    expect(failed.stderr).toContain('EVENTS_NATS_URL')
+    expect(failed.stderr).toContain('the owner is hidden, the erasure pending: run the command again')
+    expect(await listing(server.url, tokens.ann)).toEqual([])
+    expect(await keyOf('ann')).toEqual([{ erasing: true }])
+    // and once NATS is back, a rerun completes it
+    proxy.restore()
+    const rerun = await erase(viaProxy)
+    expect(rerun).toMatchObject({ exitCode: 0, stdout: '0\n' })
+    expect(await keyOf('ann')).toEqual([])
+    await expectAnnGoneFromStream()
+  })
+
+  test('without EVENTS_NATS_URL, against a store that records a feed, the command refuses and changes nothing', async () => {
+    // given
+    const server = await start()
+    await createAll(server.url)
+    // when
+    const refused = await runCli(['owners', 'erase', 'ann'], {
+      DATABASE_URL: database.url,
+      AUTH_JWT_SECRET: SECRET,
+    })
+    // then
+    expect(refused.exitCode).not.toBe(0)
+    expect(refused.stderr).toContain('EVENTS_NATS_URL')
+    expect(refused.stderr).toContain(feed.stream)
+    expect(await keyOf('ann')).toEqual([{ erasing: false }])
+    expect(await listing(server.url, tokens.ann)).toHaveLength(3)
+    expect(await sql`select 1 from events where type = 'OwnerErased'`).toHaveLength(0)
+  })
+
+  test('a stream that refuses purges: exit 1 naming it, the erasure pending', async () => {
+    // given
+    await feed.create({ deny_purge: true })
+    const server = await start()
+    await createAll(server.url)
+    await feed.waitFor(5)
+    // when
+    const failed = await erase()
+    // then
+    expect(failed.exitCode).toBe(1)
+    expect(failed.stderr).toContain(`the NATS stream "${feed.stream}" (EVENTS_NATS_STREAM) refuses purges`)
+    expect(await keyOf('ann')).toEqual([{ erasing: true }])
+  })
+})
