@@ -4,7 +4,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
-import type { DatabaseHandle } from './database.ts'
+import type { Database, DatabaseHandle } from './database.ts'
 import { unreachableDatabase } from './unreachable.ts'
 
 const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
@@ -16,14 +16,20 @@ const CONNECT_TIMEOUT_SECONDS = 10
 // Several instances starting together must not run the migrator at once (it collides on its own
 // bookkeeping table), so each takes a session advisory lock on a dedicated connection first. This
 // is the first connection a start makes: a database that cannot be used fails it as
-// DatabaseUnreachable, one line naming DATABASE_URL (CONTRACT §7).
-export async function migratePostgresDatabase(url: string): Promise<void> {
+// DatabaseUnreachable, one line naming DATABASE_URL (CONTRACT §7). `then` runs on the same session
+// after the migrations, still under the lock and outside their transaction (upgrade-log.ts).
+export async function migratePostgresDatabase(
+  url: string,
+  then: (db: Database) => Promise<unknown> = async () => {},
+): Promise<void> {
   const client = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS })
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK.toString()}::bigint)`.catch((error: unknown) => {
       throw unreachableDatabase(error, CONNECT_TIMEOUT_SECONDS) ?? error
     })
-    await migratePostgres(drizzlePostgres({ client }), { migrationsFolder })
+    const db = drizzlePostgres({ client })
+    await migratePostgres(db, { migrationsFolder })
+    await then(db)
   } finally {
     await client.end({ timeout: 5 })
   }

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { type SQL, sql } from 'drizzle-orm'
+import { drizzle } from 'drizzle-orm/postgres-js'
+import postgres from 'postgres'
+import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import { type Database, type DatabaseHandle, openEmbedded, rowsOf } from '../../src/store/database.ts'
+import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { openStorage } from '../../src/store/open-storage.ts'
+import { type UpgradeProgress, upgradeLog } from '../../src/store/upgrade-log.ts'
+import { count, listing } from '../replay/storage.ts'
+import {
+  createLegacyStore,
+  type LegacyStore,
+  loadLegacyLog,
+  type StorageKind,
+} from './upgrade-legacy-store.ts'
+import { FILE_SAMPLES, inTableFiles, type LegacyFacts, readLegacyFacts } from './upgrade-secrets.ts'
+
+const KINDS: StorageKind[] = ['postgres', 'embedded']
+
+// This version's migrations on a legacy store, without the upgrade that an open runs after them.
+async function migrateOnly(legacy: LegacyStore): Promise<DatabaseHandle> {
+  const { storage } = legacy
+  if (storage.kind === 'postgres') {
+    await migratePostgresDatabase(storage.url)
+    const client = postgres(storage.url, { max: 1, onnotice: () => {} })
+    return { db: drizzle({ client }), kind: 'postgres', close: () => client.end() }
+  }
+  if (storage.kind !== 'embedded') throw new Error('a legacy store is kept on disk')
+  const handle = await openEmbedded(storage.dataDir)
+  await migrateEmbeddedDatabase(handle)
+  return handle
+}
+
+async function one<Row>(db: Database, query: SQL): Promise<Row | undefined> {
+  return rowsOf<Row>(await db.execute(query))[0]
+}
+
+const legacyEvents = (db: Database) =>
+  one<{ n: number }>(db, sql`select count(*)::int as n from events where not (metadata ? 'pseudonym')`)
+const validated = (db: Database) =>
+  one<{ validated: boolean }>(
+    db,
+    sql`select convalidated as validated from pg_constraint where conname = 'events_erasable'`,
+  )
+for (const kind of KINDS) {
+  describe(`an upgrade stopped after some batches, on ${kind}`, () => {
+    let legacy: LegacyStore
+    let facts: LegacyFacts
+    let stopped: { error: string; legacyLeft: number; validated: boolean; update: string }
+    let storage: DatabaseHandle
+    const completion: UpgradeProgress[] = []
+
+    beforeAll(async () => {
+      legacy = await createLegacyStore(kind, async (db) => {
+        await loadLegacyLog(db)
+        facts = await readLegacyFacts(db)
+      })
+      const migrated = await migrateOnly(legacy)
+      try {
+        const { db } = migrated
+        // given a run that dies after its second batch (the progress report stands for the kill)
+        let batches = 0
+        const error = await upgradeLog(db, {
+          batchSize: 3,
+          onProgress: () => {
+            batches += 1
+            if (batches === 2) throw new Error('killed')
+          },
+        }).then(
+          () => 'finished',
+          (failure: unknown) => String(failure),
+        )
+        const update = await db.execute(sql`update events set type = type`).then(
+          () => 'updated',
+          (failure: unknown) => String((failure as { cause?: unknown }).cause ?? failure),
+        )
+        stopped = {
+          error,
+          legacyLeft: (await legacyEvents(db))?.n ?? -1,
+          validated: (await validated(db))?.validated ?? true,
+          update,
+        }
+      } finally {
+        await migrated.close()
+      }
+      // when the store is opened again
+      storage = await openStorage(legacy.storage, { onProgress: (step) => completion.push(step) })
+    })
+    afterAll(async () => {
+      await storage?.close()
+      await legacy?.cleanup()
+    })
+
+    test('the stopped run keeps its sealed batches, the fence open and the log append-only', () => {
+      expect(stopped).toEqual({
+        error: 'Error: killed',
+        legacyLeft: facts.positions.length - 6,
+        validated: false,
+        update: expect.stringContaining('append-only'),
+      })
+    })
+
+    test('the next open completes it: every event sealed once, the plaintext gone from the file', async () => {
+      expect(completion.at(-1)).toMatchObject({ step: 'done', sealed: facts.positions.length - 6 })
+      expect((await legacyEvents(storage.db))?.n).toBe(0)
+      expect((await validated(storage.db))?.validated).toBe(true)
+      expect(await count(storage.db, 'events')).toBe(facts.positions.length)
+      expect(await count(storage.db, 'owner_keys')).toBe(facts.owners.length)
+      expect(await inTableFiles(storage.db, FILE_SAMPLES)).toEqual([])
+    })
+
+    test('the listings are those of the previous version, and the projection verifies', async () => {
+      for (const owner of facts.owners)
+        expect(await listing(storage.db, owner)).toEqual(facts.listings.get(owner) ?? [])
+      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+    })
+  })
+}
+
+describe('on a legacy log, before the upgrade', () => {
+  for (const kind of KINDS) {
+    test(`an insert in the previous version’s form is refused as soon as the migrations ran, on ${kind}`, async () => {
+      const legacy = await createLegacyStore(kind, loadLegacyLog)
+      const migrated = await migrateOnly(legacy)
+      try {
+        const insert = await migrated.db
+          .execute(sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+            values ('plant:78:olivia', 1, 'PlantCreated', 1, '{"id": "78", "name": "Late", "tag": null}',
+                    '{"owner": "olivia", "requestId": "late"}', now())`)
+          .then(
+            () => 'inserted',
+            (failure: unknown) => String((failure as { cause?: unknown }).cause ?? failure),
+          )
+        expect(insert).toContain('violates check constraint "events_erasable"')
+        expect((await legacyEvents(migrated.db))?.n).toBe(await count(migrated.db, 'events'))
+      } finally {
+        await migrated.close()
+        await legacy.cleanup()
+      }
+    })
+  }
+
+  test('instances opening one PostgreSQL store at once: one upgrades, the others wait for it', async () => {
+    const legacy = await createLegacyStore('postgres', loadLegacyLog)
+    const reports: UpgradeProgress[][] = [[], [], []]
+    const handles = await Promise.all(
+      reports.map((report) => openStorage(legacy.storage, { onProgress: (step) => report.push(step) })),
+    )
+    try {
+      expect(reports.map((report) => report.at(-1)?.step ?? 'nothing').sort()).toEqual([
+        'done',
+        'nothing',
+        'nothing',
+      ])
+      const [first] = handles
+      if (!first) throw new Error('no store')
+      expect((await legacyEvents(first.db))?.n).toBe(0)
+      expect(await count(first.db, 'owner_keys')).toBe(4)
+    } finally {
+      await Promise.all(handles.map((handle) => handle.close()))
+      await legacy.cleanup()
+    }
+  })
+})
