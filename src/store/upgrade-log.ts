@@ -1,16 +1,25 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import { type Database, rowsOf } from './database.ts'
 import { events, ownerKeys } from './schema.ts'
 
 // Where the upgrade of a log written before erasure is (CONTRACT §12): sealing its events, batch
 // by batch, then rewriting the table and its statistics, then closing the fence.
-export type UpgradeProgress =
-  | { step: 'seal'; sealed: number; total: number }
-  | { step: 'vacuum' | 'analyze' | 'validate' | 'done'; sealed: number; total: number }
+export type UpgradeProgress = {
+  step: 'seal' | 'wait' | 'held' | 'vacuum' | 'analyze' | 'validate' | 'done'
+  sealed: number
+  total: number
+}
 
-export type UpgradeOptions = { batchSize?: number; onProgress?: (progress: UpgradeProgress) => void }
+export type UpgradeOptions = {
+  batchSize?: number
+  onProgress?: (progress: UpgradeProgress) => void
+  // How long the rewrite waits for transactions that still see the plaintext (see below).
+  snapshotWaitMs?: number
+}
 
 const DEFAULT_BATCH_SIZE = 5000
+const SNAPSHOT_POLL_MS = 200
 
 // Seals the events an earlier version wrote in plaintext, once: the only time the log is
 // rewritten. Run after the migrations, by a caller that holds the migration lock on `db`, a single
@@ -22,7 +31,7 @@ const DEFAULT_BATCH_SIZE = 5000
 // Returns whether there was anything to do.
 export async function upgradeLog(db: Database, options: UpgradeOptions = {}): Promise<boolean> {
   if (!(await fenceOpen(db))) return false
-  const { batchSize = DEFAULT_BATCH_SIZE } = options
+  const { batchSize = DEFAULT_BATCH_SIZE, snapshotWaitMs = 30_000 } = options
   const { total, empty } = await countPlaintext(db)
   // A new store (the fence open, no event yet) has nothing worth a word.
   const onProgress = (empty ? undefined : options.onProgress) ?? (() => {})
@@ -35,8 +44,13 @@ export async function upgradeLog(db: Database, options: UpgradeOptions = {}): Pr
     after = batch.last
     onProgress({ step: 'seal', sealed, total })
   }
-  // The old row versions keep the plaintext in the table's file until it is rewritten; VACUUM
-  // cannot run in a transaction.
+  // The old row versions keep the plaintext in the table's file until it is rewritten. VACUUM
+  // FULL copies the versions that a snapshot still open may see: one older than the last batch
+  // (another session's transaction, a replica's with hot_standby_feedback) is waited for, within
+  // a bound, and named otherwise. VACUUM cannot run in a transaction.
+  if (!(await snapshotsPassed(db, snapshotWaitMs, () => onProgress({ step: 'wait', sealed, total })))) {
+    onProgress({ step: 'held', sealed, total })
+  }
   onProgress({ step: 'vacuum', sealed, total })
   await db.execute(sql`vacuum full ${events}`)
   // The statistics would otherwise keep subjects, names and ids among the most common values.
@@ -53,6 +67,10 @@ export function describeUpgrade({ step, sealed, total }: UpgradeProgress): strin
   switch (step) {
     case 'seal':
       return `upgrading the log to the erasable form: ${sealed} of ${total} events sealed`
+    case 'wait':
+      return 'upgrading the log: waiting for transactions older than the sealing to end'
+    case 'held':
+      return 'upgrading the log: a transaction older than the sealing is still open; its plaintext row versions stay in the events file until VACUUM FULL events runs after it ends'
     case 'vacuum':
       return 'upgrading the log: rewriting the events table (VACUUM FULL)'
     case 'analyze':
@@ -61,6 +79,26 @@ export function describeUpgrade({ step, sealed, total }: UpgradeProgress): strin
       return 'upgrading the log: validating the constraint events_erasable'
     case 'done':
       return `upgraded the log: ${sealed} events sealed`
+  }
+}
+
+// Whether, within `waitMs`, no other session's snapshot, prepared transaction or replication slot
+// is older than now (so than every sealing batch); `waiting` is told once when one is.
+async function snapshotsPassed(db: Database, waitMs: number, waiting: () => void): Promise<boolean> {
+  const [now] = rowsOf<{ xid: string }>(await db.execute(sql`select pg_current_xact_id()::text as xid`))
+  const xid = now?.xid ?? '0'
+  const deadline = Date.now() + waitMs
+  for (let told = false; ; told = true) {
+    const [row] = rowsOf<{ older: boolean }>(
+      await db.execute(sql`select exists (select 1 from pg_stat_activity
+          where pid <> pg_backend_pid() and age(backend_xmin) > age(${xid}::xid8::xid))
+        or exists (select 1 from pg_prepared_xacts where age(transaction) > age(${xid}::xid8::xid))
+        or exists (select 1 from pg_replication_slots where age(xmin) > age(${xid}::xid8::xid)) as older`),
+    )
+    if (row?.older !== true) return true
+    if (Date.now() >= deadline) return false
+    if (!told) waiting()
+    await sleep(SNAPSHOT_POLL_MS)
   }
 }
 
