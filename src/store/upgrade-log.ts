@@ -83,7 +83,9 @@ export function describeUpgrade({ step, sealed, total }: UpgradeProgress): strin
 }
 
 // Whether, within `waitMs`, no other session's snapshot, prepared transaction or replication slot
-// is older than now (so than every sealing batch); `waiting` is told once when one is.
+// is older than now (so than every sealing batch); `waiting` is told once when one is. Sessions of
+// every database count: with only this one's, the tests still found old versions copied now and
+// then while other databases of the server were busy.
 async function snapshotsPassed(db: Database, waitMs: number, waiting: () => void): Promise<boolean> {
   const [now] = rowsOf<{ xid: string }>(await db.execute(sql`select pg_current_xact_id()::text as xid`))
   const xid = now?.xid ?? '0'

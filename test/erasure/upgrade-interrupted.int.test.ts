@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type SQL, sql } from 'drizzle-orm'
-import { drizzle } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
-import { type Database, type DatabaseHandle, openEmbedded, rowsOf } from '../../src/store/database.ts'
+import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { openStorage } from '../../src/store/open-storage.ts'
 import { type UpgradeProgress, upgradeLog } from '../../src/store/upgrade-log.ts'
@@ -12,6 +11,7 @@ import {
   createLegacyStore,
   type LegacyStore,
   loadLegacyLog,
+  openAsIs,
   type StorageKind,
 } from './upgrade-legacy-store.ts'
 import { FILE_SAMPLES, inTableFiles, type LegacyFacts, readLegacyFacts } from './upgrade-secrets.ts'
@@ -20,15 +20,9 @@ const KINDS: StorageKind[] = ['postgres', 'embedded']
 
 // This version's migrations on a legacy store, without the upgrade that an open runs after them.
 async function migrateOnly(legacy: LegacyStore): Promise<DatabaseHandle> {
-  const { storage } = legacy
-  if (storage.kind === 'postgres') {
-    await migratePostgresDatabase(storage.url)
-    const client = postgres(storage.url, { max: 1, onnotice: () => {} })
-    return { db: drizzle({ client }), kind: 'postgres', close: () => client.end() }
-  }
-  if (storage.kind !== 'embedded') throw new Error('a legacy store is kept on disk')
-  const handle = await openEmbedded(storage.dataDir)
-  await migrateEmbeddedDatabase(handle)
+  if (legacy.storage.kind === 'postgres') await migratePostgresDatabase(legacy.storage.url)
+  const handle = await openAsIs(legacy)
+  if (handle.kind === 'embedded') await migrateEmbeddedDatabase(handle)
   return handle
 }
 
@@ -158,7 +152,7 @@ describe('on a legacy log, before the upgrade', () => {
       expect((await legacyEvents(first.db))?.n).toBe(0)
       expect(await count(first.db, 'owner_keys')).toBe(4)
       // the instances waiting for the lock held no snapshot that kept the plaintext
-      expect(reports.flat().map((step) => step.step)).not.toContain('wait')
+      expect(reports.flat().map((step) => step.step)).not.toContain('held')
       expect(await inTableFiles(first.db, FILE_SAMPLES)).toEqual([])
     } finally {
       await Promise.all(handles.map((handle) => handle.close()))

@@ -8,7 +8,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
-import { type Database, openEmbedded } from '../../src/store/database.ts'
+import { type Database, type DatabaseHandle, openEmbedded } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 
 // A store as the version before erasure left it (migrations 0000–0005, commit c824ea0), so that
@@ -66,6 +66,16 @@ export async function createLegacyStore(
     await handle.close()
   }
   return { storage: { kind, dataDir }, cleanup: () => rm(dataDir, { recursive: true, force: true }) }
+}
+
+// The store's database as it is, nothing applied.
+export async function openAsIs({ storage }: LegacyStore): Promise<DatabaseHandle> {
+  if (storage.kind === 'postgres') {
+    const client = postgres(storage.url, { max: 1, onnotice: () => {} })
+    return { db: drizzlePostgres({ client }), kind: 'postgres', close: () => client.end() }
+  }
+  if (storage.kind !== 'embedded') throw new Error('a legacy store is kept on disk')
+  return openEmbedded(storage.dataDir)
 }
 
 export const LEGACY_LOG = new URL('./fixtures/legacy-log.json', import.meta.url)
