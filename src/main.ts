@@ -14,6 +14,7 @@ import { serve } from './serve.ts'
 import { DataDirInUse } from './store/data-dir-lock.ts'
 import { openStorage } from './store/open-storage.ts'
 import { DatabaseUnreachable } from './store/unreachable.ts'
+import { describeUpgrade } from './store/upgrade-log.ts'
 import { within } from './time-limit.ts'
 
 // Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
@@ -26,7 +27,9 @@ async function main(): Promise<void> {
   const pretty =
     config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true)
   const logger = createLogger(config.logLevel, { pretty })
-  const storage = await openStorage(config.storage)
+  const storage = await openStorage(config.storage, {
+    onProgress: (progress) => logger.info(progress, describeUpgrade(progress)),
+  })
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
   // The one reader of the log in this process: the feed and the change streams both take from it.

@@ -11,6 +11,7 @@ import {
 } from '../replay/verify-projection.ts'
 import type { Database } from '../store/database.ts'
 import { openStorage } from '../store/open-storage.ts'
+import { describeUpgrade } from '../store/upgrade-log.ts'
 import { listWorkTables } from '../store/work-tables.ts'
 import { parseArguments } from './arguments.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
@@ -97,7 +98,9 @@ export async function statusCommand(args: string[], config: Config): Promise<num
 }
 
 export async function withStorage(config: Config, run: (db: Database) => Promise<number>): Promise<number> {
-  const storage = await openStorage(config.storage)
+  const storage = await openStorage(config.storage, {
+    onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
+  })
   try {
     return await run(storage.db)
   } finally {

@@ -1,10 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import type { PgliteDatabase } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
-import type { DatabaseHandle } from './database.ts'
+import type { Database, DatabaseHandle } from './database.ts'
 import { unreachableDatabase } from './unreachable.ts'
 
 const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
@@ -12,18 +13,35 @@ const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.met
 const MIGRATION_LOCK = 0x706c616e746d6967n
 
 const CONNECT_TIMEOUT_SECONDS = 10
+const LOCK_POLL_MS = 100
 
 // Several instances starting together must not run the migrator at once (it collides on its own
 // bookkeeping table), so each takes a session advisory lock on a dedicated connection first. This
 // is the first connection a start makes: a database that cannot be used fails it as
-// DatabaseUnreachable, one line naming DATABASE_URL (CONTRACT §7).
-export async function migratePostgresDatabase(url: string): Promise<void> {
+// DatabaseUnreachable, one line naming DATABASE_URL (CONTRACT §7). `then` runs on the same session
+// after the migrations, still under the lock and outside their transaction (upgrade-log.ts).
+// The lock is tried, not waited for in one statement: a statement that waits holds a snapshot, and
+// the upgrade's VACUUM FULL would keep every row version it sealed for the instances waiting.
+export async function migratePostgresDatabase(
+  url: string,
+  then: (db: Database) => Promise<unknown> = async () => {},
+): Promise<void> {
   const client = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS })
   try {
-    await client`select pg_advisory_lock(${MIGRATION_LOCK.toString()}::bigint)`.catch((error: unknown) => {
+    const tryLock = () =>
+      client`select pg_try_advisory_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`.then(
+        ([row]) => row?.locked === true,
+      )
+    let locked = await tryLock().catch((error: unknown) => {
       throw unreachableDatabase(error, CONNECT_TIMEOUT_SECONDS) ?? error
     })
-    await migratePostgres(drizzlePostgres({ client }), { migrationsFolder })
+    while (!locked) {
+      await sleep(LOCK_POLL_MS)
+      locked = await tryLock()
+    }
+    const db = drizzlePostgres({ client })
+    await migratePostgres(db, { migrationsFolder })
+    await then(db)
   } finally {
     await client.end({ timeout: 5 })
   }

@@ -1,17 +1,25 @@
 import type { Config } from '../config.ts'
 import { type DatabaseHandle, openEmbedded, openPostgres } from './database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from './migrate.ts'
+import { type UpgradeOptions, upgradeLog } from './upgrade-log.ts'
 
-// Opens the configured storage with every migration applied.
-export async function openStorage(storage: Config['storage']): Promise<DatabaseHandle> {
+// Opens the configured storage with every migration applied and the log in today's form: a log
+// written before erasure is sealed first (upgrade-log.ts; `upgrade` reports its progress).
+export async function openStorage(
+  storage: Config['storage'],
+  upgrade: UpgradeOptions = {},
+): Promise<DatabaseHandle> {
   if (storage.kind === 'postgres') {
-    await migratePostgresDatabase(storage.url)
+    await migratePostgresDatabase(storage.url, (db) => upgradeLog(db, upgrade))
     return openPostgres(storage)
   }
   const handle = await openEmbedded(storage.kind === 'memory' ? undefined : storage.dataDir)
-  await migrateEmbeddedDatabase(handle).catch(async (error: unknown) => {
+  try {
+    await migrateEmbeddedDatabase(handle)
+    await upgradeLog(handle.db, upgrade)
+  } catch (error) {
     await handle.close()
     throw error
-  })
+  }
   return handle
 }

@@ -2,11 +2,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
-import { readStream } from '../../src/store/event-store.ts'
-import { create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
+import type { DatabaseHandle } from '../../src/store/database.ts'
+import { readPlantStream } from '../../src/store/event-store.ts'
+import { openStorage } from '../../src/store/open-storage.ts'
+import { createLegacyStore, type LegacyStore, openAsIs } from '../erasure/upgrade-legacy-store.ts'
+import { count, create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
 
 // Events as an older version of the service wrote them: PlantCreated v0 named the id `plantId`
-// and stored it as a JSON number, called the name `title`, and left an absent tag out.
+// and stored it as a JSON number, called the name `title`, and left an absent tag out. Only a
+// version before erasure wrote them, in plaintext: they reach this one through the log's upgrade
+// (src/store/upgrade-log.ts), which seals them as stored, v0 inside.
 const V0_FIXTURE = sql`
   insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at) values
   ('plant:9007199254740993:olivia', 1, 'PlantCreated', 0, '{"plantId": 9007199254740993, "title": "Old fern"}',
@@ -16,13 +21,19 @@ const V0_FIXTURE = sql`
 
 for (const kind of STORAGE_KINDS) {
   describe(`upcasting on ${kind}`, () => {
-    let storage: TestStorage
+    let legacy: LegacyStore
+    let storage: DatabaseHandle
     beforeAll(async () => {
-      storage = await openTestStorage(kind)
-      await storage.db.execute(V0_FIXTURE)
+      legacy = await createLegacyStore(kind, async (db) => {
+        await db.execute(V0_FIXTURE)
+      })
+      storage = await openStorage(legacy.storage)
       await create(storage.db, 'olivia', { id: 3n, name: 'New cactus', tag: 'v1' })
     })
-    afterAll(() => storage.close())
+    afterAll(async () => {
+      await storage?.close()
+      await legacy?.cleanup()
+    })
 
     test('v0 events replay into the current projection beside v1 events, in log order', async () => {
       // when
@@ -37,8 +48,8 @@ for (const kind of STORAGE_KINDS) {
     })
 
     test('a stream read gives a v0 event in the current shape, the id exact, an empty tag kept', async () => {
-      const [fern] = await readStream(storage.db, 'plant:9007199254740993:olivia')
-      const [palm] = await readStream(storage.db, 'plant:2:olivia')
+      const [fern] = await readPlantStream(storage.db, 'olivia', 9007199254740993n)
+      const [palm] = await readPlantStream(storage.db, 'olivia', 2n)
       expect([fern?.schemaVersion, fern?.data]).toEqual([
         0,
         { id: '9007199254740993', name: 'Old fern', tag: null },
@@ -54,29 +65,64 @@ for (const kind of STORAGE_KINDS) {
   })
 }
 
+const causeOf = (error: unknown) => String((error as { cause?: unknown }).cause ?? error)
+
 // A shape the definition does not know is refused wherever the log is read, naming the event.
 for (const kind of STORAGE_KINDS) {
   describe(`events the code cannot read, on ${kind}`, () => {
     let storage: TestStorage
     beforeAll(async () => {
       storage = await openTestStorage(kind)
+      // sealed under olivia's key, as this version stores every event
       await storage.db.execute(sql`
-        insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at) values
-        ('plant:7:olivia', 1, 'PlantCreated', 2, '{"id": "7", "name": "Future"}', '{"owner": "olivia", "requestId": "r"}', now()),
-        ('plant:8:olivia', 1, 'PlantCreated', 0, '{"plantId": 1.5, "title": "Half"}', '{"owner": "olivia", "requestId": "r"}', now())`)
+        with key as (
+          insert into owner_keys (pseudonym, owner, key) values ('p-olivia', 'olivia', gen_random_bytes(32)) returning key
+        )
+        insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+        select plant_store_stream_id(id, key.key), 1, 'PlantCreated', version,
+               jsonb_build_object('sealed', plant_store_seal(data, key.key)), '{"pseudonym": "p-olivia"}', now()
+        from key, (values ('7', 2, '{"id": "7", "name": "Future"}'), ('8', 0, '{"plantId": 1.5, "title": "Half"}'))
+          as event(id, version, data)`)
     })
     afterAll(() => storage.close())
 
-    const causeOf = (error: unknown) => String((error as { cause?: unknown }).cause ?? error)
-
     test('a version newer than the definition knows stops a stream read with its position', async () => {
-      const refusal = await readStream(storage.db, 'plant:7:olivia').catch(causeOf)
+      const refusal = await readPlantStream(storage.db, 'olivia', 7n).catch(causeOf)
       expect(refusal).toMatch(/unknown event PlantCreated v2 at position \d+/)
     })
 
     test('a v0 id that is not an integer is refused, not rounded', async () => {
-      const refusal = await readStream(storage.db, 'plant:8:olivia').catch(causeOf)
+      const refusal = await readPlantStream(storage.db, 'olivia', 8n).catch(causeOf)
       expect(refusal).toContain('invalid input syntax for type bigint: "1.5"')
     })
+  })
+}
+
+// The log's upgrade reads every plaintext event by the same definition: one it cannot read stops
+// it, naming the event, and the open fails with the log as it was.
+for (const kind of STORAGE_KINDS) {
+  test(`a plaintext event the code cannot read stops the upgrade, on ${kind}`, async () => {
+    const legacy = await createLegacyStore(kind, async (db) => {
+      await db.execute(V0_FIXTURE)
+      await db.execute(sql`
+        insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at) values
+        ('plant:7:olivia', 1, 'PlantCreated', 2, '{"id": "7", "name": "Future"}', '{"owner": "olivia", "requestId": "r"}', now())`)
+    })
+    try {
+      const refusal = await openStorage(legacy.storage).then(async (opened) => {
+        await opened.close()
+        return 'opened'
+      }, causeOf)
+      expect(refusal).toMatch(/unknown event PlantCreated v2 at position 3/)
+      // and nothing was sealed: the batch is one transaction
+      const asIs = await openAsIs(legacy)
+      try {
+        expect(await count(asIs.db, "events where not (metadata ? 'pseudonym')")).toBe(3)
+      } finally {
+        await asIs.close()
+      }
+    } finally {
+      await legacy.cleanup()
+    }
   })
 }

@@ -25,7 +25,7 @@ describe('on PostgreSQL', () => {
 
   test('the events table refuses UPDATE, DELETE and TRUNCATE', async () => {
     await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-              values ('s', 1, 'PlantCreated', 1, '{}', '{}', now())`
+              values ('s', 1, 'PlantCreated', 1, '{}', '{"pseudonym": "p"}', now())`
     await expect(sql`update events set type = 'x'`).rejects.toThrow('append-only')
     await expect(sql`delete from events`).rejects.toThrow('append-only')
     await expect(sql`truncate events`).rejects.toThrow('append-only')
@@ -36,7 +36,7 @@ describe('on PostgreSQL', () => {
   test('a stream version can be appended only once', async () => {
     const append =
       () => sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-                             values ('dup', 1, 'PlantCreated', 1, '{}', '{}', now())`
+                             values ('dup', 1, 'PlantCreated', 1, '{}', '{"pseudonym": "p"}', now())`
     await append()
     await expect(append()).rejects.toThrow('events_stream_version_unique')
   })
@@ -50,7 +50,7 @@ test('the same migrations build the embedded store, append-only too', async () =
       query: (q: string) => Promise<unknown>
     }
     await pglite.query(`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-                        values ('s', 1, 'PlantCreated', 1, '{}', '{}', now())`)
+                        values ('s', 1, 'PlantCreated', 1, '{}', '{"pseudonym": "p"}', now())`)
     await expect(pglite.query("update events set type = 'x'")).rejects.toThrow('append-only')
     await expect(pglite.query('delete from events')).rejects.toThrow('append-only')
     await expect(pglite.query('truncate events')).rejects.toThrow('append-only')
