@@ -9,39 +9,69 @@ import { percentile } from './memory.ts'
 // many clients as the service's pool) on the project's migrated schema, running the least any
 // event-sourced service must do for the job, with no HTTP, JSON or JWT and no driver of ours.
 const SCRIPTS = {
-  // A create: one transaction that appends the PlantCreated event and inserts its plants row.
-  // Ids are unique in practice (random over 2^63, owners random over 100,000). pgbench takes a
-  // colon before a letter for a variable, even inside a literal: hence ':' || 'ceiling-'.
+  // A create: one transaction that finds or makes the owner's key, appends the PlantCreated event
+  // sealed under it (CONTRACT §12: pseudonym, sealed data and request id, HMAC stream id) and
+  // inserts its plants row. Ids are unique in practice (random over 2^63, owners random over
+  // 100,000). pgbench takes a colon before a letter for a variable, even inside a literal: hence
+  // ':' || 'ceiling-'.
   create: `
 \\set owner random(1, 100000)
 \\set id random(1, 9000000000000000000)
 BEGIN;
-INSERT INTO events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-  VALUES ('plant:' || CAST(:id AS text) || ':' || 'ceiling-' || CAST(:owner AS text), 1, 'PlantCreated', 1,
-          jsonb_build_object('id', CAST(:id AS text), 'name', 'plant ' || CAST(:id AS text), 'tag', 'bench'),
-          jsonb_build_object('owner', 'ceiling-' || CAST(:owner AS text), 'requestId', 'pgbench'), now());
+WITH source AS (
+  SELECT 'ceiling-' || CAST(:owner AS text) AS owner, CAST(:id AS bigint) AS id),
+found AS (
+  SELECT k.pseudonym, k.owner, k.key FROM owner_keys k, source s WHERE k.owner = s.owner AND NOT k.erasing),
+made AS (
+  INSERT INTO owner_keys (pseudonym, owner, key)
+  SELECT encode(gen_random_bytes(16), 'hex'), s.owner, gen_random_bytes(32) FROM source s
+  WHERE NOT EXISTS (SELECT 1 FROM found)
+  ON CONFLICT (owner) WHERE NOT erasing DO UPDATE SET owner = excluded.owner
+  RETURNING pseudonym, owner, key),
+keys AS (SELECT * FROM found UNION ALL SELECT * FROM made),
+appended AS (
+  INSERT INTO events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+  SELECT plant_store_stream_id(CAST(s.id AS text), k.key), 1, 'PlantCreated', 1,
+         jsonb_build_object('sealed', plant_store_seal(CAST(
+           jsonb_build_object('id', CAST(s.id AS text), 'name', 'plant ' || CAST(s.id AS text), 'tag', 'bench') AS text), k.key)),
+         jsonb_build_object('pseudonym', k.pseudonym, 'sealed', plant_store_seal('{"requestId": "pgbench"}', k.key)), now()
+  FROM source s, keys k
+  RETURNING position)
 INSERT INTO plants (owner, id, name, tag, position)
-  VALUES ('ceiling-' || CAST(:owner AS text), CAST(:id AS bigint), 'plant ' || CAST(:id AS text), 'bench',
-          currval(pg_get_serial_sequence('events', 'position')));
+  SELECT s.owner, s.id, 'plant ' || CAST(s.id AS text), 'bench', a.position FROM source s, appended a;
 COMMIT;
 `,
-  // The same creates, `BATCH` to a transaction: one multi-row insert of the events and one of
-  // their plants rows, what group commit can reach at best.
+  // The same creates, `BATCH` to a transaction: one statement for the keys, events and plants
+  // rows of the batch, what group commit can reach at best.
   createBatch: `
 \\set owner random(1, 100000)
 \\set id random(1, 90000000000000000)
 BEGIN;
-WITH appended AS (
+WITH source AS (
+  SELECT 'ceiling-' || CAST((:owner + g) % 100000 AS text) AS owner, CAST(:id AS bigint) * 100 + g AS id, g
+  FROM generate_series(1, BATCH) AS g),
+found AS (
+  SELECT k.pseudonym, k.owner, k.key FROM owner_keys k WHERE k.owner IN (SELECT owner FROM source) AND NOT k.erasing),
+made AS (
+  INSERT INTO owner_keys (pseudonym, owner, key)
+  SELECT encode(gen_random_bytes(16), 'hex'), o.owner, gen_random_bytes(32)
+  FROM (SELECT DISTINCT owner FROM source) o WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.owner = o.owner)
+  ON CONFLICT (owner) WHERE NOT erasing DO UPDATE SET owner = excluded.owner
+  RETURNING pseudonym, owner, key),
+keys AS (SELECT * FROM found UNION ALL SELECT * FROM made),
+sealed AS (
+  SELECT s.owner, s.id, s.g, plant_store_stream_id(CAST(s.id AS text), k.key) AS stream_id,
+         jsonb_build_object('sealed', plant_store_seal(CAST(
+           jsonb_build_object('id', CAST(s.id AS text), 'name', 'plant ' || CAST(:id AS text), 'tag', 'bench') AS text), k.key)) AS data,
+         jsonb_build_object('pseudonym', k.pseudonym, 'sealed', plant_store_seal('{"requestId": "pgbench"}', k.key)) AS metadata
+  FROM source s JOIN keys k ON k.owner = s.owner),
+appended AS (
   INSERT INTO events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-  SELECT 'plant:' || CAST(CAST(:id AS bigint) * 100 + g AS text) || ':' || 'ceiling-' || CAST((:owner + g) % 100000 AS text), 1,
-         'PlantCreated', 1,
-         jsonb_build_object('id', CAST(CAST(:id AS bigint) * 100 + g AS text), 'name', 'plant ' || CAST(:id AS text), 'tag', 'bench'),
-         jsonb_build_object('owner', 'ceiling-' || CAST((:owner + g) % 100000 AS text), 'requestId', 'pgbench'), now()
-  FROM generate_series(1, BATCH) AS g
-  ORDER BY g
-  RETURNING position, data, metadata)
+  SELECT stream_id, 1, 'PlantCreated', 1, data, metadata, now() FROM sealed ORDER BY g
+  RETURNING position, stream_id)
 INSERT INTO plants (owner, id, name, tag, position)
-  SELECT metadata->>'owner', CAST(data->>'id' AS bigint), data->>'name', data->>'tag', position FROM appended;
+  SELECT sealed.owner, sealed.id, 'plant ' || CAST(:id AS text), 'bench', appended.position
+  FROM appended JOIN sealed USING (stream_id);
 COMMIT;
 `,
   // A page: the first 20 plants of one of the seeded readers (and whether a 21st follows).

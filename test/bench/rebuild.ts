@@ -7,6 +7,7 @@ import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { sealedSeed } from '../support/sealed-seed.ts'
 
 const EVENTS = Number(process.argv[2] ?? 1_000_000)
 const OWNERS = 1000
@@ -21,21 +22,25 @@ const rate = (events: number, elapsed: number) =>
 
 try {
   let started = performance.now()
-  await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-            select 'plant:' || n || ':owner-' || (n % ${OWNERS}), 1, 'PlantCreated', 1,
-                   jsonb_build_object('id', (n * 9007199254740)::text, 'name', 'plant ' || n,
-                                      'tag', case when n % 3 = 0 then null else 'tag ' || (n % 7) end),
-                   jsonb_build_object('owner', 'owner-' || (n % ${OWNERS}), 'requestId', 'bench'),
-                   now()
-            from generate_series(1, ${EVENTS}) as n`
+  await sql.unsafe(
+    sealedSeed(
+      `select 'owner-' || (n % ${OWNERS}) as owner, n * 9007199254740 as id, 'plant ' || n as name,
+              case when n % 3 = 0 then null else 'tag ' || (n % 7) end as tag
+       from generate_series(1, ${EVENTS}) as n`,
+      { project: false },
+    ),
+  )
   await sql`vacuum analyze events`
   console.log(`seeded ${EVENTS.toLocaleString('en')} events in ${seconds(started).toFixed(1)} s`)
 
-  // The ceiling: the same rows and keys, made inside the database with no round trip.
+  // The ceiling: the same rows and keys, made inside the database with no round trip, each event
+  // opened with its owner's key (the least a fold of a sealed log does).
   started = performance.now()
   await sql`create table plants_ceiling (like plants including defaults)`
   await sql`insert into plants_ceiling (owner, id, name, tag, position)
-            select metadata->>'owner', (data->>'id')::bigint, data->>'name', data->>'tag', position from events`
+            select k.owner, (d->>'id')::bigint, d->>'name', d->>'tag', e.position
+            from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym',
+                 plant_store_open(e.data, k.key) as d`
   const insertOnly = seconds(started)
   await sql`alter table plants_ceiling add primary key (owner, id)`
   await sql`create index on plants_ceiling (owner, position)`

@@ -1,25 +1,21 @@
 import type postgres from 'postgres'
+import { sealedSeed } from '../support/sealed-seed.ts'
 
-// Set-based seeding: events and their plants rows in one statement each batch, consistent with
-// each other (the plants row of every event carries its position), as the projection would fold them.
+// Set-based seeding: events, sealed as the service writes them, and their plants rows in one
+// statement each batch, consistent with each other (the plants row of every event carries its
+// position), as the projection would fold them.
 // `owner` is a SQL expression over the series value `i`.
 export async function seedEvents(sql: postgres.Sql, from: number, to: number, owner: string): Promise<void> {
   const BATCH = 250_000
   for (let start = from; start <= to; start += BATCH) {
     const end = Math.min(to, start + BATCH - 1)
-    await sql.unsafe(`
-      with source as (
-        select i, ${owner} as owner from generate_series(${start}::bigint, ${end}::bigint) as i
-      ), appended as (
-        insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        select 'plant:' || i || ':' || owner, 1, 'PlantCreated', 1,
-               jsonb_build_object('id', i::text, 'name', 'plant ' || i, 'tag', 'seed'),
-               jsonb_build_object('owner', owner, 'requestId', 'seed'), now()
-        from source order by i
-        returning position, data, metadata
-      )
-      insert into plants (owner, id, name, tag, position)
-      select metadata->>'owner', (data->>'id')::bigint, data->>'name', data->>'tag', position from appended`)
+    await sql.unsafe(
+      sealedSeed(
+        `select ${owner} as owner, i as id, 'plant ' || i as name, 'seed' as tag
+         from generate_series(${start}::bigint, ${end}::bigint) as i`,
+        { project: true },
+      ),
+    )
   }
   // The projection's checkpoint, where the schema has one, follows the seeded rows.
   await sql.unsafe(`
