@@ -1,9 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { exportEvents } from '../../src/replay/export-events.ts'
+import { base64Bytes, type OwnerKey, ownerKey } from '../../src/replay/sealed-event.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { rowsOf } from '../../src/store/database.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
+
+// The lines of an export this test reads: key lines, and events sealed under those keys.
+type ExportLine = {
+  key?: { pseudonym: string; key: string }
+  data?: { sealed?: string }
+  metadata?: { pseudonym: string }
+}
 
 const BOM = '\uFEFF'
 // Text a default TextDecoder would change: one and two leading byte order marks, and nothing else.
@@ -74,10 +82,21 @@ for (const kind of STORAGE_KINDS) {
       await exportEvents(h.db, async (chunk) => {
         text += chunk
       })
-      const exported = text
+      // The events are sealed under their owner's key, which the export carries on a key line.
+      const lines = text
         .trim()
         .split('\n')
-        .map((line) => (JSON.parse(line) as { data: { name: string; tag: string | null } }).data)
+        .map((line) => JSON.parse(line) as ExportLine)
+      const keys = new Map<string, OwnerKey>()
+      for (const line of lines)
+        if (line.key)
+          keys.set(line.key.pseudonym, await ownerKey(base64Bytes(line.key.key) ?? new Uint8Array()))
+      const exported: { name: string; tag: string | null }[] = []
+      for (const line of lines) {
+        if (!line.data?.sealed || !line.metadata) continue
+        const opened = await keys.get(line.metadata.pseudonym)?.open(line.data.sealed)
+        exported.push(JSON.parse(opened ?? 'null'))
+      }
       expect(exported.map((data) => [utf8(data.name), data.tag === null ? null : utf8(data.tag)])).toEqual(
         PLANTS.map((plant) => [utf8(plant.name), plant.tag === undefined ? null : utf8(plant.tag)]),
       )
