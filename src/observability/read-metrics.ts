@@ -1,14 +1,14 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { ReplicaStatus } from '../store/replica-health.ts'
 
-// Where listings are read (CONTRACT §10), in the app's registry; replica states are read at scrape
+// Where listings and change streams are read (CONTRACT §10), in the app's registry; replica states are read at scrape
 // time.
 export function createReadMetrics(registry: Registry, statuses: () => ReplicaStatus[]) {
   const registers = [registry]
   const reads = new Counter({
     name: 'plant_store_reads_total',
-    help: "Listings served, by source: 'primary' or the replica's host:port/database",
-    labelNames: ['source'] as const,
+    help: "Reads served, by source ('primary' or the replica's host:port/database) and kind ('listing', or 'changes': a change stream's head or catch-up batch)",
+    labelNames: ['source', 'kind'] as const,
     registers,
   })
   new Gauge({
@@ -39,8 +39,11 @@ export function createReadMetrics(registry: Registry, statuses: () => ReplicaSta
   })
   return {
     read: (source: string, waitedMs?: number) => {
-      reads.inc({ source })
+      reads.inc({ source, kind: 'listing' })
       if (waitedMs !== undefined) waits.observe(waitedMs / 1000)
+    },
+    changeRead: (source: string) => {
+      reads.inc({ source, kind: 'changes' })
     },
   }
 }
