@@ -36,8 +36,8 @@ const follow = async (token: string, options: { after?: string; lastEventId?: st
   return reader
 }
 const changeReads = async () => ({
-  primary: await metric(server.url, 'plant_store_reads_total', { kind: 'changes', source: 'primary' }),
-  all: await metric(server.url, 'plant_store_reads_total', { kind: 'changes' }),
+  primary: await metric(server.url, 'plant_store_change_reads_total', { source: 'primary' }),
+  all: await metric(server.url, 'plant_store_change_reads_total'),
 })
 const idsOf = (events: SseEvent[]) => events.map((event) => plantOf(event).id)
 // Events come in increasing positions, each once.
