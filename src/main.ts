@@ -53,6 +53,7 @@ async function main(): Promise<void> {
       : undefined
   const changes = await startChanges({
     db: storage.db,
+    replicas: replicaReads?.changes,
     log,
     logger,
     registry,

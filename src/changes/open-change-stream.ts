@@ -1,14 +1,13 @@
 import type { Logger } from '../logger.ts'
-import type { Executor } from '../store/database.ts'
 import { within } from '../time-limit.ts'
 import { encodedChangeFrame } from './change-frame.ts'
 import type { ChangeHub } from './change-hub.ts'
+import type { ChangeReads } from './change-reads.ts'
 import { type CaughtUp, createChangeStream } from './change-stream.ts'
 import type { LogFollower } from './log-follower.ts'
-import { readOwnerChanges, readOwnerHead, readOwnerPseudonym } from './owner-changes.ts'
 
 export type OpenChangeStreamDeps = {
-  db: Executor
+  reads: ChangeReads
   hub: ChangeHub
   follower: Pick<LogFollower, 'ready' | 'position'>
   logger: Logger
@@ -41,16 +40,16 @@ const READY_WAIT_MS = 5000
 // Joins the database and the live log without a gap or a duplicate: the stream takes live events
 // (held) before the first read, so whatever commits after that read's snapshot reaches it live;
 // whatever the reads saw is sent from them, and the held copies at or below it are dropped.
-// The reads stop at the follower's position: above it a late commit may still come, live.
+// The reads show everything up to the follower's position when asked, and stop there: above it a
+// late commit may still come, live (change-reads.ts).
 // The first read happens before the response, so an unreachable database is a clean 503.
 export async function openChangeStream(
-  { db, hub, follower, logger, maxBufferedBytes, stallMs, catchUpBatch }: OpenChangeStreamDeps,
+  { reads, hub, follower, logger, maxBufferedBytes, stallMs, catchUpBatch }: OpenChangeStreamDeps,
   { owner, after, expiresAt }: ChangeRequest,
 ): Promise<ReadableStream<Uint8Array>> {
   const readAfter = async (position: bigint): Promise<CaughtUp> => {
     try {
-      const upTo = follower.position() ?? 0n
-      const found = await readOwnerChanges(db, owner, position, upTo, catchUpBatch)
+      const found = await reads.changesAfter(owner, position, catchUpBatch)
       return { frames: found.map(encodedChangeFrame), complete: found.length < catchUpBatch }
     } catch (error) {
       logger.warn({ err: error }, 'a change stream could not catch up; it ends and the client resumes')
@@ -79,11 +78,11 @@ export async function openChangeStream(
   try {
     // Read once the hub delivers to the stream: a notice read meanwhile finds it (change-hub.ts).
     const start = async () => {
-      if (after === undefined) return stream.startAfter(await readOwnerHead(db, owner), true)
+      if (after === undefined) return stream.startAfter(await reads.head(owner), true)
       stream.startAfter(after, false)
       await stream.catchUp()
     }
-    const [pseudonym] = await Promise.all([readOwnerPseudonym(db, owner), start()])
+    const [pseudonym] = await Promise.all([reads.pseudonym(owner), start()])
     stream.pseudonym ??= pseudonym
   } catch (error) {
     hub.remove(stream)

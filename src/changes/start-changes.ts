@@ -2,13 +2,26 @@ import type { Registry } from 'prom-client'
 import type { Logger } from '../logger.ts'
 import { createChangeMetrics } from '../observability/change-metrics.ts'
 import type { Executor } from '../store/database.ts'
+import type { ReplicaSet } from '../store/replica-health.ts'
 import { createChangeHub } from './change-hub.ts'
+import { type ChangeReads, primaryChangeReads } from './change-reads.ts'
 import { type FollowedLog, followLog } from './log-follower.ts'
 import { type ChangeRequest, openChangeStream } from './open-change-stream.ts'
+import { replicaChangeReads } from './replica-change-reads.ts'
+import { followWalMarks } from './wal-marks.ts'
+
+// Streams read from these replicas (DATABASE_READ_URLS), each read waiting at most `waitMs` for one
+// to replay what it must show; `onRead` is told where each read was served.
+export type ChangeReplicas = {
+  set: Pick<ReplicaSet, 'available' | 'markDown'>
+  waitMs: number
+  onRead: (source: string) => void
+}
 
 export type ChangesDeps = {
-  // Where the callers' plants are read.
+  // The primary: the callers' plants are read here unless `replicas` are given.
   db: Executor
+  replicas?: ChangeReplicas
   logger: Logger
   registry: Registry
   // The process's follower of the log, shared with the feed. Absent: one of its own, on `db`,
@@ -39,6 +52,7 @@ export type Changes = {
 // GET /plants/changes's machinery: the log's follower feeding every open stream.
 export async function startChanges({
   db,
+  replicas,
   logger,
   registry,
   log,
@@ -54,10 +68,23 @@ export async function startChanges({
   const hub = createChangeHub({ logger, streamsPerOwner, now, keepAliveMs, tickMs })
   const follower = log ?? followLog({ db, logger, noticesUrl })
   const unsubscribe = follower.subscribe(hub.deliver)
+  const position = () => follower.position() ?? 0n
+  // The follower stays on the primary: it is one read per wake-up for the whole process, and its
+  // horizon (settled-log.ts) is read from the primary's locks, which a replica does not have.
+  const reads: ChangeReads = replicas
+    ? replicaChangeReads({
+        primary: db,
+        replicas: replicas.set,
+        marks: followWalMarks({ primary: db, position }),
+        position,
+        waitMs: replicas.waitMs,
+        onRead: replicas.onRead,
+      })
+    : primaryChangeReads(db, position)
   createChangeMetrics(registry, hub.count)
   return {
     open: (request) =>
-      openChangeStream({ db, hub, follower, logger, maxBufferedBytes, stallMs, catchUpBatch }, request),
+      openChangeStream({ reads, hub, follower, logger, maxBufferedBytes, stallMs, catchUpBatch }, request),
     appended: follower.appended,
     count: hub.count,
     close: async () => {

@@ -1,13 +1,20 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { ReplicaStatus } from '../store/replica-health.ts'
 
-// Where listings are read (CONTRACT §10), in the app's registry; replica states are read at scrape
+// Where listings and change streams are read (CONTRACT §10), in the app's registry; replica states are read at scrape
 // time.
 export function createReadMetrics(registry: Registry, statuses: () => ReplicaStatus[]) {
   const registers = [registry]
   const reads = new Counter({
     name: 'plant_store_reads_total',
     help: "Listings served, by source: 'primary' or the replica's host:port/database",
+    labelNames: ['source'] as const,
+    registers,
+  })
+  // Apart from listings, so that a listing count (and what reads it) keeps its meaning.
+  const changeReads = new Counter({
+    name: 'plant_store_change_reads_total',
+    help: "Change streams' reads (a head, a catch-up batch, an owner's pseudonym), by source: 'primary' or the replica's host:port/database",
     labelNames: ['source'] as const,
     registers,
   })
@@ -41,6 +48,9 @@ export function createReadMetrics(registry: Registry, statuses: () => ReplicaSta
     read: (source: string, waitedMs?: number) => {
       reads.inc({ source })
       if (waitedMs !== undefined) waits.observe(waitedMs / 1000)
+    },
+    changeRead: (source: string) => {
+      changeReads.inc({ source })
     },
   }
 }

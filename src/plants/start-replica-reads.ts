@@ -3,11 +3,16 @@ import type { ReadReplicasConfig } from '../config.ts'
 import type { Logger } from '../logger.ts'
 import { createReadMetrics } from '../observability/read-metrics.ts'
 import { type Database, openPostgres, type PostgresSettings } from '../store/database.ts'
-import { watchReplicas } from '../store/replica-health.ts'
+import { type ReplicaSet, watchReplicas } from '../store/replica-health.ts'
 import { within } from '../time-limit.ts'
 import { type ReadPlants, replicaReads } from './read-plants.ts'
 
-export type ReplicaReads = { readPlants: ReadPlants; close: () => Promise<void> }
+export type ReplicaReads = {
+  readPlants: ReadPlants
+  // What the change streams read from (changes/start-changes.ts): the same replicas and wait.
+  changes: { set: ReplicaSet; waitMs: number; onRead: (source: string) => void }
+  close: () => Promise<void>
+}
 
 export type ReplicaReadsDeps = {
   config: ReadReplicasConfig
@@ -22,7 +27,7 @@ export type ReplicaReadsDeps = {
 const REPLICA_CONNECT_TIMEOUT_SECONDS = 2
 const FIRST_CHECK_WAIT_MS = 2000
 
-// Listings from the replicas (CONTRACT §10). Starts once the replicas have been checked, or after
+// Listings and change streams from the replicas (CONTRACT §10). Starts once the replicas have been checked, or after
 // a short wait: a replica that is down never holds up the start, it only serves no reads.
 export async function startReplicaReads({
   config,
@@ -45,6 +50,7 @@ export async function startReplicaReads({
   logger.info({ replicas: replicas.statuses() }, 'reading from replicas')
   return {
     readPlants: replicaReads({ primary, replicas, waitMs: config.waitMs, onRead: metrics.read }),
+    changes: { set: replicas, waitMs: config.waitMs, onRead: metrics.changeRead },
     close: replicas.close,
   }
 }
