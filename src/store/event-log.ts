@@ -5,7 +5,7 @@ import { pseudonymOf } from './erasable.ts'
 import { parseEventData } from './event-data.ts'
 import { currentData, currentShape } from './event-store.ts'
 import { events, ownerKeys } from './schema.ts'
-import { type Horizon, readSettled } from './settled-log.ts'
+import { type Horizon, settledReader } from './settled-log.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
 // (transaction id, position) order, not by position alone: a position is taken at insert but
@@ -32,9 +32,14 @@ export type LoggedEvent = {
 
 // The key of each event's owner, and the event opened with it. A PlantCreated is read only while
 // its owner can be (`readable`); an OwnerErased names its owner while the erasure runs.
+// The key is a lateral probe of its primary key per event read: a join the planner may hash would
+// read every owner's key on every read of a few events.
 const withKeys = sql`
-  left join ${ownerKeys} as k on k.pseudonym = ${pseudonymOf(sql`${events}`)}
-    and (not k.erasing or ${events.type} <> 'PlantCreated')
+  left join lateral (
+    select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${ownerKeys.key} as key
+    from ${ownerKeys}
+    where ${ownerKeys.pseudonym} = ${pseudonymOf(sql`${events}`)}
+      and (not ${ownerKeys.erasing} or ${events.type} <> 'PlantCreated')) as k on true
   left join lateral ${currentShape(sql`k.key`)} on true`
 const readable = sql`${events.type} <> 'PlantCreated' or k.pseudonym is not null`
 
@@ -73,6 +78,12 @@ function toLoggedEvent([
   }
 }
 
+const readLoggedEvents = settledReader<LoggedEventArray>(
+  'read_settled_events',
+  { row: loggedEventRow, joins: withKeys, keep: readable },
+  parseEventData,
+)
+
 // The settled log (settled-log.ts) after `after`, in position order, as the feed and the change
 // streams take it, with the horizon it was read up to.
 export async function readSettledEvents(
@@ -82,17 +93,14 @@ export async function readSettledEvents(
   horizons: Horizon[],
   batchSize: number,
 ): Promise<{ events: LoggedEvent[]; settled: bigint }> {
-  const read = await readSettled<LoggedEventArray>(
-    db,
-    after,
-    settled,
-    horizons,
-    batchSize,
-    { row: loggedEventRow, joins: withKeys, keep: readable },
-    parseEventData,
-  )
+  const read = await readLoggedEvents(db, after, settled, horizons, batchSize)
   return { events: read.rows.map(toLoggedEvent), settled: read.settled }
 }
+
+const readExportedText = settledReader<ExportedText>('read_settled_text', {
+  row: sql`json_build_array(${events.position}::text, ${events.streamId}, ${events.streamVersion},
+    ${events.type}, ${events.schemaVersion}, ${events.data}::text, ${events.metadata}::text, ${recordedAtText})`,
+})
 
 // The settled log as exact text for export: jsonb as PostgreSQL prints it (numbers keep every
 // digit), the timestamp to the microsecond in UTC. One JSON text per event, in position order.
@@ -103,9 +111,7 @@ export async function readSettledText(
   horizons: Horizon[],
   batchSize: number,
 ): Promise<{ lines: ExportedText[]; settled: bigint }> {
-  const row = sql`json_build_array(${events.position}::text, ${events.streamId}, ${events.streamVersion},
-    ${events.type}, ${events.schemaVersion}, ${events.data}::text, ${events.metadata}::text, ${recordedAtText})`
-  const read = await readSettled<ExportedText>(db, after, settled, horizons, batchSize, { row })
+  const read = await readExportedText(db, after, settled, horizons, batchSize)
   return { lines: read.rows, settled: read.settled }
 }
 

@@ -77,17 +77,25 @@ export type StreamAppend = {
 // The projection: the `plants` row each event makes, as SQL over rows shaped like the events
 // table, so that PostgreSQL applies it where the events are. Each event is opened with its
 // owner's key, from `keys` (rows of pseudonym, owner and key; by default the keys that can be
-// read), so that an erased owner's events fold to nothing. What each stored shape of an event
-// means is defined once, by the database function plant_store_event (migrations 0004, 0006).
-// Appends run it on the rows they have just stored, a rebuild on batches of the log and a
-// verification on the whole log (replay/): the events never travel to this process and back.
+// read), so that an erased owner's events fold to nothing. A rebuild runs it on batches of the log
+// and a verification on the whole log (replay/): the events never travel to this process and back.
 export function projectInto(table: PlantsTable = plants, keys: SQL = liveKeys) {
+  return (rows: SQL): SQL =>
+    projectOpened(table)(sql`(
+      select e.position, e.type, e.schema_version, k.owner, ${openedData(sql`e`, sql`k.key`)} as data
+      from ${rows} as e join ${keys} as k on k.pseudonym = ${pseudonymOf(sql`e`)})`)
+}
+
+// The same over events already opened: rows of position, type, schema_version, owner (the subject)
+// and data as written. What each stored shape of an event means is defined once, by the database
+// function plant_store_event (migrations 0004, 0006). Appends give it the data they have just
+// sealed, as they had it, rather than open it again.
+export function projectOpened(table: PlantsTable = plants) {
   return (rows: SQL): SQL => sql`
     insert into ${table} (owner, id, name, tag, position)
-    select k.owner, plant.id, plant.name, plant.tag, e.position
-    from ${rows} as e
-    join ${keys} as k on k.pseudonym = ${pseudonymOf(sql`e`)}
-    cross join lateral plant_store_event(e.type, e.schema_version, ${openedData(sql`e`, sql`k.key`)}, e.position) as plant`
+    select o.owner, plant.id, plant.name, plant.tag, o.position
+    from ${rows} as o
+    cross join lateral plant_store_event(o.type, o.schema_version, o.data, o.position) as plant`
 }
 
 // Whether the event at `event` (a row of the events table) has its row in `plants`, or makes none
@@ -144,7 +152,8 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
     const sealed = db
       .$with('sealed', { n: sql<number>`n`.as('n'), streamId: sql<string>`stream_id`.as('stream_id') })
       .as(sql`
-      select input.n, plant_store_stream_id(input.data->>'id', keys.key) as stream_id, input.version,
+      select input.n, input.owner, input.data as opened,
+             plant_store_stream_id(input.data->>'id', keys.key) as stream_id, input.version,
              input.type, input.schema_version, input.recorded_at,
              jsonb_build_object('sealed', plant_store_seal(input.data::text, keys.key)) as data,
              jsonb_build_object('pseudonym', keys.pseudonym,
@@ -160,7 +169,12 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
         select stream_id, version, type, schema_version, data, metadata, recorded_at from sealed order by n
         on conflict (stream_id, stream_version) do nothing
         returning position, stream_id, stream_version, type, schema_version, data, metadata`)
-    const projected = cte('projected', projectInto(plants, sql`keys`)(sql`appended`))
+    const projected = cte(
+      'projected',
+      projectOpened(plants)(sql`(
+        select appended.position, appended.type, appended.schema_version, sealed.owner, sealed.opened as data
+        from appended join sealed using (stream_id))`),
+    )
     return db
       .with(inputs, locked, found, made, keys, sealed, appended, projected)
       .select({ n: sql<number>`sealed.n::int`, position: sql<string>`appended.position::text` })

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { type Executor, rowsOf } from './database.ts'
+import { type Executor, preparedQuery, rowsOf } from './database.ts'
 import { events } from './schema.ts'
 
 // The settled log: every event up to a position, none above it, read in position order. A
@@ -51,46 +51,67 @@ export async function probeHorizon(db: Executor): Promise<Horizon | undefined> {
   return { position: BigInt(row.position), newestWriter: BigInt(row.newest) }
 }
 
-// The horizon a statement may read up to: the highest of `horizons` settled in its snapshot.
-function settledBound(settled: bigint, horizons: Horizon[]): SQL {
-  const positions = `{${horizons.map((horizon) => horizon.position).join(',')}}`
-  const writers = `{${horizons.map((horizon) => horizon.newestWriter).join(',')}}`
-  return sql`greatest(${settled.toString()}::bigint, (
-    select max(h.position) from unnest(${positions}::bigint[], ${writers}::bigint[]) as h(position, writer)
-    where h.writer < pg_snapshot_xmin(pg_current_snapshot())::text::bigint))`
-}
-
 export type SettledRead<Row> = { rows: Row[]; settled: bigint }
 
 // What a reader takes of each event: `row`, a JSON value over the events table (and `joins`,
 // joined to it), parsed as one text; only the events for which `keep` holds.
 export type EventShape = { row: SQL; joins?: SQL; keep?: SQL }
 
-// Up to `batchSize` events after `after` and at or below the settled horizon, in position order,
-// each as `shape` makes it, and that horizon: `settled`, or the highest of `horizons` that has
-// settled. Everything at or below the returned horizon is final.
-export async function readSettled<Row>(
+// Reads up to `batchSize` events after `after` and at or below the settled horizon, in position
+// order, each as the shape makes it, and that horizon: `settled`, or the highest of `horizons`
+// that has settled in the statement's snapshot. Everything at or below the returned horizon is
+// final.
+export type SettledReader<Row> = (
   db: Executor,
   after: bigint,
   settled: bigint,
   horizons: Horizon[],
   batchSize: number,
+) => Promise<SettledRead<Row>>
+
+// A reader of the settled log for one shape, as a statement prepared once per connection under
+// `name`: planned anew at every read, the statement (the key's probe and the event's opening
+// inlined in it) cost more to plan, ~1 ms, than to run.
+export function settledReader<Row>(
+  name: string,
   shape: EventShape,
   parse: (text: string) => unknown = JSON.parse,
-): Promise<SettledRead<Row>> {
-  const result = await db.execute(sql`
-    with bound as (select ${settledBound(settled, horizons)} as position),
-    found as (select ${events.position} as position, ${shape.row} as row
-              from ${events} ${shape.joins ?? sql``}
-              where ${events.position} > ${after.toString()}::bigint
-                and ${events.position} <= (select position from bound)
-                ${shape.keep ? sql`and (${shape.keep})` : sql``}
-              order by ${events.position} limit ${batchSize})
-    select (select position::text from bound) as settled,
-           (select coalesce(json_agg(found.row order by found.position), '[]')::text from found) as rows`)
-  const [row] = rowsOf<{ settled: string; rows: string }>(result)
-  return { rows: parse(row?.rows ?? '[]') as Row[], settled: BigInt(row?.settled ?? settled) }
+): SettledReader<Row> {
+  const statement = preparedQuery((db) => {
+    const read = db
+      .$with('settled_read', {
+        settled: sql<string>`settled`.as('settled'),
+        rows: sql<string>`rows`.as('rows'),
+      })
+      .as(sql`
+        with bound as (select greatest(${sql.placeholder('settled')}::bigint, (
+          select max(h.position)
+          from unnest(${sql.placeholder('positions')}::bigint[], ${sql.placeholder('writers')}::bigint[]) as h(position, writer)
+          where h.writer < pg_snapshot_xmin(pg_current_snapshot())::text::bigint)) as position),
+        found as (select ${events.position} as position, ${shape.row} as row
+                  from ${events} ${shape.joins ?? sql``}
+                  where ${events.position} > ${sql.placeholder('after')}::bigint
+                    and ${events.position} <= (select position from bound)
+                    ${shape.keep ? sql`and (${shape.keep})` : sql``}
+                  order by ${events.position} limit ${sql.placeholder('limit')}::int)
+        select (select position::text from bound) as settled,
+               (select coalesce(json_agg(found.row order by found.position), '[]')::text from found) as rows`)
+    return db.with(read).select().from(read).prepare(name)
+  })
+  return async (db, after, settled, horizons, batchSize) => {
+    const [row] = await statement(db).execute({
+      settled: settled.toString(),
+      positions: `{${horizons.map((horizon) => horizon.position).join(',')}}`,
+      writers: `{${horizons.map((horizon) => horizon.newestWriter).join(',')}}`,
+      after: after.toString(),
+      limit: batchSize,
+    })
+    return { rows: parse(row?.rows ?? '[]') as Row[], settled: BigInt(row?.settled ?? settled) }
+  }
 }
+
+// The horizon alone: no event is taken.
+const readHorizon = settledReader<never>('read_settled_horizon', { row: sql`null` })
 
 // Waits until the log is settled up to a position at least as high as the last one handed out
 // now, and returns that position: every event up to it is final.
@@ -101,7 +122,7 @@ export async function settleNow(
   for (;;) {
     const horizon = await probeHorizon(db)
     if (horizon) {
-      const { settled } = await readSettled(db, horizon.position, 0n, [horizon], 0, { row: sql`null` })
+      const { settled } = await readHorizon(db, horizon.position, 0n, [horizon], 0)
       if (settled >= horizon.position) return settled
     }
     signal?.throwIfAborted()

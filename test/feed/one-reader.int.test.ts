@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import type { SQL } from 'drizzle-orm'
-import { PgDialect } from 'drizzle-orm/pg-core'
+import { drizzle } from 'drizzle-orm/postgres-js'
+import type postgres from 'postgres'
 import { type LogFollower, startLogFollower } from '../../src/changes/log-follower.ts'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
@@ -15,7 +15,6 @@ import { createTestFeed, TEST_NATS_URL, type TestFeed } from '../support/nats.ts
 // STYLE.md, issue 26: one reader of the log per process. The feed and the change streams both
 // take from the follower, so a wake-up costs one read of the events table, whoever consumes it.
 const logger = createLogger('silent')
-const dialect = new PgDialect()
 let storage: TestStorage
 let feed: TestFeed
 let nc: NatsConnection
@@ -23,15 +22,16 @@ let follower: LogFollower
 let relay: Relay
 let logReads = 0
 
-// The store as the follower sees it, counting the statements that read the events table.
+// The store as the follower sees it, on the same connections, counting the statements that read
+// the events table (prepared or not: Drizzle's logger sees every query it sends).
 function counted(db: Database): Database {
-  return new Proxy(db, {
-    get(target, key, receiver) {
-      if (key !== 'execute') return Reflect.get(target, key, receiver)
-      return (query: SQL) => {
-        if (/\bfrom "events"/.test(dialect.sqlToQuery(query).sql)) logReads++
-        return target.execute(query)
-      }
+  const client = (db as unknown as { $client: postgres.Sql }).$client
+  return drizzle({
+    client,
+    logger: {
+      logQuery: (query) => {
+        if (/\bfrom "events"/.test(query)) logReads++
+      },
     },
   })
 }
