@@ -1,0 +1,50 @@
+import postgres from 'postgres'
+import { createTestDatabase } from '../support/postgres.ts'
+import { runWrk } from './load.ts'
+import { startService } from './services.ts'
+import { writeFixture } from './tokens.ts'
+
+// POST /plants at 32, 4 and 1 connections for one checkout of the service, on a database made with
+// that checkout's own migrations and seeds: `bun test/bench/creates-before-after.ts [root]`. Run it
+// for two checkouts in turn, several times, to compare a change's cost to creates (the main bench
+// migrates with this checkout's migrations, which an earlier version may not be able to write to).
+const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
+const seconds = Number(process.argv[3] ?? 5)
+const { migratePostgresDatabase } = await import(`${root}/src/store/migrate.ts`)
+const { seedEvents } = await import(`${root}/test/bench/seed.ts`)
+const bench = {
+  secret: crypto.randomUUID() + crypto.randomUUID(),
+  poolSize: 10,
+  logLevel: 'info',
+  serviceRoot: root,
+}
+const database = await createTestDatabase('creates_ab')
+const sql = postgres(database.url, { max: 2, onnotice: () => {} })
+try {
+  await migratePostgresDatabase(database.url)
+  await seedEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)
+  await sql`analyze`
+  const writers = await writeFixture(bench.secret, 'writer', 1000)
+  const service = await startService(bench, database.url)
+  try {
+    const results: string[] = []
+    for (const connections of [32, 4, 1]) {
+      const run = await runWrk({
+        url: service.url,
+        pid: service.process.pid,
+        mode: 'create',
+        connections,
+        seconds,
+        tokensFile: writers.tokensFile,
+        idBase: connections * 10_000_000_000,
+      })
+      results.push(`${connections} connections ${Math.round(run.requestsPerSecond)}/s`)
+    }
+    console.log(`${root}: ${results.join(', ')}`)
+  } finally {
+    await service.stop()
+  }
+} finally {
+  await sql.end()
+  await database.drop()
+}
