@@ -90,9 +90,12 @@ test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no 
     created = true
   })
   while (!created || delivered.length < answeredAt.size) {
-    const [event] = await stream.take(1, created ? 20_000 : 500)
+    // Only a wait that began after the last create may end the reading: one begun before it can
+    // time out while that create's plant is still on its way.
+    const finalWait = created
+    const [event] = await stream.take(1, finalWait ? 20_000 : 500)
     if (!event) {
-      if (created) break
+      if (finalWait) break
       continue
     }
     const { id } = plantOf(event)
