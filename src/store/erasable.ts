@@ -25,3 +25,12 @@ export function openedData(event: SQL, key: SQL): SQL {
 export function currentPseudonym(owner: SQL): SQL {
   return sql`(select ${ownerKeys.pseudonym} from ${ownerKeys} where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing})`
 }
+
+// The key of `event`'s owner as the log's readers (the feed, the change streams) may use it, as a
+// query of pseudonym, owner and key: a PlantCreated's while its owner is not being erased, an
+// OwnerErased's while its erasure runs (the key still names the owner).
+export function readersKeyOf(event: SQL): SQL {
+  return sql`select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${ownerKeys.key} as key
+    from ${ownerKeys}
+    where ${ownerKeys.pseudonym} = ${pseudonymOf(event)} and (not ${ownerKeys.erasing} or ${event}.type <> 'PlantCreated')`
+}

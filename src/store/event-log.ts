@@ -1,10 +1,10 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { PgSelect } from 'drizzle-orm/pg-core'
 import { type Executor, rowsOf, type Transaction } from './database.ts'
-import { pseudonymOf } from './erasable.ts'
+import { pseudonymOf, readersKeyOf } from './erasable.ts'
 import { parseEventData } from './event-data.ts'
 import { currentData, currentShape } from './event-store.ts'
-import { events, ownerKeys } from './schema.ts'
+import { events } from './schema.ts'
 import { type Horizon, settledReader } from './settled-log.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
@@ -35,11 +35,7 @@ export type LoggedEvent = {
 // The key is a lateral probe of its primary key per event read: a join the planner may hash would
 // read every owner's key on every read of a few events.
 const withKeys = sql`
-  left join lateral (
-    select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${ownerKeys.key} as key
-    from ${ownerKeys}
-    where ${ownerKeys.pseudonym} = ${pseudonymOf(sql`${events}`)}
-      and (not ${ownerKeys.erasing} or ${events.type} <> 'PlantCreated')) as k on true
+  left join lateral (${readersKeyOf(sql`${events}`)}) as k on true
   left join lateral ${currentShape(sql`k.key`)} on true`
 const readable = sql`${events.type} <> 'PlantCreated' or k.pseudonym is not null`
 

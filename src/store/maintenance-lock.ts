@@ -7,17 +7,20 @@ import { holdSessionLock } from './work-tables.ts'
 // alone, waiting for the rebuilds that run to finish.
 const ERASURE_OR_REBUILD = 'erasure-or-rebuild'
 
-export async function holdRebuildLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
-  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, 'shared')
-  try {
-    return await work()
-  } finally {
-    await release()
-  }
+export function holdRebuildLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
+  return whileHolding(db, 'shared', work)
 }
 
-export async function holdErasureLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
-  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, 'exclusive')
+export function holdErasureLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
+  return whileHolding(db, 'exclusive', work)
+}
+
+async function whileHolding<Result>(
+  db: Database,
+  mode: 'shared' | 'exclusive',
+  work: () => Promise<Result>,
+): Promise<Result> {
+  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, mode)
   try {
     return await work()
   } finally {
