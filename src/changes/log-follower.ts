@@ -17,6 +17,9 @@ export type LogFollowerDeps = {
   // publish round), so that it need not read the log again. One batch: at 1,024-code-point names
   // and tags an event is up to ~8 KB in memory, and 10,000 of them grew the process by ~90 MB.
   recentEvents?: number
+  // Read only while held (`hold`), and for this long after the last hold ends: with nobody to
+  // hand events to, the log is not read at all. Undefined: read always.
+  idleAfterMs?: number
 }
 
 export type LogFollower = ReturnType<typeof startLogFollower>
@@ -31,6 +34,9 @@ const SETTLE_RETRY_MS = 20
 // read of the settled log after where it stands (settled-log.ts): every event once, in position
 // order, never one that a transaction still running could precede. It starts at the log's
 // horizon when it starts; consumers read what came before (`eventsAfter`, the projection).
+// With `idleAfterMs`, it starts when first held and stops reading once nobody has held it for that
+// long; held again, it starts afresh at the horizon of then, as at its first start: events between
+// were handed to nobody, since nobody held it.
 // A failed read is retried until the database answers again, on whichever server it then reaches.
 export function startLogFollower({
   db,
@@ -39,6 +45,7 @@ export function startLogFollower({
   gatherMs = 10,
   batchSize = 1000,
   recentEvents = batchSize,
+  idleAfterMs,
 }: LogFollowerDeps) {
   // Every event up to `position` has been handed out; undefined until the start has settled.
   let position: bigint | undefined
@@ -47,12 +54,18 @@ export function startLogFollower({
   let pending: Horizon[] = []
   // The latest events read, and the position just below them: they are every event in
   // (recentFrom, position].
-  const recent: LoggedEvent[] = []
+  let recent: LoggedEvent[] = []
   let recentFrom = 0n
   const subscribers = new Set<(events: LoggedEvent[]) => void>()
   const advancedWaiters = new Set<() => void>()
   let readyResolve = () => {}
-  const ready = new Promise<void>((resolve) => (readyResolve = resolve))
+  let ready = new Promise<void>((resolve) => (readyResolve = resolve))
+  // `ready` has resolved.
+  let standing = false
+  // Holds taken and not yet released, and until when the follower reads after the last one ended.
+  let holds = 0
+  let readsUntil = 0
+  let demanded = () => {}
   let stopped = false
   let woken = false
   let rouse = () => {}
@@ -101,6 +114,7 @@ export function startLogFollower({
       pending = pending.filter((horizon) => horizon.position > settled)
       recentFrom = first.position
       advance([], first.position)
+      standing = true
       readyResolve()
       return 0
     }
@@ -114,10 +128,33 @@ export function startLogFollower({
     return read.events.length
   }
 
+  const idle = () => idleAfterMs !== undefined && holds === 0 && Date.now() >= readsUntil
+  // Stands nowhere, reading nothing, until held; then starts as at first.
+  const park = async () => {
+    position = undefined
+    settled = -1n
+    pending = []
+    recent = []
+    recentFrom = 0n
+    if (standing) {
+      standing = false
+      ready = new Promise<void>((resolve) => (readyResolve = resolve))
+    }
+    await new Promise<void>((resolve) => {
+      demanded = resolve
+      if (!idle() || stopped) resolve()
+    })
+  }
+
   const run = async () => {
     let failing = false
     let probe = true
     while (!stopped) {
+      if (idle()) {
+        await park()
+        probe = true
+        continue
+      }
       woken = false
       try {
         const count = await step(probe)
@@ -138,8 +175,21 @@ export function startLogFollower({
   const running = run()
 
   return {
-    // Resolves once the follower stands somewhere (position() is defined).
-    ready,
+    // Resolves once the follower stands somewhere (position() is defined). With `idleAfterMs`,
+    // only once held: hold first.
+    ready: () => ready,
+    // The follower reads the log while held; the returned function ends the hold (once).
+    hold: () => {
+      holds++
+      demanded()
+      let held = true
+      return () => {
+        if (!held) return
+        held = false
+        holds--
+        if (holds === 0) readsUntil = Date.now() + (idleAfterMs ?? 0)
+      }
+    },
     // Every event up to here has been handed to the subscribers; undefined before `ready`.
     position: () => position,
     // Called with every batch read from now on, in position order.
@@ -153,6 +203,7 @@ export function startLogFollower({
     // the latest events kept, or else read from the log.
     eventsAfter: async (after: bigint, count: number): Promise<LoggedEvent[]> => {
       await ready
+      if (position === undefined) return []
       const upTo = position ?? 0n
       if (after >= upTo) return []
       if (after >= recentFrom) {
@@ -181,6 +232,7 @@ export function startLogFollower({
     stop: async () => {
       stopped = true
       wake()
+      demanded()
       await running
       readyResolve()
       for (const waiter of [...advancedWaiters]) waiter()

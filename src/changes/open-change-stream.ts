@@ -9,7 +9,7 @@ import type { LogFollower } from './log-follower.ts'
 export type OpenChangeStreamDeps = {
   reads: ChangeReads
   hub: ChangeHub
-  follower: Pick<LogFollower, 'ready' | 'position'>
+  follower: Pick<LogFollower, 'ready' | 'hold'>
   logger: Logger
   maxBufferedBytes: number
   stallMs: number
@@ -56,6 +56,8 @@ export async function openChangeStream(
       throw error
     }
   }
+  // The follower reads the log while a stream is open.
+  const release = follower.hold()
   const stream = createChangeStream({
     owner,
     expiresAt,
@@ -63,18 +65,27 @@ export async function openChangeStream(
     stallMs,
     now: hub.now,
     readAfter,
-    onClosed: hub.remove,
+    onClosed: (closed) => {
+      hub.remove(closed)
+      release()
+    },
   })
-  // Only until the follower first stands somewhere (a database down since the start: a 503).
+  const refuse = (error: Error) => {
+    release()
+    return error
+  }
+  // Only until the follower stands somewhere (a database down since the start: a 503).
   const following = await within(
-    follower.ready.then(() => true),
+    follower.ready().then(() => true),
     READY_WAIT_MS,
   )
-  if (!following) throw new NotFollowing('the event log cannot be read yet; reconnect')
+  if (!following) throw refuse(new NotFollowing('the event log cannot be read yet; reconnect'))
   const added = hub.add(stream)
-  if (added === 'closing') throw new ShuttingDown('the service is shutting down; reconnect')
+  if (added === 'closing') throw refuse(new ShuttingDown('the service is shutting down; reconnect'))
   if (added === 'full')
-    throw new TooManyStreams(`this caller already has ${hub.streamsPerOwner} open change streams here`)
+    throw refuse(
+      new TooManyStreams(`this caller already has ${hub.streamsPerOwner} open change streams here`),
+    )
   try {
     // Read once the hub delivers to the stream: a notice read meanwhile finds it (change-hub.ts).
     const start = async () => {
@@ -86,7 +97,7 @@ export async function openChangeStream(
     stream.pseudonym ??= pseudonym
   } catch (error) {
     hub.remove(stream)
-    throw error
+    throw refuse(error as Error)
   }
   return stream.body
 }

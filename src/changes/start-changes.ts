@@ -28,6 +28,9 @@ export type ChangesDeps = {
   // woken by notices on `noticesUrl` (PostgreSQL), closed with the streams.
   log?: FollowedLog
   noticesUrl?: string
+  // That follower's `idleAfterMs` (log-follower.ts): it reads only while a stream is open, and
+  // this long after.
+  idleAfterMs?: number
   now?: () => number
   keepAliveMs?: number
   tickMs?: number
@@ -57,6 +60,7 @@ export async function startChanges({
   registry,
   log,
   noticesUrl,
+  idleAfterMs,
   now,
   keepAliveMs,
   tickMs,
@@ -66,7 +70,7 @@ export async function startChanges({
   catchUpBatch = 100,
 }: ChangesDeps): Promise<Changes> {
   const hub = createChangeHub({ logger, streamsPerOwner, now, keepAliveMs, tickMs })
-  const follower = log ?? followLog({ db, logger, noticesUrl })
+  const follower = log ?? followLog({ db, logger, noticesUrl, idleAfterMs })
   const unsubscribe = follower.subscribe(hub.deliver)
   const position = () => follower.position() ?? 0n
   // The follower stays on the primary: it is one read per wake-up for the whole process, and its

@@ -6,7 +6,7 @@ import type { FeedStream, Tail } from './nats-stream.ts'
 
 export type RelayDeps = {
   // The process's follower of the log: the relay takes its events, and reads what it is behind by.
-  log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position'>
+  log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position' | 'hold'>
   // Resolves once NATS is reachable (it may never be, while the relay waits).
   stream: Promise<FeedStream>
   leadership: Leadership
@@ -73,17 +73,22 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
   let leaderUntil = 0
   // Failed rounds in a row.
   let failures = 0
+  // The follower reads the log while this instance leads.
+  let release: (() => void) | undefined
   while (stream && !stopped.aborted) {
     try {
       if (Date.now() >= leaderUntil) {
         const leader = await leadership.isLeader()
         leaderUntil = leader ? Date.now() + leadershipCheckMs : 0
         if (!leader) {
+          release?.()
+          release = undefined
           tail = undefined
           await pause(leadershipCheckMs, stopped)
           continue
         }
       }
+      release ??= log.hold()
       if (tail === undefined) {
         await stream.ensure()
         tail = await stream.readTail()
@@ -121,6 +126,7 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
       } else await pause(retryMs, stopped)
     }
   }
+  release?.()
 }
 
 const max = (a: bigint, b: bigint): bigint => (a > b ? a : b)

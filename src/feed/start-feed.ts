@@ -20,7 +20,7 @@ export type FeedDeps = {
   storage: Config['storage']
   db: Database
   // The process's follower of the log, which the relay publishes from.
-  log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position'>
+  log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position' | 'hold'>
   logger: Logger
   registry: Registry
 }

@@ -49,7 +49,7 @@ beforeAll(async () => {
     messages: { subjectPrefix: feed.prefix, source: 'plant-store-test' },
     logger,
   })
-  await follower.ready
+  await follower.ready()
 })
 afterAll(async () => {
   await relay.stop()

@@ -53,7 +53,12 @@ describe("the relay's waits", () => {
   test('a relay still waiting for NATS stops at once', async () => {
     // given: a stream that never becomes reachable
     const relay = startRelay({
-      log: { eventsAfter: async () => [], advanced: async () => {}, position: () => undefined },
+      log: {
+        eventsAfter: async () => [],
+        advanced: async () => {},
+        position: () => undefined,
+        hold: () => () => {},
+      },
       stream: new Promise<FeedStream>(() => {}),
       leadership: soleLeadership,
       messages: { subjectPrefix: 'plant-store', source: 'plant-store' },

@@ -25,7 +25,7 @@ beforeAll(async () => {
   follower.subscribe((events: LoggedEvent[]) => {
     for (const event of events) seen.push((event.data as { name: string }).name)
   })
-  await follower.ready
+  await follower.ready()
 })
 afterAll(async () => {
   await follower.stop()

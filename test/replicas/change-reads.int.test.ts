@@ -30,7 +30,7 @@ beforeAll(async () => {
   primary = await openStorage({ kind: 'postgres', url: pair.primaryUrl, ...settings })
   replica = openPostgres({ url: pair.replicaUrl, ...settings })
   follower = startLogFollower({ db: primary.db, logger: silentLogger(), pollMs: 20 })
-  await follower.ready
+  await follower.ready()
   marks = followWalMarks({ primary: primary.db, position })
   const set = { available: () => [{ name: 'replica', db: replica.db }], markDown: () => {} }
   reads = replicaChangeReads({

@@ -46,7 +46,7 @@ test('a long transaction in another database: the gauge rises and one warning na
   follower.subscribe((events) => {
     for (const event of events) read.push((event.data as { name: string }).name)
   })
-  await follower.ready
+  await follower.ready()
   try {
     // when a transaction in another database takes an id and stays open
     const holder = await otherClient.reserve()
