@@ -19,7 +19,7 @@ const { values: flags } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '8' },
-    connections: { type: 'string', default: '64' },
+    connections: { type: 'string', default: '32' },
     pool: { type: 'string', default: '10' },
     // Creates per transaction in the batched database ceiling.
     'ceiling-batch': { type: 'string', default: '32' },
