@@ -131,12 +131,17 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
       sql`select count(pg_advisory_xact_lock(key)) as locks
           from (select distinct hashtextextended(owner, 0) as key from input order by 1) as keys`,
     )
+    // One probe of the owners' index per owner of the batch, whatever the table's size when the
+    // statement was planned (a join planned on a small table scans it whole once it is large).
     const found = cte(
       'found',
-      sql`select k.pseudonym, k.owner, k.key from ${ownerKeys} as k
-          where (select locks from locked) is not null
-            and k.owner in (select owner from input) and not k.erasing
-          for share of k`,
+      sql`select k.pseudonym, k.owner, k.key
+          from (select distinct owner from input) as owners
+          cross join lateral (
+            select ${ownerKeys.pseudonym}, ${ownerKeys.owner}, ${ownerKeys.key} from ${ownerKeys}
+            where ${ownerKeys.owner} = owners.owner and not ${ownerKeys.erasing}
+            for share) as k
+          where (select locks from locked) is not null`,
     )
     const made = cte(
       'made',
