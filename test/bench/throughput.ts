@@ -77,9 +77,11 @@ export async function measureThroughput(
       connections: options.connections,
       sides: ['service', 'crudPeer', 'httpCeiling', 'databaseCeiling'],
     },
-    createFew: { mode: 'create', connections: 4, sides: ['service', 'crudPeer'] },
-    createOne: { mode: 'create', connections: 1, sides: ['service', 'crudPeer'] },
-    pageFew: { mode: 'page', connections: 4, sides: ['service', 'crudPeer'] },
+    // With the database's own ceiling at as many clients as connections: what one create per
+    // transaction allows when there is little or nothing to batch.
+    createFew: { mode: 'create', connections: 4, sides: ['service', 'crudPeer', 'databaseCeiling'] },
+    createOne: { mode: 'create', connections: 1, sides: ['service', 'crudPeer', 'databaseCeiling'] },
+    pageFew: { mode: 'page', connections: 4, sides: ['service', 'crudPeer', 'databaseCeiling'] },
     // The same page asked again with its ETag: 304s (load.lua keeps each owner's tag).
     revalidate: { mode: 'revalidate', connections: options.connections, sides: ['service'] },
   }
@@ -98,7 +100,10 @@ export async function measureThroughput(
           batch,
           url: databaseUrl,
           // The batched ceiling has as many creates in flight as the load has connections.
-          clients: batch > 1 ? Math.max(1, Math.round(plan.connections / batch)) : bench.poolSize,
+          clients:
+            batch > 1
+              ? Math.max(1, Math.round(plan.connections / batch))
+              : Math.min(bench.poolSize, plan.connections),
           seconds,
         },
         sql,
