@@ -10,8 +10,11 @@ import { settleNow } from '../../src/store/settled-log.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 
 // The service's statements are prepared once per connection and planned once (a generic plan), so
-// a plan made while the tables were small must still be right once they are large, whether or not
-// anything has analyzed them since (autovacuum may be off, as on this machine's CI server).
+// a plan made while the tables were small must still be right once they are large, before anything
+// analyzes them (autovacuum may be off, as on this machine's CI server). Joins that PostgreSQL may
+// plan as it likes would read every key, or every event, once the tables are large: the
+// statements probe an index per row instead. (A plan made after an ANALYZE of small tables scans
+// them until the next ANALYZE or until the connection is replaced, 30 to 60 minutes.)
 let database: TestDatabase
 let handle: DatabaseHandle
 let admin: postgres.Sql
@@ -77,6 +80,12 @@ test('creates, retries, pages and reads of the log planned on a small store scan
   await admin`
     insert into plants (owner, id, name, tag, position)
     select 'other-' || i, i, 'plant', null, 1000000 + i from generate_series(1, 50000) as i`
+  // Erasures' notices are the events simplest to write by hand: 50,000 of them.
+  await admin`
+    insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+    select 'owner:' || md5(i::text), 1, 'OwnerErased', 1, '{}', jsonb_build_object('pseudonym', md5(i::text)), now()
+    from generate_series(1, 50000) as i`
+  const head = await settleNow(handle.db)
   const before = await tableReads()
   // when
   for (let id = 2n; id <= 21n; id++) {
@@ -85,12 +94,15 @@ test('creates, retries, pages and reads of the log planned on a small store scan
     await createBatch(`batch-${id}`, [id, id + 100n, id + 200n])
     expect((await listPlants(handle.db, { owner: `owner-${id}`, limit: 20 })).kind).toBe('page')
   }
-  expect((await readLog(4n)).map((event) => event.metadata.owner)).toContain('batch-21')
-  // then: no table was scanned, and each create or page read a few rows of each (not 50,000)
+  expect((await readLog(head)).map((event) => event.metadata.owner)).toContain('batch-21')
+  // then: no table was scanned, and each create, page or read of the log read a few rows of each (not 50,000)
   const after = await tableReads()
   for (const table of Object.keys(before)) {
     expect({ table, scans: after[table]?.scans }).toEqual({ table, scans: before[table]?.scans })
-    expect((after[table]?.rows ?? 0) - (before[table]?.rows ?? 0)).toBeLessThan(2000)
+    expect({ table, read: (after[table]?.rows ?? 0) - (before[table]?.rows ?? 0) < 2000 }).toEqual({
+      table,
+      read: true,
+    })
   }
   // and the statements were the prepared ones, not planned anew
   const prepared = rowsOf<{ statement: string }>(

@@ -112,8 +112,19 @@ export async function expectStalledClientDisconnected(
   }: { plants?: number; runtime?: 'bun' | 'deno'; databaseInProcess?: boolean } = {},
 ) {
   // The same load first without a stalled client, so that the heap has grown to its working size
-  // (half of it left the heap growing by up to 33 MB more in the measured half, on a loaded machine).
+  // (half of it left the heap growing by up to 33 MB more in the measured half, on a loaded machine),
+  // with a stream open that reads it: an instance reads the log only while a stream is open.
+  const streamsAtStart = await openStreamCount(server.url)
+  const warmUp = new AbortController()
+  const warmUpStream = await fetch(changesRequest(server.url, warmUpToken))
+  const drained = warmUpStream.body?.pipeTo(new WritableStream(), { signal: warmUp.signal }).catch(() => {})
   await createLargePlants(server.url, warmUpToken, plants)
+  warmUp.abort()
+  await drained
+  // Gone before the stalled client comes, so that the count below is of that client's stream only.
+  const gone = Date.now() + 10_000
+  while ((await openStreamCount(server.url)) > streamsAtStart && Date.now() < gone) await Bun.sleep(50)
+  expect(await openStreamCount(server.url)).toBe(streamsAtStart)
   const { hostname, port } = new URL(server.url)
   const socket = connect(Number(port), hostname)
   let received = ''
