@@ -203,8 +203,8 @@ export function startLogFollower({
     // the latest events kept, or else read from the log.
     eventsAfter: async (after: bigint, count: number): Promise<LoggedEvent[]> => {
       await ready
-      if (position === undefined) return []
-      const upTo = position ?? 0n
+      const upTo = position
+      if (upTo === undefined) return []
       if (after >= upTo) return []
       if (after >= recentFrom) {
         const start = firstAbove(recent, after)
