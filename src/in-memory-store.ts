@@ -3,9 +3,9 @@ import { type App, createApp } from './app.ts'
 import { issueToken } from './auth/issue-token.ts'
 import { createTokenVerifier } from './auth/token-verifier.ts'
 import { startChanges } from './changes/start-changes.ts'
+import { openStorage } from './log/open-store.ts'
 import { type Logger, silentLogger } from './logger.ts'
 import { type MemoryTemplate, openFromTemplate } from './store/memory-template.ts'
-import { openStorage } from './store/open-storage.ts'
 
 export type InMemoryStoreOptions = {
   // Made once with createMemoryTemplate(), it makes each store start in milliseconds, not seconds.

@@ -5,7 +5,7 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose'
-import { isOwner } from '../plants/domain.ts'
+import { isOwner } from '../domain/plant.ts'
 
 // `expiresAt`: the token's `exp`, in milliseconds since the epoch.
 export type Identity = { subject: string; expiresAt: number }

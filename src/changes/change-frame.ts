@@ -1,5 +1,5 @@
-import { decodePlantEvent, type Plant } from '../plants/domain.ts'
-import type { LoggedEvent } from '../store/event-log.ts'
+import { decodePlantEvent, type Plant } from '../domain/plant.ts'
+import type { LoggedEvent } from '../log/reading.ts'
 
 // A created plant as the change stream sends it (CONTRACT §9), shaped like the feed's `data`.
 export type PlantChange = Plant & { position: bigint }

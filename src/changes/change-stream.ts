@@ -175,7 +175,7 @@ export function createChangeStream({
 
   const stream = {
     owner,
-    // The owner's pseudonym once known (store/erasable.ts): their OwnerErased ends the stream.
+    // The owner's pseudonym once known (log/sealing.ts): their OwnerErased ends the stream.
     pseudonym: undefined as string | undefined,
     expiresAt,
     lastSentAt: now(),

@@ -1,10 +1,10 @@
+import type { LogFollower } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
 import { within } from '../time-limit.ts'
 import { encodedChangeFrame } from './change-frame.ts'
 import type { ChangeHub } from './change-hub.ts'
 import type { ChangeReads } from './change-reads.ts'
 import { type CaughtUp, createChangeStream } from './change-stream.ts'
-import type { LogFollower } from './log-follower.ts'
 
 export type OpenChangeStreamDeps = {
   reads: ChangeReads

@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm'
+import { plants } from '../log/schema.ts'
+import { currentPseudonym } from '../log/sealing.ts'
 import { type Executor, preparedQuery, rowsOf } from '../store/database.ts'
-import { currentPseudonym } from '../store/erasable.ts'
-import { plants } from '../store/schema.ts'
 import type { PlantChange } from './change-frame.ts'
 
 // Both are range scans of the projection's (owner, position) index; ids and positions travel as

@@ -1,11 +1,11 @@
 import type { Registry } from 'prom-client'
+import { type FollowedLog, followLog } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
 import { createChangeMetrics } from '../observability/change-metrics.ts'
 import type { Executor } from '../store/database.ts'
 import type { ReplicaSet } from '../store/replica-health.ts'
 import { createChangeHub } from './change-hub.ts'
 import { type ChangeReads, primaryChangeReads } from './change-reads.ts'
-import { type FollowedLog, followLog } from './log-follower.ts'
 import { type ChangeRequest, openChangeStream } from './open-change-stream.ts'
 import { replicaChangeReads } from './replica-change-reads.ts'
 import { followWalMarks } from './wal-marks.ts'
@@ -28,7 +28,7 @@ export type ChangesDeps = {
   // woken by notices on `noticesUrl` (PostgreSQL), closed with the streams.
   log?: FollowedLog
   noticesUrl?: string
-  // That follower's `idleAfterMs` (log-follower.ts): it reads only while a stream is open, and
+  // That follower's `idleAfterMs` (log/follower.ts): it reads only while a stream is open, and
   // this long after.
   idleAfterMs?: number
   now?: () => number
@@ -74,7 +74,7 @@ export async function startChanges({
   const unsubscribe = follower.subscribe(hub.deliver)
   const position = () => follower.position() ?? 0n
   // The follower stays on the primary: it is one read per wake-up for the whole process, and its
-  // horizon (settled-log.ts) is read from the primary's locks, which a replica does not have.
+  // horizon (log/horizon.ts) is read from the primary's locks, which a replica does not have.
   const reads: ChangeReads = replicas
     ? replicaChangeReads({
         primary: db,

@@ -1,5 +1,5 @@
 import process from 'node:process'
-import { AppendsBusy } from '../store/append-lock.ts'
+import { AppendsBusy } from '../log/append-lock.ts'
 import { databaseMessage } from '../store/database-error.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 

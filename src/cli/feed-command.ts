@@ -4,7 +4,7 @@ import { connect } from '@nats-io/transport-node'
 import { type Config, ConfigError } from '../config.ts'
 import { feedStream } from '../feed/nats-stream.ts'
 import { isPublishable } from '../feed/publishable.ts'
-import { countEventsAfter, logHead } from '../store/event-log.ts'
+import { countEventsAfter, logHead } from '../log/reading.ts'
 import { parseArguments } from './arguments.ts'
 import { withStorage } from './projection-command.ts'
 

@@ -1,5 +1,8 @@
 import process from 'node:process'
 import type { Config } from '../config.ts'
+import { openStorage } from '../log/open-store.ts'
+import { describeUpgrade } from '../log/upgrade.ts'
+import { listWorkTables } from '../log/work-tables.ts'
 import { progressReporter } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../replay/rebuild-projection.ts'
@@ -10,9 +13,6 @@ import {
   verifyProjection,
 } from '../replay/verify-projection.ts'
 import type { Database } from '../store/database.ts'
-import { openStorage } from '../store/open-storage.ts'
-import { describeUpgrade } from '../store/upgrade-log.ts'
-import { listWorkTables } from '../store/work-tables.ts'
 import { parseArguments } from './arguments.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
 

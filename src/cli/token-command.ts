@@ -2,7 +2,7 @@ import process from 'node:process'
 import { issueToken, parseDuration } from '../auth/issue-token.ts'
 import { loadOrCreateLocalSecret } from '../auth/local-secret.ts'
 import type { Config } from '../config.ts'
-import { isOwner } from '../plants/domain.ts'
+import { isOwner } from '../domain/plant.ts'
 import { badValue, parseArguments, UsageError } from './arguments.ts'
 
 const USAGE = 'token issue <subject> [--ttl <n>s|m|h|d]'

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
+import { holdErasureLock } from '../log/maintenance-lock.ts'
+import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../log/schema.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { rowsOf } from '../store/database.ts'
-import { holdErasureLock } from '../store/maintenance-lock.ts'
-import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../store/schema.ts'
 
 // An owner whose erasure has begun: their pseudonym, and the position of the OwnerErased notice.
 export type PendingErasure = { pseudonym: string; notice: bigint }
@@ -47,7 +47,7 @@ export async function eraseOwner(
   return { plants: plantsErased, completed: pending.length }
 }
 
-// Step 1. Excludes a projection rebuild (store/maintenance-lock.ts): a rebuild's table filled
+// Step 1. Excludes a projection rebuild (log/maintenance-lock.ts): a rebuild's table filled
 // before it would bring the owner's rows back at its swap.
 async function beginErasure(db: Database, owner: string, at: Date): Promise<number> {
   return holdErasureLock(db, () =>

@@ -1,5 +1,5 @@
-import { decodePlantEvent } from '../plants/domain.ts'
-import type { LoggedEvent } from '../store/event-log.ts'
+import { decodePlantEvent } from '../domain/plant.ts'
+import type { LoggedEvent } from '../log/reading.ts'
 
 export type FeedMessage = {
   // `<prefix>.events.<type>`, a PlantCreated's followed by its owner's pseudonym, so that a

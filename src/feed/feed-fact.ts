@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm'
+import { storeFacts } from '../log/schema.ts'
 import type { Executor } from '../store/database.ts'
-import { storeFacts } from '../store/schema.ts'
 
 const FEED = 'feed'
 

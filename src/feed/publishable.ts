@@ -1,8 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { readersKeyOf } from '../store/erasable.ts'
+import { readersKeyOf } from '../log/sealing.ts'
 
 // Whether the feed publishes `event` (a row of the events table), by the rule its readers apply
-// (store/erasable.ts readersKeyOf, as store/event-log.ts reads events, and cloud-event.ts): a
+// (log/sealing.ts readersKeyOf, as log/reading.ts reads events, and cloud-event.ts): a
 // PlantCreated while its owner's key is live, an OwnerErased while its erasure is in progress (the
 // key, which names the owner, still there).
 // The others never will be: counting them as lag would show a feed behind for good.

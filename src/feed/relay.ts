@@ -1,4 +1,4 @@
-import type { LogFollower } from '../changes/log-follower.ts'
+import type { LogFollower } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
 import { type MessageSettings, toFeedMessage } from './cloud-event.ts'
 import type { Leadership } from './leadership.ts'

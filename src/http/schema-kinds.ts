@@ -1,5 +1,5 @@
 import { TypeRegistry } from '@sinclair/typebox'
-import { INT64_MAX, isPlantId, isText } from '../plants/domain.ts'
+import { INT64_MAX, isPlantId, isText } from '../domain/plant.ts'
 
 // Two rules JSON Schema keywords cannot express in TypeBox: ids are exact int64 values (parsed as
 // bigint, see json-body.ts) and text length counts Unicode code points, not UTF-16 units. The

@@ -1,7 +1,3 @@
-import type { Database } from '../store/database.ts'
-import { appendEvents, readPlantStream, type StreamAppend } from '../store/event-store.ts'
-import { groupCommit } from '../store/group-commit.ts'
-import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
 import {
   type CreatePlant,
   type Decision,
@@ -11,7 +7,11 @@ import {
   evolve,
   initialState,
   type PlantState,
-} from './domain.ts'
+} from '../domain/plant.ts'
+import { appendEvents, readPlantStream, type StreamAppend } from '../log/append.ts'
+import { groupCommit } from '../log/group-commit.ts'
+import type { Database } from '../store/database.ts'
+import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,
 // or the one already stored on a retry or a conflict).

@@ -1,7 +1,7 @@
 import { and, asc, eq, gte, type SQL, sql } from 'drizzle-orm'
+import { events, ownerGenerations, plants } from '../log/schema.ts'
+import { currentPseudonym } from '../log/sealing.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
-import { currentPseudonym } from '../store/erasable.ts'
-import { events, ownerGenerations, plants } from '../store/schema.ts'
 import type { ListingVersion } from './etag.ts'
 import type { PlantView } from './schemas.ts'
 

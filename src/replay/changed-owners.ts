@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
+import type { LogCursor } from '../log/reading.ts'
+import { events, ownerGenerations, ownerKeys, type PlantsTable, plants } from '../log/schema.ts'
 import { type Executor, rowsOf, type Transaction } from '../store/database.ts'
-import type { LogCursor } from '../store/event-log.ts'
-import { events, ownerGenerations, ownerKeys, type PlantsTable, plants } from '../store/schema.ts'
 
 // A rebuild keeps a listing's ETag when it writes an owner the same rows, and changes it when it
 // does not (plants/etag.ts): the owners whose rows differ get their generation bumped at the swap.

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { INT64_MAX, isOwner, OWNER_RULE, readStoredPlant } from '../plants/domain.ts'
+import { INT64_MAX, isOwner, OWNER_RULE, readStoredPlant } from '../domain/plant.ts'
 import { PSEUDONYM, TIME } from './export-format.ts'
 import { isSealedText, type OwnerKey } from './sealed-event.ts'
 

@@ -1,8 +1,8 @@
+import { settleNow } from '../log/horizon.ts'
+import { type ExportedText, readSettledText } from '../log/reading.ts'
 import type { Database, Executor } from '../store/database.ts'
-import { type ExportedText, readSettledText } from '../store/event-log.ts'
-import { readErasedPseudonyms, readLiveKeys } from '../store/exported-keys.ts'
-import { settleNow } from '../store/settled-log.ts'
 import { erasedLine, HEADER_LINE, keyLine } from './export-format.ts'
+import { readErasedPseudonyms, readLiveKeys } from './exported-keys.ts'
 
 export type ExportOptions = { afterPosition?: bigint; batchSize?: number }
 
@@ -11,7 +11,7 @@ export type Exported = { events: number; keys: number; erased: number }
 // Writes an export (replay/export-format.ts): the header, the owners' keys and the erased
 // pseudonyms, then the settled log after `afterPosition`, one event per line, in position order.
 // It first waits for the transactions that may still commit a position at or below the last one
-// handed out (settled-log.ts), then reads everything in one snapshot (REPEATABLE READ): every event
+// handed out (log/horizon.ts), then reads everything in one snapshot (REPEATABLE READ): every event
 // up to that horizon and none above it, and the keys as they stood then, an owner whose erasure
 // has begun among the erased. So the next export, after this one's last position, misses nothing
 // that commits meanwhile, and no export taken after an erasure holds the owner's key. Values are

@@ -1,6 +1,9 @@
-import { AppendsBusy, whileAppendsBlocked } from '../store/append-lock.ts'
+import { AppendsBusy, whileAppendsBlocked } from '../log/append-lock.ts'
+import { claimWorkTable, clearDeadWorkTables, workTableName } from '../log/work-tables.ts'
 import type { Database } from '../store/database.ts'
 import { databaseMessage } from '../store/database-error.ts'
+import { postgresErrorCode } from '../store/unavailable.ts'
+import { lineChecker } from './import-lines.ts'
 import {
   appendStaged,
   countStagedOwners,
@@ -15,10 +18,7 @@ import {
   type StagedLine,
   type Staging,
   stageLines,
-} from '../store/import-staging.ts'
-import { postgresErrorCode } from '../store/unavailable.ts'
-import { claimWorkTable, clearDeadWorkTables, workTableName } from '../store/work-tables.ts'
-import { lineChecker } from './import-lines.ts'
+} from './import-staging.ts'
 import { projectionStatus } from './projection-status.ts'
 
 // A refusal of the whole import, in one line that names the line and the rule: nothing was imported.

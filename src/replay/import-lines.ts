@@ -1,6 +1,5 @@
 import { Value } from '@sinclair/typebox/value'
-import { isOwner, OWNER_RULE } from '../plants/domain.ts'
-import type { StagedLine } from '../store/import-staging.ts'
+import { isOwner, OWNER_RULE } from '../domain/plant.ts'
 import {
   checkPlainEvent,
   checkSealedEvent,
@@ -9,6 +8,7 @@ import {
   parseExportLine,
 } from './event-line.ts'
 import { ErasedLine, EXPORT_FORMAT, EXPORT_VERSION, HeaderLine, KeyLine } from './export-format.ts'
+import type { StagedLine } from './import-staging.ts'
 import { base64Bytes, KEY_BYTES, type OwnerKey, ownerKey } from './sealed-event.ts'
 
 // A line to stage, nothing to stage (the header), or the rule the line breaks.

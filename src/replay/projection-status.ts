@@ -1,8 +1,8 @@
 import { eq, sql } from 'drizzle-orm'
+import { isProjected } from '../log/append.ts'
+import { countEventsAfter, logHead } from '../log/reading.ts'
+import { projectionCheckpoints } from '../log/schema.ts'
 import type { Executor } from '../store/database.ts'
-import { countEventsAfter, logHead } from '../store/event-log.ts'
-import { isProjected } from '../store/event-store.ts'
-import { projectionCheckpoints } from '../store/schema.ts'
 
 export type ProjectionStatus = {
   // Where the log stood at the last rebuild (the highest position it folded); undefined if the

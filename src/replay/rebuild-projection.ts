@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm'
-import { GiveWay, whileAppendsBlocked } from '../store/append-lock.ts'
+import { projectInto } from '../log/append.ts'
+import { GiveWay, whileAppendsBlocked } from '../log/append-lock.ts'
+import { holdRebuildLock } from '../log/maintenance-lock.ts'
+import { countLogAfter, LOG_START, type LogCursor, logHead, projectLogBatch } from '../log/reading.ts'
+import { plants, plantsTable, projectionCheckpoints } from '../log/schema.ts'
+import { claimWorkTable, clearDeadWorkTables, workTableName } from '../log/work-tables.ts'
 import type { Database, Executor } from '../store/database.ts'
-import { countLogAfter, LOG_START, type LogCursor, logHead, projectLogBatch } from '../store/event-log.ts'
-import { projectInto } from '../store/event-store.ts'
-import { holdRebuildLock } from '../store/maintenance-lock.ts'
-import { plants, plantsTable, projectionCheckpoints } from '../store/schema.ts'
-import { claimWorkTable, clearDeadWorkTables, workTableName } from '../store/work-tables.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
 
@@ -40,7 +40,7 @@ export function rebuildProjection(db: Database, options: RebuildOptions = {}): P
   return holdRebuildLock(db, () => rebuild(db, options))
 }
 
-// Under the lock that keeps an erasure's first step out (store/maintenance-lock.ts).
+// Under the lock that keeps an erasure's first step out (log/maintenance-lock.ts).
 async function rebuild(db: Database, options: RebuildOptions): Promise<RebuildResult> {
   const {
     batchSize = 50_000,

@@ -1,8 +1,8 @@
 import { and, eq, getTableColumns, isNull, sql } from 'drizzle-orm'
+import { projectInto } from '../log/append.ts'
+import { projectWholeLog } from '../log/reading.ts'
+import { type PlantsTable, plants, plantsTable } from '../log/schema.ts'
 import type { Database, Executor } from '../store/database.ts'
-import { projectWholeLog } from '../store/event-log.ts'
-import { projectInto } from '../store/event-store.ts'
-import { type PlantsTable, plants, plantsTable } from '../store/schema.ts'
 
 export type Verification = { events: number; diff: ProjectionDiff }
 

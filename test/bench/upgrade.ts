@@ -1,4 +1,4 @@
-// The downtime of the log's upgrade (src/store/upgrade-log.ts) on PostgreSQL: a store at the
+// The downtime of the log's upgrade (src/log/upgrade.ts) on PostgreSQL: a store at the
 // previous version's migrations holding N plaintext events, opened by this version (migrations,
 // sealing in batches, VACUUM FULL, ANALYZE, validation), each step timed. The worst case of §4:
 // every name and tag 1,024 characters (hex, so that PostgreSQL cannot compress them away).
@@ -6,8 +6,8 @@
 import process from 'node:process'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
+import { type UpgradeProgress, upgradeLog } from '../../src/log/upgrade.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { type UpgradeProgress, upgradeLog } from '../../src/store/upgrade-log.ts'
 import { createLegacyStore } from '../erasure/upgrade-legacy-store.ts'
 
 const EVENTS = Number(process.argv[2] ?? 100_000)

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
+import { holdRebuildLock } from '../../src/log/maintenance-lock.ts'
 import { type CreateResult, createPlant } from '../../src/plants/create-plant.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { holdRebuildLock } from '../../src/store/maintenance-lock.ts'
 import {
   count,
   listing,

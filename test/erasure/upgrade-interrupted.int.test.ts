@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type SQL, sql } from 'drizzle-orm'
 import postgres from 'postgres'
+import { openStorage } from '../../src/log/open-store.ts'
+import { type UpgradeProgress, upgradeLog } from '../../src/log/upgrade.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { openStorage } from '../../src/store/open-storage.ts'
-import { type UpgradeProgress, upgradeLog } from '../../src/store/upgrade-log.ts'
 import { count, listing } from '../replay/storage.ts'
 import {
   createLegacyStore,

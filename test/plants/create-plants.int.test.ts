@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import fc from 'fast-check'
+import { decide, evolve, initialState, type Plant, type PlantState } from '../../src/domain/plant.ts'
 import {
   type CreateRequest,
   type CreateResult,
@@ -8,7 +9,6 @@ import {
   createPlants,
   plantCreator,
 } from '../../src/plants/create-plant.ts'
-import { decide, evolve, initialState, type Plant, type PlantState } from '../../src/plants/domain.ts'
 import {
   count,
   eventsOfOwner,

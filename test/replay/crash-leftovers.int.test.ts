@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { claimWorkTable, clearDeadWorkTables } from '../../src/log/work-tables.ts'
 import { ImportRefused, importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { claimWorkTable, clearDeadWorkTables } from '../../src/store/work-tables.ts'
 import { appendAround, create, openTestStorage, rowsOf, STORAGE_KINDS, type TestStorage } from './storage.ts'
 
 // What a rebuild or an import killed half-way leaves: its work table, with nobody holding it.

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { type LogFollower, startLogFollower } from '../../src/changes/log-follower.ts'
+import { type LogFollower, startLogFollower } from '../../src/log/follower.ts'
+import type { LoggedEvent } from '../../src/log/reading.ts'
 import { silentLogger } from '../../src/logger.ts'
-import type { LoggedEvent } from '../../src/store/event-log.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { create, openTestStorage, type TestStorage } from './storage.ts'
 

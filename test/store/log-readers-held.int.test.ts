@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { Registry } from 'prom-client'
-import { startLogFollower } from '../../src/changes/log-follower.ts'
+import { startLogFollower } from '../../src/log/follower.ts'
 import { createLogger, silentLogger } from '../../src/logger.ts'
 import { watchLogReadersHeld } from '../../src/observability/log-readers-held.ts'
 import { create, openTestStorage, type TestStorage } from '../replay/storage.ts'
@@ -58,7 +58,7 @@ test('a long transaction in another database: the gauge rises and one warning na
     await create(storage.db, 'owner', { id: 1n, name: 'held back' })
     // then the gauge rises (a rebuild's reader of the log is held: it reads below the oldest
     // transaction running anywhere), and one warning names the holder; the follower, whose horizon
-    // comes from this database's writers of the log (store/settled-log.ts), reads on
+    // comes from this database's writers of the log (log/horizon.ts), reads on
     await eventually('the gauge passes 1.5 s', async () => (await gauge()) > 1.5, 10_000)
     expect(read).toEqual(['held back'])
     await Bun.sleep(500)

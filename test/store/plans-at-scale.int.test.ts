@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
+import { settleNow } from '../../src/log/horizon.ts'
+import { readSettledEvents } from '../../src/log/reading.ts'
 import { createPlant, createPlants } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/list-plants.ts'
 import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
-import { readSettledEvents } from '../../src/store/event-log.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { settleNow } from '../../src/store/settled-log.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 
 // The service's statements are prepared once per connection and planned once (a generic plan), so

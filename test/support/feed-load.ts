@@ -1,4 +1,4 @@
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant } from './plant-client.ts'
 
 export type Load = {
   // Stops the load and resolves with what it saw.

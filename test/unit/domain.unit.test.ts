@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { type CreatePlant, decide, evolve, initialState, type Plant } from '../../src/plants/domain.ts'
+import { type CreatePlant, decide, evolve, initialState, type Plant } from '../../src/domain/plant.ts'
 
 const now = new Date('2026-01-02T03:04:05Z')
 const fern: Plant = { id: 7n, name: 'Fern', tag: 'green' }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { groupCommit, type RunBatch } from '../../src/store/group-commit.ts'
+import { groupCommit, type RunBatch } from '../../src/log/group-commit.ts'
 
 // A batch runner whose batches the test finishes by hand, recording what each batch held.
 function heldBatches() {

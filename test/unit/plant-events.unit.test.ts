@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
-import type { PlantEvent } from '../../src/plants/domain.ts'
-import { decodePlantEvent, encodePlantEvent } from '../../src/plants/domain.ts'
+import type { PlantEvent } from '../../src/domain/plant.ts'
+import { decodePlantEvent, encodePlantEvent } from '../../src/domain/plant.ts'
 
 const read = (type: string, data: unknown) => ({
   position: 5n,

@@ -1,4 +1,4 @@
-import type { Database } from './database.ts'
+import type { Database } from '../store/database.ts'
 import { holdSessionLock } from './work-tables.ts'
 
 // An erasure's first step and a projection rebuild exclude each other (CONTRACT §12): a rebuild's

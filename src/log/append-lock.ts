@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
-import type { Database, Transaction } from './database.ts'
+import type { Database, Transaction } from '../store/database.ts'
+import { postgresErrorCode } from '../store/unavailable.ts'
 import { events } from './schema.ts'
-import { postgresErrorCode } from './unavailable.ts'
 
 const LOCK_NOT_AVAILABLE = '55P03'
 

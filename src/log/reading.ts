@@ -1,11 +1,11 @@
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { PgSelect } from 'drizzle-orm/pg-core'
-import { type Executor, rowsOf, type Transaction } from './database.ts'
-import { pseudonymOf, readersKeyOf } from './erasable.ts'
+import { type Executor, rowsOf, type Transaction } from '../store/database.ts'
+import { currentData, currentShape } from './append.ts'
 import { parseEventData } from './event-data.ts'
-import { currentData, currentShape } from './event-store.ts'
+import { type Horizon, settledReader } from './horizon.ts'
 import { events } from './schema.ts'
-import { type Horizon, settledReader } from './settled-log.ts'
+import { pseudonymOf, readersKeyOf } from './sealing.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
 // (transaction id, position) order, not by position alone: a position is taken at insert but
@@ -80,7 +80,7 @@ const readLoggedEvents = settledReader<LoggedEventArray>(
   parseEventData,
 )
 
-// The settled log (settled-log.ts) after `after`, in position order, as the feed and the change
+// The settled log (log/horizon.ts) after `after`, in position order, as the feed and the change
 // streams take it, with the horizon it was read up to.
 export async function readSettledEvents(
   db: Executor,
@@ -119,7 +119,7 @@ export type ExportedText = [string, string, number, string, number, string, stri
 // how many it read and where the reader now stands. `settled` keeps to events whose transaction
 // is older than every transaction still running: nothing can commit before them any more, so the
 // cursor never moves past a late commit. Only a reader that holds the append lock exclusively
-// (see store/append-lock.ts) may drop it.
+// (see log/append-lock.ts) may drop it.
 export async function projectLogBatch(
   db: Executor,
   after: LogCursor,

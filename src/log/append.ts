@@ -1,8 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { type Executor, preparedQuery } from './database.ts'
-import { liveKeys, openedData, pseudonymOf } from './erasable.ts'
+import { type Executor, preparedQuery } from '../store/database.ts'
 import { parseEventData } from './event-data.ts'
 import { events, ownerKeys, type PlantsTable, plants } from './schema.ts'
+import { liveKeys, openedData, pseudonymOf } from './sealing.ts'
 
 export type NewEvent = { type: string; schemaVersion: number; data: unknown; recordedAt: Date }
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
-import { type Database, rowsOf } from './database.ts'
+import { type Database, rowsOf } from '../store/database.ts'
 import { events, ownerKeys } from './schema.ts'
 
 // Where the upgrade of a log written before erasure is (CONTRACT §12): sealing its events, batch

@@ -1,8 +1,8 @@
 import type { Logger } from '../logger.ts'
 import type { Executor } from '../store/database.ts'
-import { type LoggedEvent, readSettledEvents } from '../store/event-log.ts'
-import { type Horizon, probeHorizon } from '../store/settled-log.ts'
-import { postgresNotices } from './postgres-notices.ts'
+import { type Horizon, probeHorizon } from './horizon.ts'
+import { postgresNotices } from './notices.ts'
+import { type LoggedEvent, readSettledEvents } from './reading.ts'
 
 export type LogFollowerDeps = {
   // Where the log is read: the primary, or a replica of it.
@@ -31,7 +31,7 @@ const SETTLE_RETRY_MS = 20
 
 // The one reader of the log in this process, which the feed and the change streams consume. Each
 // wake-up (a create here, another instance's notice, a poll) is one probe of the horizon and one
-// read of the settled log after where it stands (settled-log.ts): every event once, in position
+// read of the settled log after where it stands (log/horizon.ts): every event once, in position
 // order, never one that a transaction still running could precede. It starts at the log's
 // horizon when it starts; consumers read what came before (`eventsAfter`, the projection).
 // With `idleAfterMs`, it starts when first held and stops reading once nobody has held it for that

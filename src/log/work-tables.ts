@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { type Database, type Executor, rowsOf } from './database.ts'
+import { type Database, type Executor, rowsOf } from '../store/database.ts'
 
 // Tables a command fills outside any one transaction: a rebuild's `plants_rebuild_*`, an import's
 // `import_staging_*`. A command that dies leaves its table behind. Each live one holds an advisory

@@ -1,10 +1,10 @@
 import type { Config } from '../config.ts'
-import { type DatabaseHandle, openEmbedded, openPostgres } from './database.ts'
-import { migrateEmbeddedDatabase, migratePostgresDatabase } from './migrate.ts'
-import { type UpgradeOptions, upgradeLog } from './upgrade-log.ts'
+import { type DatabaseHandle, openEmbedded, openPostgres } from '../store/database.ts'
+import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../store/migrate.ts'
+import { type UpgradeOptions, upgradeLog } from './upgrade.ts'
 
 // Opens the configured storage with every migration applied and the log in today's form: a log
-// written before erasure is sealed first (upgrade-log.ts; `upgrade` reports its progress).
+// written before erasure is sealed first (log/upgrade.ts; `upgrade` reports its progress).
 export async function openStorage(
   storage: Config['storage'],
   upgrade: UpgradeOptions = {},

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { type Database, type Executor, rowsOf, type Transaction } from './database.ts'
-import { projectInto } from './event-store.ts'
-import { erasedOwners, events, ownerKeys, plants } from './schema.ts'
+import { projectInto } from '../log/append.ts'
+import { erasedOwners, events, ownerKeys, plants } from '../log/schema.ts'
+import { type Database, type Executor, rowsOf, type Transaction } from '../store/database.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by
 // batch in short transactions of their own, so a slow or paused input holds no transaction and no
@@ -124,7 +124,7 @@ export async function firstOwnerClash(tx: Transaction, { table }: Staging): Prom
 }
 
 // Under the append lock: finds or makes the key of each owner of a plaintext (version 1) event, as
-// the append statement does (store/event-store.ts), and gives the event its pseudonym and its stream
+// the append statement does (log/append.ts), and gives the event its pseudonym and its stream
 // id under that key, so that it is sealed on its way in and checked as any other.
 export async function keyPlainOwners(tx: Transaction, { table }: Staging): Promise<void> {
   await tx.execute(sql`
@@ -217,7 +217,7 @@ export async function countStagedOwners(db: Executor, { table }: Staging): Promi
 }
 
 // The staged owners' append locks, taken as the live path takes them (appendStatement in
-// event-store.ts), in key order: their creates wait for the import, so each owner's positions
+// log/append.ts), in key order: their creates wait for the import, so each owner's positions
 // still commit in order; every other owner's carry on.
 export function lockStagedOwners({ table }: Staging) {
   return async (tx: Transaction): Promise<void> => {

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { type Executor, rowsOf } from './database.ts'
-import { erasedOwners, events, ownerKeys } from './schema.ts'
+import { erasedOwners, events, ownerKeys } from '../log/schema.ts'
+import { type Executor, rowsOf } from '../store/database.ts'
 
 // What an export carries beside the events (replay/export-format.ts), read a page at a time, in
 // pseudonym order, in the export's snapshot.
