@@ -4,6 +4,7 @@ import type { TokenVerifier } from './auth/token-verifier.ts'
 import { changeRoutes } from './changes/routes.ts'
 import type { Changes } from './changes/start-changes.ts'
 import { healthRoutes } from './health.ts'
+import { ErrorBody } from './http/error-body.ts'
 import { errorHandler } from './http/error-handler.ts'
 import { requestIds } from './http/request-id.ts'
 import { registerSchemaKinds } from './http/schema-kinds.ts'
@@ -16,6 +17,7 @@ import { docsRoutes } from './openapi/docs-routes.ts'
 import type { DocumentedRoute } from './openapi/document.ts'
 import type { ReadPlants } from './plants/read-plants.ts'
 import { plantRoutes } from './plants/routes.ts'
+import { NewPlant, PlantView } from './plants/schemas.ts'
 import type { Database } from './store/database.ts'
 
 export type AppDeps = {
@@ -78,7 +80,7 @@ export function createApp({
     )
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
-    .use(docsRoutes(() => app.routes as readonly DocumentedRoute[]))
+    .use(docsRoutes(() => app.routes as readonly DocumentedRoute[], DOCUMENTED_SCHEMAS))
     .use(
       plantRoutes({
         db,
@@ -98,6 +100,9 @@ export function createApp({
 }
 
 export type App = ReturnType<typeof createApp>
+
+// The shapes the OpenAPI document names, as clients' generators see them.
+const DOCUMENTED_SCHEMAS = { Plant: PlantView, NewPlant, Error: ErrorBody }
 
 // Elysia answers HEAD wherever a GET route is (RFC 9110 §9.3.2), so Allow lists it there too.
 function methodsServing(app: Elysia, path: string): string[] {

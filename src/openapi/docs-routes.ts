@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import { HttpError } from '../http/http-error.ts'
-import { buildOpenApiDocument, type DocumentedRoute } from './document.ts'
+import { buildOpenApiDocument, type DocumentedRoute, type NamedSchemas } from './document.ts'
 import { type DocumentedResponses, errorReply, replies, reply } from './replies.ts'
 
 // The reference page works offline: Swagger UI's files come from the swagger-ui-dist package
@@ -42,10 +42,10 @@ const assetReply = replies({
 })
 
 // `routes` is read on the first request, when every route of the app is registered.
-export function docsRoutes(routes: () => readonly DocumentedRoute[]) {
+export function docsRoutes(routes: () => readonly DocumentedRoute[], schemas: NamedSchemas) {
   let document: string | undefined
   const openApiDocument = () => {
-    document ??= JSON.stringify(buildOpenApiDocument(routes()))
+    document ??= JSON.stringify(buildOpenApiDocument(routes(), schemas))
     return document
   }
   const assetDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/swagger-ui-bundle.js'))

@@ -1,5 +1,4 @@
 import type { TSchema } from '@sinclair/typebox'
-import { ErrorBody, NewPlant, PlantView } from '../plants/schemas.ts'
 import { toJsonSchema } from './json-schema.ts'
 import { RequestIdHeader } from './replies.ts'
 
@@ -24,11 +23,12 @@ type RouteHooks = {
   }
 }
 
-// Schemas and headers the document names once and refers to.
-const SCHEMAS: Record<string, TSchema> = { Plant: PlantView, NewPlant, Error: ErrorBody }
+// Schemas the document names once (components/schemas) and refers to wherever a route uses them.
+export type NamedSchemas = Record<string, TSchema>
+
 const HEADERS = { RequestId: RequestIdHeader }
 
-export function buildOpenApiDocument(routes: readonly DocumentedRoute[]) {
+export function buildOpenApiDocument(routes: readonly DocumentedRoute[], schemas: NamedSchemas) {
   const paths: Record<string, Record<string, unknown>> = {}
   for (const { method, path, hooks } of routes) {
     if (hooks.detail?.hide) continue
@@ -36,7 +36,7 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[]) {
     paths[openApiPath] = { ...paths[openApiPath], [method.toLowerCase()]: operation(hooks) }
   }
   const refs = new Map<unknown, string>([
-    ...Object.entries(SCHEMAS).map(([name, schema]) => [schema, `#/components/schemas/${name}`] as const),
+    ...Object.entries(schemas).map(([name, schema]) => [schema, `#/components/schemas/${name}`] as const),
     ...Object.entries(HEADERS).map(([name, header]) => [header, `#/components/headers/${name}`] as const),
   ])
   return toJsonSchema({
@@ -53,7 +53,7 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[]) {
     security: [{ bearerAuth: [] }],
     paths: withRefs(paths, refs),
     components: {
-      schemas: SCHEMAS,
+      schemas,
       headers: HEADERS,
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },

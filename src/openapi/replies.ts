@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox'
-import { ErrorBody } from '../plants/schemas.ts'
+import { ErrorBody } from '../http/error-body.ts'
 
 export type ResponseHeader = { schema: TSchema; description: string }
 

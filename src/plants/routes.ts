@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
+import { BearerHeaders } from '../auth/bearer-headers.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { HttpError } from '../http/http-error.ts'
 import { readJsonBody } from '../http/json-body.ts'
@@ -13,7 +14,6 @@ import { decodeCursor, nextPageLink } from './cursor.ts'
 import { type ListingVersion, listingTag, matchesIfNoneMatch } from './etag.ts'
 import { primaryReads, type ReadPlants } from './read-plants.ts'
 import {
-  BearerHeaders,
   ListHeaders,
   ListQuery,
   NEW_PLANT_RULE,

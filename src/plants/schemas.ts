@@ -1,4 +1,5 @@
-import { Kind, type Static, type TProperties, Type } from '@sinclair/typebox'
+import { Kind, type Static, Type } from '@sinclair/typebox'
+import { BearerHeaders } from '../auth/bearer-headers.ts'
 import { queryInteger } from '../http/query-integer.ts'
 
 // The API's shapes. Int64, Text and IntegerParameter are kinds checked by http/schema-kinds.ts.
@@ -40,12 +41,6 @@ export const PlantView = Type.Object(
 )
 export type PlantView = Static<typeof PlantView>
 
-export const ErrorBody = Type.Object({
-  error: Type.Integer({ format: 'int32', description: 'The HTTP status code' }),
-  message: Type.String({ minLength: 1 }),
-})
-export type ErrorBody = Static<typeof ErrorBody>
-
 export const ListQuery = Type.Object({
   limit: Type.Optional(
     queryInteger({
@@ -76,16 +71,6 @@ export const Position = Type.Unsafe<string>({
   description: 'The position of an event in the log, in decimal',
   error: `${POSITION_HEADER} must be a decimal integer from 0 to 9223372036854775807`,
 })
-
-// The request headers of a route behind a bearer token: Authorization, and the route's own. The
-// token is checked before validation (auth/authentication.ts answers 401 itself), so the schema takes
-// any text; the OpenAPI document shows it as the route's security requirement.
-export function BearerHeaders<Properties extends TProperties>(properties: Properties) {
-  return Type.Object({
-    authorization: Type.Optional(Type.String({ description: 'Bearer <token>' })),
-    ...properties,
-  })
-}
 
 export const ListHeaders = BearerHeaders({
   [POSITION_HEADER]: Type.Optional(Position),
