@@ -1,3 +1,4 @@
+import { Failure } from './errors.ts'
 import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from './store/target-session-attrs.ts'
 
 export type Config = {
@@ -51,10 +52,6 @@ export type ReadReplicasConfig = {
   maxLagMs: number
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
-
 type Env = Record<string, string | undefined>
 
 // The DATA_DIR value that keeps the embedded database in memory.
@@ -68,24 +65,27 @@ export function loadConfig(env: Env): Config {
   const dataDir = nonEmpty(env, 'DATA_DIR') ?? './data'
   const databaseUrl = nonEmpty(env, 'DATABASE_URL')
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL')
+    throw new Failure('BAD_SETTING', 'DATABASE_URL must be a postgres:// or postgresql:// URL')
   }
   const secretText = nonEmpty(env, 'AUTH_JWT_SECRET')
   const secret = secretText === undefined ? undefined : new TextEncoder().encode(secretText)
   if (secret && secret.byteLength < 32)
-    throw new ConfigError('AUTH_JWT_SECRET must be at least 32 bytes long')
+    throw new Failure('BAD_SETTING', 'AUTH_JWT_SECRET must be at least 32 bytes long')
   const jwksUrl = nonEmpty(env, 'AUTH_JWKS_URL')
-  if (jwksUrl !== undefined && !URL.canParse(jwksUrl)) throw new ConfigError('AUTH_JWKS_URL must be a URL')
+  if (jwksUrl !== undefined && !URL.canParse(jwksUrl))
+    throw new Failure('BAD_SETTING', 'AUTH_JWKS_URL must be a URL')
   const useLocalSecret = !secret && !jwksUrl
   if (useLocalSecret && databaseUrl !== undefined) {
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       'DATABASE_URL is set but no token verification is configured: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL',
     )
   }
   const inMemory = databaseUrl === undefined && dataDir === IN_MEMORY
   // A secret generated in memory would be unknown to everyone else: no one could sign a token.
   if (useLocalSecret && inMemory) {
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       `DATA_DIR=${IN_MEMORY} keeps nothing on disk, so there is no local secret: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL`,
     )
   }
@@ -125,7 +125,8 @@ export function loadConfig(env: Env): Config {
 function postgresUrl(databaseUrl: string, targetSessionAttrs: string | undefined): string {
   const url = withTargetSessionAttrs(databaseUrl, targetSessionAttrs)
   if (url === undefined) {
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       `DATABASE_URL: target_session_attrs must be one of ${TARGET_SESSION_ATTRS.join(', ')}`,
     )
   }
@@ -138,13 +139,15 @@ function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig |
   const text = nonEmpty(env, 'DATABASE_READ_URLS')
   if (text === undefined) return undefined
   if (!onPostgres) {
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       'DATABASE_READ_URLS names replicas of DATABASE_URL, which is unset: the embedded store has no replicas',
     )
   }
   const urls = text.split(',').map((url) => url.trim())
   if (!urls.every(isPostgresUrl)) {
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       'DATABASE_READ_URLS must be postgres:// or postgresql:// URLs with a host, comma-separated',
     )
   }
@@ -163,17 +166,22 @@ function feedConfig(env: Env): FeedConfig | undefined {
   if (urls === undefined) return undefined
   const servers = urls.split(',').map((url) => url.trim())
   if (!servers.every(isNatsUrl)) {
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       `EVENTS_NATS_URL must be nats:// or tls:// URLs with host and port, comma-separated, got "${urls}"`,
     )
   }
   const stream = nonEmpty(env, 'EVENTS_NATS_STREAM') ?? 'PLANT_STORE'
   if (!/^[^\s.*>/\\]+$/.test(stream)) {
-    throw new ConfigError(`EVENTS_NATS_STREAM must be a stream name without spaces, ".", "*", ">" or slashes`)
+    throw new Failure(
+      'BAD_SETTING',
+      `EVENTS_NATS_STREAM must be a stream name without spaces, ".", "*", ">" or slashes`,
+    )
   }
   const subjectPrefix = nonEmpty(env, 'EVENTS_NATS_SUBJECT_PREFIX') ?? 'plant-store'
   if (!subjectPrefix.split('.').every((token) => /^[^\s*>]+$/.test(token))) {
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       'EVENTS_NATS_SUBJECT_PREFIX must be subject tokens joined by ".", without spaces or wildcards',
     )
   }
@@ -194,7 +202,7 @@ function isNatsUrl(text: string): boolean {
 
 function oneOf<T extends string>(env: Env, name: string, values: T[], fallback: T): T {
   const value = (nonEmpty(env, name) ?? fallback) as T
-  if (!values.includes(value)) throw new ConfigError(`${name} must be one of ${values.join(', ')}`)
+  if (!values.includes(value)) throw new Failure('BAD_SETTING', `${name} must be one of ${values.join(', ')}`)
   return value
 }
 
@@ -208,7 +216,7 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (text === undefined) return fallback
   const value = Number(text)
   if (!/^\d+$/.test(text) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${text}"`)
+    throw new Failure('BAD_SETTING', `${name} must be an integer from ${min} to ${max}, got "${text}"`)
   }
   return value
 }

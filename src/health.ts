@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
-import { HttpError } from './http/http-error.ts'
+import { Failure } from './errors.ts'
 import { replies, reply, unavailable } from './openapi/replies.ts'
 import type { Database } from './store/database.ts'
 import { within } from './time-limit.ts'
@@ -39,7 +39,7 @@ export function healthRoutes({ db }: { db: Database }) {
 async function readiness(db: Database) {
   const answer = db.execute(sql`select 1`).catch(() => undefined)
   if ((await within(answer, READY_TIMEOUT_MS)) === undefined) {
-    throw new HttpError(503, 'the database is unreachable', { 'retry-after': '5' })
+    throw new Failure('UNAVAILABLE', 'the database is unreachable', { 'retry-after': '5' })
   }
   return { status: 'ready' as const }
 }

@@ -3,7 +3,8 @@ import { Registry } from 'prom-client'
 import { createApp } from './app.ts'
 import { verifierFromConfig } from './auth/verifier-from-config.ts'
 import { startChanges } from './changes/start-changes.ts'
-import { ConfigError, loadConfig } from './config.ts'
+import { loadConfig } from './config.ts'
+import { isFailure } from './errors.ts'
 import { startFeed } from './feed/start-feed.ts'
 import { BODY_TIMEOUT_MS } from './http/json-body.ts'
 import { followLog } from './log/follower.ts'
@@ -13,8 +14,6 @@ import { createLogger } from './logger.ts'
 import { watchLogReadersHeld } from './observability/log-readers-held.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
-import { DataDirInUse } from './store/data-dir-lock.ts'
-import { DatabaseUnreachable } from './store/unreachable.ts'
 import { within } from './time-limit.ts'
 
 // Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
@@ -109,8 +108,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const known =
-    error instanceof ConfigError || error instanceof DataDirInUse || error instanceof DatabaseUnreachable
-  console.error(known ? `plant store cannot start: ${error.message}` : error)
+  // A failure that stops a start is said in one line; anything else is a bug, with its stack.
+  console.error(isFailure(error) ? `plant store cannot start: ${error.message}` : error)
   process.exit(1)
 })

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
-import { HttpError } from '../http/http-error.ts'
-import { TokenRejected, type TokenVerifier } from './token-verifier.ts'
+import { Failure, isFailure } from '../errors.ts'
+import type { TokenVerifier } from './token-verifier.ts'
 
 const REALM = 'Bearer realm="plants"'
 
@@ -10,21 +10,21 @@ export function authentication(verify: TokenVerifier) {
   return new Elysia({ name: 'authentication' }).derive({ as: 'scoped' }, async ({ headers }) => {
     const credentials = readBearerToken(headers.authorization)
     if (credentials.kind === 'missing') {
-      throw new HttpError(401, 'a bearer token is required', { 'www-authenticate': REALM })
+      throw new Failure('UNAUTHORIZED', 'a bearer token is required', { 'www-authenticate': REALM })
     }
     if (credentials.kind === 'malformed') throw rejected(credentials.reason)
     try {
       const { subject, expiresAt } = await verify(credentials.token)
       return { owner: subject, tokenExpiresAt: expiresAt }
     } catch (error) {
-      if (error instanceof TokenRejected) throw rejected(error.message)
+      if (isFailure(error, 'TOKEN_REJECTED')) throw rejected(error.message)
       throw error
     }
   })
 }
 
-function rejected(reason: string): HttpError {
-  return new HttpError(401, reason, {
+function rejected(reason: string): Failure {
+  return new Failure('UNAUTHORIZED', reason, {
     'www-authenticate': `${REALM}, error="invalid_token", error_description="${reason.replaceAll('"', "'")}"`,
   })
 }

@@ -6,6 +6,7 @@ import {
   jwtVerify,
 } from 'jose'
 import { isOwner } from '../domain/plant.ts'
+import { Failure, isFailure } from '../errors.ts'
 
 // `expiresAt`: the token's `exp`, in milliseconds since the epoch.
 export type Identity = { subject: string; expiresAt: number }
@@ -23,16 +24,6 @@ export type VerifierSettings = {
   // How many verified tokens are remembered (0: none), and the clock their expiry is read against.
   cacheSize?: number
   now?: () => number
-}
-
-// Says what was wrong with a token without echoing it.
-export class TokenRejected extends Error {
-  override name = 'TokenRejected'
-}
-
-// The identity provider's key set could not be had; the caller gets a 401 that says so.
-export class KeySetUnavailable extends Error {
-  override name = 'KeySetUnavailable'
 }
 
 const ASYMMETRIC_ALGORITHMS = ['RS256', 'ES256', 'EdDSA']
@@ -61,11 +52,12 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
     if (remembered !== undefined) return { subject: remembered.subject, expiresAt: remembered.expiresAtMs }
     const at = { ...options, currentDate: new Date(now()) }
     const { payload, key } = await jwtVerify(token, getKey, at).catch((error: unknown) => {
-      throw new TokenRejected(describe(error))
+      throw new Failure('TOKEN_REJECTED', describe(error))
     })
     const { sub: subject, exp } = payload
     if (!isOwner(subject)) {
-      throw new TokenRejected(
+      throw new Failure(
+        'TOKEN_REJECTED',
         'the token subject (sub) must be 1 to 255 characters, well-formed Unicode without U+0000',
       )
     }
@@ -102,7 +94,7 @@ function describe(error: unknown): string {
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'the token signature is invalid'
   if (error instanceof errors.JOSEAlgNotAllowed) return 'the token algorithm is not accepted'
   if (error instanceof errors.JWKSNoMatchingKey) return 'no key matches the token'
-  if (error instanceof KeySetUnavailable || error instanceof errors.JWKSTimeout) {
+  if (isFailure(error, 'KEY_SET_UNAVAILABLE') || error instanceof errors.JWKSTimeout) {
     return "the identity provider's key set is unavailable"
   }
   return 'the token is malformed'

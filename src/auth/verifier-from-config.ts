@@ -1,7 +1,8 @@
 import { createRemoteJWKSet, customFetch, type FetchImplementation } from 'jose'
 import type { Config } from '../config.ts'
+import { Failure } from '../errors.ts'
 import { loadOrCreateLocalSecret } from './local-secret.ts'
-import { createTokenVerifier, KeySetUnavailable, type TokenVerifier } from './token-verifier.ts'
+import { createTokenVerifier, type TokenVerifier } from './token-verifier.ts'
 
 export async function verifierFromConfig({ auth, dataDir }: Config): Promise<TokenVerifier> {
   return createTokenVerifier({
@@ -26,15 +27,18 @@ function rateLimitedFetch(cooldownMs: number): FetchImplementation {
   let lastAttemptAt = Number.NEGATIVE_INFINITY
   return async (resource, options) => {
     if (Date.now() - lastAttemptAt < cooldownMs) {
-      throw new KeySetUnavailable('the key set was fetched moments ago and cannot be refetched yet')
+      throw new Failure(
+        'KEY_SET_UNAVAILABLE',
+        'the key set was fetched moments ago and cannot be refetched yet',
+      )
     }
     lastAttemptAt = Date.now()
     const response = await fetch(resource, options).catch((cause: unknown) => {
-      throw new KeySetUnavailable('the key set could not be fetched', { cause })
+      throw new Failure('KEY_SET_UNAVAILABLE', 'the key set could not be fetched', {}, { cause })
     })
     if (response.status !== 200) {
       await response.body?.cancel()
-      throw new KeySetUnavailable(`the key set could not be fetched (HTTP ${response.status})`)
+      throw new Failure('KEY_SET_UNAVAILABLE', `the key set could not be fetched (HTTP ${response.status})`)
     }
     return response
   }

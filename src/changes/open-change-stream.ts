@@ -1,3 +1,4 @@
+import { Failure } from '../errors.ts'
 import type { LogFollower } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
 import { within } from '../time-limit.ts'
@@ -23,19 +24,9 @@ export type ChangeRequest = {
   expiresAt: number
 }
 
-export class ShuttingDown extends Error {
-  override name = 'ShuttingDown'
-}
-
-export class TooManyStreams extends Error {
-  override name = 'TooManyStreams'
-}
-
-export class NotFollowing extends Error {
-  override name = 'NotFollowing'
-}
-
 const READY_WAIT_MS = 5000
+// A refused stream is tried again soon: another instance, or this one once it reads the log.
+const RECONNECT = { 'retry-after': '1' }
 
 // Joins the database and the live log without a gap or a duplicate: the stream takes live events
 // (held) before the first read, so whatever commits after that read's snapshot reaches it live;
@@ -79,12 +70,18 @@ export async function openChangeStream(
     follower.ready().then(() => true),
     READY_WAIT_MS,
   )
-  if (!following) throw refuse(new NotFollowing('the event log cannot be read yet; reconnect'))
+  if (!following)
+    throw refuse(new Failure('UNAVAILABLE', 'the event log cannot be read yet; reconnect', RECONNECT))
   const added = hub.add(stream)
-  if (added === 'closing') throw refuse(new ShuttingDown('the service is shutting down; reconnect'))
+  if (added === 'closing')
+    throw refuse(new Failure('UNAVAILABLE', 'the service is shutting down; reconnect', RECONNECT))
   if (added === 'full')
     throw refuse(
-      new TooManyStreams(`this caller already has ${hub.streamsPerOwner} open change streams here`),
+      new Failure(
+        'TOO_MANY_STREAMS',
+        `this caller already has ${hub.streamsPerOwner} open change streams here; close one or retry later`,
+        { 'retry-after': '5' },
+      ),
     )
   try {
     // Read once the hub delivers to the stream: a notice read meanwhile finds it (change-hub.ts).

@@ -3,9 +3,8 @@ import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
 import { BearerHeaders } from '../auth/bearer-headers.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
-import { HttpError } from '../http/http-error.ts'
+import { Failure } from '../errors.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
-import { NotFollowing, ShuttingDown, TooManyStreams } from './open-change-stream.ts'
 import type { Changes } from './start-changes.ts'
 import { POSITION_RULE, parsePosition } from './start-position.ts'
 
@@ -51,19 +50,12 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
     async ({ owner, tokenExpiresAt, query, headers, request }) => {
       // The schema checks one value; only the raw query tells that `after` was given twice.
       if (new URL(request.url).searchParams.getAll('after').length > 1)
-        throw new HttpError(400, `after ${POSITION_RULE}`)
+        throw new Failure('BAD_REQUEST', `after ${POSITION_RULE}`)
       const after = startPosition(headers['last-event-id'], query.after)
-      if (!changes) throw new HttpError(503, 'live changes are not running here', { 'retry-after': '5' })
-      try {
-        const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
-        return new Response(body, { headers: EVENT_STREAM_HEADERS })
-      } catch (error) {
-        if (error instanceof ShuttingDown || error instanceof NotFollowing)
-          throw new HttpError(503, error.message, { 'retry-after': '1' })
-        if (error instanceof TooManyStreams)
-          throw new HttpError(429, `${error.message}; close one or retry later`, { 'retry-after': '5' })
-        throw error
-      }
+      if (!changes)
+        throw new Failure('UNAVAILABLE', 'live changes are not running here', { 'retry-after': '5' })
+      const body = await changes.open({ owner, after, expiresAt: tokenExpiresAt })
+      return new Response(body, { headers: EVENT_STREAM_HEADERS })
     },
     {
       query: ChangesQuery,
@@ -83,6 +75,6 @@ function startPosition(lastEventId: string | undefined, after: string | undefine
   const [name, text] = lastEventId !== undefined ? ['Last-Event-ID', lastEventId] : ['after', after]
   if (text === undefined) return undefined
   const position = parsePosition(text)
-  if (position === undefined) throw new HttpError(400, `${name} ${POSITION_RULE}`)
+  if (position === undefined) throw new Failure('BAD_REQUEST', `${name} ${POSITION_RULE}`)
   return position
 }

@@ -1,13 +1,13 @@
 import process from 'node:process'
-import { AppendsBusy } from '../log/append-lock.ts'
+import { isFailure } from '../errors.ts'
 import { databaseMessage } from '../store/database-error.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 
 // A command the database stopped: one line on stderr, without a stack or SQL text, and exit code
 // 1. Anything else is a bug and goes on up.
 export function reportDatabaseFailure(error: unknown, what: string): number {
-  if (postgresErrorCode(error) === undefined && !(error instanceof AppendsBusy)) throw error
-  const cause = error instanceof AppendsBusy ? error.message : databaseMessage(error)
+  if (postgresErrorCode(error) === undefined && !isFailure(error, 'LOG_BUSY')) throw error
+  const cause = isFailure(error, 'LOG_BUSY') ? error.message : databaseMessage(error)
   process.stderr.write(`${what}: ${cause}\n`)
   return 1
 }

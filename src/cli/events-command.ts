@@ -1,5 +1,6 @@
 import process from 'node:process'
 import type { Config } from '../config.ts'
+import { Failure, isFailure } from '../errors.ts'
 import { exportEvents } from '../replay/export-events.ts'
 import { importEvents, readLines } from '../replay/import-events.ts'
 import { badValue, parseArguments } from './arguments.ts'
@@ -27,7 +28,12 @@ export async function importCommand(args: string[], config: Config): Promise<num
     append: { type: 'boolean', default: false },
   })
   return withStorage(config, async (db) => {
-    const imported = await importEvents(db, readLines(process.stdin), { append: values.append })
+    const imported = await importEvents(db, readLines(process.stdin), { append: values.append }).catch(
+      (error: unknown) => {
+        if (!isFailure(error, 'IMPORT_REFUSED')) throw error
+        throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
+      },
+    )
     // Projected in the import's own transaction, as creates are: no rebuild is needed after it.
     process.stderr.write(`imported ${imported} events, each with its plant\n`)
     return 0

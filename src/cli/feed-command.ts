@@ -1,7 +1,8 @@
 import process from 'node:process'
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
-import { type Config, ConfigError } from '../config.ts'
+import type { Config } from '../config.ts'
+import { Failure } from '../errors.ts'
 import { feedStream } from '../feed/nats-stream.ts'
 import { isPublishable } from '../feed/publishable.ts'
 import { countEventsAfter, logHead } from '../log/reading.ts'
@@ -13,7 +14,7 @@ import { withStorage } from './projection-command.ts'
 export async function feedStatusCommand(args: string[], config: Config): Promise<number> {
   parseArguments(args, 'feed status', {})
   const feed = config.feed
-  if (!feed) throw new ConfigError('EVENTS_NATS_URL is not set: the feed is off')
+  if (!feed) throw new Failure('BAD_SETTING', 'EVENTS_NATS_URL is not set: the feed is off')
   const nc = await connect({ servers: feed.servers, timeout: 5000 }).catch((error: unknown) => {
     process.stderr.write(`NATS does not answer at ${feed.servers.join(',')}: ${String(error)}\n`)
     return undefined

@@ -1,9 +1,6 @@
 import process from 'node:process'
-import { type Config, ConfigError, IN_MEMORY, loadConfig } from '../config.ts'
-import { ImportRefused } from '../replay/import-events.ts'
-import { DataDirInUse } from '../store/data-dir-lock.ts'
-import { DatabaseUnreachable } from '../store/unreachable.ts'
-import { UsageError } from './arguments.ts'
+import { type Config, IN_MEMORY, loadConfig } from '../config.ts'
+import { Failure, isFailure } from '../errors.ts'
 import { exportCommand, importCommand } from './events-command.ts'
 import { feedStatusCommand } from './feed-command.ts'
 import { eraseCommand } from './owners-command.ts'
@@ -98,25 +95,16 @@ async function run(argv: string[]): Promise<number> {
     const config = loadConfig(process.env)
     // A store in memory lives inside its server process: a command would only see an empty one of its own.
     if (name !== 'token issue' && config.storage.kind === 'memory') {
-      throw new UsageError(
+      throw new Failure(
+        'BAD_USAGE',
         `DATA_DIR=${IN_MEMORY} lives inside the server process; this command cannot reach it`,
       )
     }
     return await command.run(args, config)
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof DataDirInUse || error instanceof UsageError) {
-      process.stderr.write(`${error.message}\n`)
-      return 2
-    }
-    if (error instanceof DatabaseUnreachable) {
-      process.stderr.write(`${error.message}\n`)
-      return 1
-    }
-    if (error instanceof ImportRefused) {
-      process.stderr.write(`import refused, nothing was imported: ${error.message}\n`)
-      return 1
-    }
-    throw error
+    if (!isFailure(error) || error.exitCode === undefined) throw error
+    process.stderr.write(`${error.message}\n`)
+    return error.exitCode
   }
 }
 

@@ -1,12 +1,13 @@
 import process from 'node:process'
 import { parseDuration } from '../auth/issue-token.ts'
-import { type Config, ConfigError } from '../config.ts'
+import type { Config } from '../config.ts'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
 import { eraseOwner } from '../erasure/erase-owner.ts'
-import { ErasurePending, erasureFeed } from '../feed/erasure-feed.ts'
+import { Failure, isFailure } from '../errors.ts'
+import { erasureFeed } from '../feed/erasure-feed.ts'
 import { recordedFeed } from '../feed/feed-fact.ts'
 import { silentLogger } from '../logger.ts'
-import { badValue, parseArguments, UsageError } from './arguments.ts'
+import { badValue, parseArguments } from './arguments.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
 import { withStorage } from './projection-command.ts'
 
@@ -23,13 +24,14 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
     1,
   )
   const [owner] = positionals
-  if (!isOwner(owner)) throw new UsageError(`<subject>: ${OWNER_RULE}\nusage: ${ERASE_USAGE}`)
+  if (!isOwner(owner)) throw new Failure('BAD_USAGE', `<subject>: ${OWNER_RULE}\nusage: ${ERASE_USAGE}`)
   const waitSeconds = parseDuration(values.wait)
   if (waitSeconds === undefined) throw badValue('wait', values.wait, 'a duration', ERASE_USAGE)
   return withStorage(config, async (db) => {
     const published = await recordedFeed(db)
     if (published !== undefined && !config.feed) {
-      throw new ConfigError(
+      throw new Failure(
+        'BAD_SETTING',
         `owners erase refused, nothing was changed: this store publishes its log to the NATS stream "${published}"; ` +
           'set EVENTS_NATS_URL (and EVENTS_NATS_STREAM, EVENTS_NATS_SUBJECT_PREFIX) as the service has them, so that the owner leaves the stream too',
       )
@@ -48,7 +50,7 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
       process.stdout.write(`${plants}\n`)
       return 0
     } catch (error) {
-      if (!(error instanceof ErasurePending)) return reportDatabaseFailure(error, 'owners erase failed')
+      if (!isFailure(error, 'ERASURE_PENDING')) return reportDatabaseFailure(error, 'owners erase failed')
       process.stderr.write(
         `owners erase: ${error.message}; the owner is hidden, the erasure pending: run the command again to complete it\n`,
       )

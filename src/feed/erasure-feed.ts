@@ -2,12 +2,13 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { Config, FeedConfig } from '../config.ts'
 import type { ErasureFeed } from '../erasure/erase-owner.ts'
+import { Failure, isFailure } from '../errors.ts'
 import { startLogFollower } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../store/database.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
 import { type FeedStream, feedStream } from './nats-stream.ts'
-import { PurgeRefused, purgeOwner } from './purge-owner.ts'
+import { purgeOwner } from './purge-owner.ts'
 import { pause, startRelay } from './relay.ts'
 
 export type ErasureFeedDeps = {
@@ -19,12 +20,6 @@ export type ErasureFeedDeps = {
   waitMs?: number
   // How often the stream's tail is read meanwhile.
   checkMs?: number
-}
-
-// The erasure cannot go on now (NATS unreachable, the notice not in the stream in time, a stream
-// that refuses purges): the owner stays hidden, the erasure pending until a rerun completes it.
-export class ErasurePending extends Error {
-  override name = 'ErasurePending'
 }
 
 const CONNECT_TIMEOUT_MS = 2000
@@ -63,7 +58,10 @@ export function erasureFeed({
       if (!connection) await pause(Math.min(250, Math.max(0, deadline - Date.now())))
     }
     if (connection) return connection
-    throw new ErasurePending(`${servers} could not be reached within ${waitMs / 1000} s: ${String(cause)}`)
+    throw new Failure(
+      'ERASURE_PENDING',
+      `${servers} could not be reached within ${waitMs / 1000} s: ${String(cause)}`,
+    )
   }
 
   const holds = async (stream: FeedStream, position: bigint) =>
@@ -74,7 +72,7 @@ export function erasureFeed({
       const deadline = Date.now() + waitMs
       const nc = await connected(deadline)
       const stream = await feedStream(nc, config).catch((error: unknown) => {
-        throw new ErasurePending(`${named} could not be read: ${messageOf(error)}`)
+        throw new Failure('ERASURE_PENDING', `${named} could not be read: ${messageOf(error)}`)
       })
       if (await holds(stream, position)) return
       const log = startLogFollower({ db, logger })
@@ -91,7 +89,8 @@ export function erasureFeed({
         await log.stop()
         await leadership.close()
       }
-      throw new ErasurePending(
+      throw new Failure(
+        'ERASURE_PENDING',
         `the OwnerErased notice (position ${position}) is not in ${named} after ${waitMs / 1000} s: ${servers} could not be reached, or no relay could publish the log up to it`,
       )
     },
@@ -100,9 +99,10 @@ export function erasureFeed({
       try {
         await purgeOwner(nc, await jetstreamManager(nc, { timeout: waitMs }), config, erasure)
       } catch (error) {
-        if (error instanceof ErasurePending) throw error
-        if (error instanceof PurgeRefused) throw new ErasurePending(error.message)
-        throw new ErasurePending(
+        if (isFailure(error, 'ERASURE_PENDING')) throw error
+        if (isFailure(error, 'PURGE_REFUSED')) throw new Failure('ERASURE_PENDING', error.message)
+        throw new Failure(
+          'ERASURE_PENDING',
           `the owner's messages could not be removed from ${named}: ${messageOf(error)}`,
         )
       }

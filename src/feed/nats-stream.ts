@@ -8,7 +8,8 @@ import {
   StorageType,
 } from '@nats-io/jetstream'
 import { createInbox, deferred, headers, type Msg, type NatsConnection } from '@nats-io/transport-node'
-import { ConfigError, type FeedConfig } from '../config.ts'
+import type { FeedConfig } from '../config.ts'
+import { Failure } from '../errors.ts'
 import { within } from '../time-limit.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage, feedFilter } from './cloud-event.ts'
 
@@ -66,7 +67,8 @@ async function ensureStream(
   if (info !== undefined) {
     const subjects = info.config.subjects ?? []
     if (subjects.some((pattern) => subjectCovers(pattern, filter))) return
-    throw new ConfigError(
+    throw new Failure(
+      'BAD_SETTING',
       `EVENTS_NATS_STREAM: the stream "${stream}" captures ${JSON.stringify(subjects)}, which does not cover "${filter}"`,
     )
   }
@@ -75,7 +77,8 @@ async function ensureStream(
     .add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
     .catch((refused: unknown) => {
       if (refused instanceof JetStreamApiError && REPLICAS_REFUSED.includes(refused.code)) {
-        throw new ConfigError(
+        throw new Failure(
+          'BAD_SETTING',
           `EVENTS_NATS_REPLICAS: NATS cannot keep ${replicas} replicas of "${stream}": ${refused.message}`,
         )
       }

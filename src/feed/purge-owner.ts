@@ -1,12 +1,8 @@
 import { type JetStreamManager, jetstream } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { FeedConfig } from '../config.ts'
+import { Failure } from '../errors.ts'
 import { legacyPlantSubject, plantSubject } from './cloud-event.ts'
-
-// A stream that will not let an owner's messages go: the erasure cannot complete.
-export class PurgeRefused extends Error {
-  override name = 'PurgeRefused'
-}
 
 // The legacy messages are read this many at a time.
 const SCAN_BATCH = 1000
@@ -27,13 +23,14 @@ export async function purgeOwner(
   const legacy = legacyPlantSubject(subjectPrefix)
   const info = await jsm.streams.info(stream, { subjects_filter: legacy })
   const named = `the NATS stream "${stream}" (EVENTS_NATS_STREAM)`
-  if (info.config.deny_purge) throw new PurgeRefused(`${named} refuses purges (deny_purge)`)
+  if (info.config.deny_purge) throw new Failure('PURGE_REFUSED', `${named} refuses purges (deny_purge)`)
   await jsm.streams.purge(stream, { filter: plantSubject(subjectPrefix, pseudonym) })
   if ((info.state.subjects?.[legacy] ?? 0) === 0) return
   const sequences = await legacyMessagesOf(nc, stream, legacy, owner)
   if (sequences.length === 0) return
   if (info.config.deny_delete) {
-    throw new PurgeRefused(
+    throw new Failure(
+      'PURGE_REFUSED',
       `${named} refuses deletes (deny_delete), and holds ${sequences.length} message(s) of the owner on ${legacy}`,
     )
   }

@@ -1,6 +1,7 @@
 import { type ConnectionOptions, connect, type NatsConnection } from '@nats-io/transport-node'
 import type { Registry } from 'prom-client'
-import { type Config, ConfigError, type FeedConfig } from '../config.ts'
+import type { Config, FeedConfig } from '../config.ts'
+import { isFailure } from '../errors.ts'
 import type { LogFollower } from '../log/follower.ts'
 import { countEventsAfter } from '../log/reading.ts'
 import type { Logger } from '../logger.ts'
@@ -66,7 +67,7 @@ export async function startFeed({ config, storage, db, log, logger, registry }: 
     await stream
       .then((ready) => ready.ensure())
       .catch(async (error: unknown) => {
-        if (!(error instanceof ConfigError)) {
+        if (!isFailure(error, 'BAD_SETTING')) {
           return logger.warn({ err: error }, 'the event feed could not check its stream yet')
         }
         await first.close()

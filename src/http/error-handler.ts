@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia'
+import { isFailure } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { isDatabaseUnavailable } from '../store/unavailable.ts'
-import { errorResponse, HttpError } from './http-error.ts'
+import { errorResponse } from './http-error.ts'
 import type { RequestIds } from './request-id.ts'
 
 export type ErrorHandlerDeps = {
@@ -27,7 +28,8 @@ export function errorHandler({ logger, allowedMethods, requestIds }: ErrorHandle
         set.status = status
         return errorResponse(status, message, { ...headers, 'x-request-id': requestId })
       }
-      if (error instanceof HttpError) return reply(error.status, error.message, error.headers)
+      if (isFailure(error) && error.status !== undefined)
+        return reply(error.status, error.message, error.headers)
       switch (code) {
         case 'VALIDATION':
           return reply(400, validationMessage(error))

@@ -1,15 +1,4 @@
-// An error that already knows its HTTP answer. Everything else becomes a 500 (or 503).
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message)
-    this.name = 'HttpError'
-  }
-}
-
+// The Error body of CONTRACT §3 as a response: every error the API answers looks like this.
 export function errorResponse(
   status: number,
   message: string,

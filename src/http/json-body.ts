@@ -1,36 +1,40 @@
-import { HttpError } from './http-error.ts'
+import { Failure } from '../errors.ts'
 
 export const MAX_BODY_BYTES = 65_536
 // The longest a body may take to arrive, whole. A client that stops half-way is told so (408) and
 // its connection closed, well inside the 30 s of CONTRACT §3, before the request deadline's 503.
 export const BODY_TIMEOUT_MS = 10_000
 
-// The body, or the HttpError that rejects it. Returned rather than thrown so the caller can
+// The body, or the Failure that rejects it. Returned rather than thrown so the caller can
 // authenticate first: an anonymous caller learns nothing about the body rules.
 export async function readJsonBody(request: Request, timeoutMs = BODY_TIMEOUT_MS): Promise<unknown> {
   const contentType = request.headers.get('content-type')
   if (!isJsonContentType(contentType)) {
-    return new HttpError(415, 'Content-Type must be application/json')
+    return new Failure('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
   }
   if (Number(request.headers.get('content-length') ?? 0) > MAX_BODY_BYTES) return tooLarge()
   const bytes = await readAtMost(request, MAX_BODY_BYTES, timeoutMs)
   if (bytes === 'too large') return tooLarge()
   if (bytes === 'stalled') {
-    return new HttpError(408, `the body stopped arriving: it was not complete within ${timeoutMs} ms`, {
-      connection: 'close',
-    })
+    return new Failure(
+      'REQUEST_TIMEOUT',
+      `the body stopped arriving: it was not complete within ${timeoutMs} ms`,
+      {
+        connection: 'close',
+      },
+    )
   }
   let text: string
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes)
   } catch {
-    return new HttpError(400, 'the body is not valid UTF-8')
+    return new Failure('BAD_REQUEST', 'the body is not valid UTF-8')
   }
   try {
     return parseJsonExact(text)
   } catch (error) {
     const detail = error instanceof SyntaxError ? `: ${error.message}` : ''
-    return new HttpError(400, `the body is not valid JSON${detail}`)
+    return new Failure('BAD_REQUEST', `the body is not valid JSON${detail}`)
   }
 }
 
@@ -78,8 +82,8 @@ function cancelled<Outcome>(reader: ReadableStreamDefaultReader, outcome: Outcom
   return outcome
 }
 
-function tooLarge(): HttpError {
-  return new HttpError(413, `the body is larger than ${MAX_BODY_BYTES} bytes`)
+function tooLarge(): Failure {
+  return new Failure('PAYLOAD_TOO_LARGE', `the body is larger than ${MAX_BODY_BYTES} bytes`)
 }
 
 // JSON.parse rounds integers beyond 2^53. The reviver's `context.source` (Bun, Deno, Node 21+)

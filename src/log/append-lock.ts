@@ -1,13 +1,10 @@
 import { sql } from 'drizzle-orm'
+import { Failure } from '../errors.ts'
 import type { Database, Transaction } from '../store/database.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 import { events } from './schema.ts'
 
 const LOCK_NOT_AVAILABLE = '55P03'
-
-export class AppendsBusy extends Error {
-  override name = 'AppendsBusy'
-}
 
 // Thrown by `work` to let creates through and be tried again (after `beforeRetry`).
 export class GiveWay extends Error {
@@ -50,7 +47,10 @@ export async function whileAppendsBlocked<Result>(
     } catch (error) {
       if (!(error instanceof GiveWay) && postgresErrorCode(error) !== LOCK_NOT_AVAILABLE) throw error
       if (attempt >= attempts) {
-        throw new AppendsBusy(`the event log stayed busy through ${attempts} attempts to lock it; try again`)
+        throw new Failure(
+          'LOG_BUSY',
+          `the event log stayed busy through ${attempts} attempts to lock it; try again`,
+        )
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(25 * attempt, 500)))
       await beforeRetry()

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import { HttpError } from '../http/http-error.ts'
+import { Failure } from '../errors.ts'
 import { buildOpenApiDocument, type DocumentedRoute, type NamedSchemas } from './document.ts'
 import { type DocumentedResponses, errorReply, replies, reply } from './replies.ts'
 
@@ -78,7 +78,7 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[], schemas: Na
       '/docs/:asset',
       async ({ params }) => {
         const type = ASSETS[params.asset]
-        if (!type) throw new HttpError(404, `no such path: /docs/${params.asset}`)
+        if (!type) throw new Failure('NOT_FOUND', `no such path: /docs/${params.asset}`)
         return new Response(await asset(params.asset), {
           headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
         })

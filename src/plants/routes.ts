@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
 import { BearerHeaders } from '../auth/bearer-headers.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
-import { HttpError } from '../http/http-error.ts'
+import { Failure, isFailure } from '../errors.ts'
 import { readJsonBody } from '../http/json-body.ts'
 import { jsonArrayStream } from '../http/json-stream.ts'
 import type { RequestIds } from '../http/request-id.ts'
@@ -109,10 +109,10 @@ export function plantRoutes(deps: PlantRoutesDeps) {
         // problems only after authentication, in the transform below.
         parse: ({ request }) => readJsonBody(request, deps.bodyTimeoutMs),
         transform: ({ body }) => {
-          if (body instanceof HttpError) throw body
+          if (isFailure(body)) throw body
           // Elysia reports a property of an array or string body before the body's own type.
           if (typeof body !== 'object' || body === null || Array.isArray(body))
-            throw new HttpError(400, NEW_PLANT_RULE)
+            throw new Failure('BAD_REQUEST', NEW_PLANT_RULE)
         },
         body: NewPlant,
         headers: BearerHeaders({}),
@@ -164,7 +164,7 @@ async function create(
   const decision = await createPlant({ type: 'CreatePlant', owner, plant, now: now() }, requestId)
   if (decision.outcome === 'created') onAppended?.()
   if (decision.outcome === 'conflict') {
-    throw new HttpError(409, `plant ${plant.id} already exists with a different name or tag`)
+    throw new Failure('CONFLICT', `plant ${plant.id} already exists with a different name or tag`)
   }
   const { name, tag } = decision.plant
   return { plant: tag === null ? { name } : { name, tag }, position: decision.position }
@@ -180,7 +180,7 @@ async function list(
   const limit = query.limit === undefined ? undefined : Number(query.limit)
   const from = after === undefined ? undefined : decodeCursor(after)
   if (after !== undefined && from === undefined) {
-    throw new HttpError(400, 'after must be a cursor taken from a next link')
+    throw new Failure('BAD_REQUEST', 'after must be a cursor taken from a next link')
   }
   const tagOf = (version: ListingVersion) => listingTag(version, limit, from)
   const unchanged =

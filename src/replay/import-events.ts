@@ -1,4 +1,5 @@
-import { AppendsBusy, whileAppendsBlocked } from '../log/append-lock.ts'
+import { Failure, isFailure } from '../errors.ts'
+import { whileAppendsBlocked } from '../log/append-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../log/work-tables.ts'
 import type { Database } from '../store/database.ts'
 import { databaseMessage } from '../store/database-error.ts'
@@ -20,11 +21,6 @@ import {
   stageLines,
 } from './import-staging.ts'
 import { projectionStatus } from './projection-status.ts'
-
-// A refusal of the whole import, in one line that names the line and the rule: nothing was imported.
-export class ImportRefused extends Error {
-  override name = 'ImportRefused'
-}
 
 // No event comes near this: a name and a tag of 1,024 code points, each escaped as \uXXXX pairs,
 // take 24 KiB. A longer line is refused before it is held in memory.
@@ -50,7 +46,7 @@ export async function importEvents(
   { append = false, batchSize = 500 }: ImportOptions = {},
 ): Promise<number> {
   await clearDeadWorkTables(db)
-  if (!append && !(await isLogEmpty(db))) throw new ImportRefused(await nonEmptyStore(db))
+  if (!append && !(await isLogEmpty(db))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
   const name = workTableName('import_staging_')
   const release = await claimWorkTable(db, name)
   let staging: Staging | undefined
@@ -65,7 +61,8 @@ export async function importEvents(
       const staged: StagedLine[] = []
       for (const [index, line] of checked.entries()) {
         if (line === undefined) continue
-        if ('refused' in line) throw new ImportRefused(`line ${batch[index]?.line}: ${line.refused}`)
+        if ('refused' in line)
+          throw new Failure('IMPORT_REFUSED', `line ${batch[index]?.line}: ${line.refused}`)
         if (line.kind === 'event') events++
         staged.push(line)
       }
@@ -84,12 +81,13 @@ export async function importEvents(
     }
     await stageBatch(batch)
     if (events === 0) {
-      throw new ImportRefused(
+      throw new Failure(
+        'IMPORT_REFUSED',
         'the input holds no events (an empty or truncated file?); an empty store needs no import',
       )
     }
     const inFile = await firstClashInFile(db, staging, !append)
-    if (inFile) throw new ImportRefused(`line ${inFile.line}: ${inFile.rule}`)
+    if (inFile) throw new Failure('IMPORT_REFUSED', `line ${inFile.line}: ${inFile.rule}`)
     const checked = staging
     // Appended, the file's owners are locked out of the log for the final step, as a create locks
     // its owner; too many locks for the lock table, and the whole log is.
@@ -97,12 +95,12 @@ export async function importEvents(
     return await whileAppendsBlocked(
       db,
       async (tx) => {
-        if (!append && !(await isLogEmpty(tx))) throw new ImportRefused(await nonEmptyStore(db))
+        if (!append && !(await isLogEmpty(tx))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
         const owner = await firstOwnerClash(tx, checked)
-        if (owner) throw new ImportRefused(`line ${owner.line}: ${owner.rule}`)
+        if (owner) throw new Failure('IMPORT_REFUSED', `line ${owner.line}: ${owner.rule}`)
         await keyPlainOwners(tx, checked)
         const clash = await firstClashWithStore(tx, checked)
-        if (clash) throw new ImportRefused(`line ${clash.line}: ${clash.rule}`)
+        if (clash) throw new Failure('IMPORT_REFUSED', `line ${clash.line}: ${clash.rule}`)
         return appendStaged(tx, checked, !append)
       },
       { lock: fewOwners ? lockStagedOwners(checked) : undefined },
@@ -127,9 +125,9 @@ async function nonEmptyStore(db: Database): Promise<string> {
 
 // A refusal by the database that the checks did not foresee, in the same one-line form.
 function asRefusal(error: unknown): unknown {
-  if (error instanceof AppendsBusy) return new ImportRefused(error.message)
-  if (error instanceof ImportRefused || postgresErrorCode(error) === undefined) return error
-  return new ImportRefused(`the database refused the import: ${databaseMessage(error)}`)
+  if (isFailure(error, 'LOG_BUSY')) return new Failure('IMPORT_REFUSED', error.message)
+  if (isFailure(error, 'IMPORT_REFUSED') || postgresErrorCode(error) === undefined) return error
+  return new Failure('IMPORT_REFUSED', `the database refused the import: ${databaseMessage(error)}`)
 }
 
 const encoder = new TextEncoder()
@@ -146,7 +144,8 @@ export async function* readLines(
   let lineNumber = 0
   const take = (piece: Uint8Array) => {
     if (pendingBytes + piece.length > maxLineBytes) {
-      throw new ImportRefused(
+      throw new Failure(
+        'IMPORT_REFUSED',
         `line ${lineNumber + 1}: longer than ${maxLineBytes} bytes, more than any event takes`,
       )
     }
@@ -161,7 +160,7 @@ export async function* readLines(
     try {
       return decoder.decode(bytes).replace(/\r$/, '')
     } catch {
-      throw new ImportRefused(`line ${lineNumber}: not valid UTF-8`)
+      throw new Failure('IMPORT_REFUSED', `line ${lineNumber}: not valid UTF-8`)
     }
   }
   for await (const chunk of chunks) {

@@ -2,10 +2,7 @@ import { closeSync, constants, ftruncateSync, openSync, writeSync } from 'node:f
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
-
-export class DataDirInUse extends Error {
-  override name = 'DataDirInUse'
-}
+import { Failure } from '../errors.ts'
 
 // How long a busy lock is tried again before the start is refused. A process killed together with
 // its parent (a whole process group) may still be closing its files for a few milliseconds after
@@ -30,7 +27,7 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
         file.close()
       }
     }
-    if (Date.now() >= deadline) throw new DataDirInUse(await inUseMessage(dataDir, path))
+    if (Date.now() >= deadline) throw new Failure('DATA_DIR_IN_USE', await inUseMessage(dataDir, path))
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }

@@ -1,17 +1,10 @@
+import { Failure } from '../errors.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from './unavailable.ts'
-
-// The configured database cannot be used at all: the start (or a command) stops with this one line.
-export class DatabaseUnreachable extends Error {
-  override name = 'DatabaseUnreachable'
-}
 
 // The connection's failure as one line naming DATABASE_URL, or undefined for any other error.
 // The causes are the server's own words (no such database, role refused) or the socket's (refused,
 // host not found); neither holds the password, and no stack or library source goes with them.
-export function unreachableDatabase(
-  error: unknown,
-  connectTimeoutSeconds: number,
-): DatabaseUnreachable | undefined {
+export function unreachableDatabase(error: unknown, connectTimeoutSeconds: number): Failure | undefined {
   const code = postgresErrorCode(error)
   const refusedByServer = code !== undefined && /^(28|3D|08|57P0|53300)/.test(code)
   if (!refusedByServer && !isDatabaseUnavailable(error)) return undefined
@@ -19,5 +12,8 @@ export function unreachableDatabase(
   const cause = message.includes('CONNECT_TIMEOUT')
     ? `no answer within ${connectTimeoutSeconds} s (${message.replace(/^write CONNECT_TIMEOUT /, '')})`
     : message
-  return new DatabaseUnreachable(`DATABASE_URL: cannot use the database: ${cause.replace(/\s+/g, ' ')}`)
+  return new Failure(
+    'DATABASE_UNREACHABLE',
+    `DATABASE_URL: cannot use the database: ${cause.replace(/\s+/g, ' ')}`,
+  )
 }

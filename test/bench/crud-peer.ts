@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import postgres from 'postgres'
 import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { HttpError } from '../../src/http/http-error.ts'
+import { Failure, isFailure } from '../../src/errors.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
 import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
 import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
@@ -33,14 +33,14 @@ const app = new Elysia()
         values (${owner}, ${id}, ${body.name}, ${tag}) on conflict do nothing`
       if (inserted.count === 0) {
         const [stored] = await sql`select name, tag from crud_plants where owner = ${owner} and id = ${id}`
-        if (stored?.name !== body.name || stored?.tag !== tag) throw new HttpError(409, 'conflict')
+        if (stored?.name !== body.name || stored?.tag !== tag) throw new Failure('CONFLICT', 'conflict')
       }
       return tag === null ? { name: body.name } : { name: body.name, tag }
     },
     {
       parse: ({ request }) => readJsonBody(request),
       transform: ({ body }) => {
-        if (body instanceof HttpError) throw body
+        if (isFailure(body)) throw body
       },
       body: NewPlant,
       response: { 200: PlantView },

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { HttpError } from '../../src/http/http-error.ts'
+import { isFailure } from '../../src/errors.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
 import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
 import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
@@ -23,7 +23,7 @@ const app = new Elysia()
     {
       parse: ({ request }) => readJsonBody(request),
       transform: ({ body }) => {
-        if (body instanceof HttpError) throw body
+        if (isFailure(body)) throw body
       },
       body: NewPlant,
       response: { 200: PlantView },

@@ -123,7 +123,7 @@ describe('one process per data directory, by a lock the operating system release
   test('the CLI follows the same rule: refused while the server lives, at once after a SIGKILL', async () => {
     const server = await started({ DATA_DIR: dataDir }, START, { ownGroup: true })
     const refused = await runCli(['projection', 'status'], { DATA_DIR: dataDir })
-    expect(refused.exitCode).toBe(2)
+    expect(refused.exitCode).toBe(1)
     expect(refused.stderr).toContain(`DATA_DIR ${dataDir} is in use`)
     await killGroup(server)
     await writeFile(join(dataDir, 'server.pid'), `${process.pid}\n`)

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { parseArguments, UsageError } from '../../src/cli/arguments.ts'
+import { parseArguments } from '../../src/cli/arguments.ts'
 import { exportCommand, importCommand } from '../../src/cli/events-command.ts'
 import { rebuildCommand, statusCommand } from '../../src/cli/projection-command.ts'
 import { issueTokenCommand } from '../../src/cli/token-command.ts'
@@ -29,8 +29,8 @@ test('an unknown option, a missing value or an extra positional is a usage error
     } catch (error) {
       thrown = error
     }
-    expect(thrown).toBeInstanceOf(UsageError)
-    const [first, second] = (thrown as UsageError).message.split('\n')
+    expect(thrown).toMatchObject({ code: 'BAD_USAGE' })
+    const [first, second] = (thrown as Error).message.split('\n')
     expect(first).toContain(named)
     expect(second).toBe('usage: token issue <subject>')
   }
@@ -61,6 +61,6 @@ test.each([
     () => undefined,
     (error: unknown) => error,
   )
-  expect(refusal).toBeInstanceOf(UsageError)
-  expect((refusal as UsageError).message).toContain(message)
+  expect(refusal).toMatchObject({ code: 'BAD_USAGE' })
+  expect((refusal as Error).message).toContain(message)
 })
