@@ -1,4 +1,5 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { jetstreamManager } from '@nats-io/jetstream'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import {
@@ -62,7 +63,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     (
       await sql<{ position: string }[]>`select position::text from events
         where type = 'OwnerErased' or metadata->>'pseudonym' in (select pseudonym from owner_keys where owner = ${ofOwner})
-        order by position`
+        order by events.position`
     ).map((row) => row.position)
   // What the stream must hold after Ann's erasure: Bob's events and the one notice, in log order.
   const expectAnnGoneFromStream = async () => {
@@ -133,6 +134,44 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     // and the feed is up to date by its own measure (the erased events are never published)
     const status = await runCli(['feed', 'status'], env())
     expect(status.stdout).toContain('up to date')
+  })
+
+  test('a stream made after the erasure, while the leader that published before it runs on, holds nothing of the owner and no notice', async () => {
+    // given: a leader that has read both owners' plants as they came and published them, and Ann
+    // erased. More plants than a round of the relay publishes come first, so that a relay starting
+    // from the log's beginning reads the first round afresh and meets Ann's plants in what the
+    // process's follower has kept of its reads.
+    const server = await start()
+    const first = 600
+    let next = 1000
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < 1000 + first) {
+          const id = next++
+          expect((await postPlant(server.url, tokens.bob, { id, name: `Bob ${id}` })).status).toBe(200)
+        }
+      }),
+    )
+    await feed.waitFor(first)
+    await createAll(server.url)
+    await feed.waitFor(first + 5)
+    expect(await erase()).toMatchObject({ exitCode: 0, stdout: '3\n' })
+    await feed.waitFor(first + 3)
+    const notices = (
+      await sql<{ position: string }[]>`select position::text from events where type = 'OwnerErased'`
+    ).map((row) => row.position)
+    // when: the stream is deleted (the remedy for NATS's files) and a plant is created through the
+    // same leader, which makes the stream again and publishes the log from its start
+    await (await jetstreamManager(feed.nc)).streams.delete(feed.stream)
+    expect((await postPlant(server.url, tokens.bob, { id: 23, name: 'Bob ivy' })).status).toBe(200)
+    const bobs = (await positions('bob')).filter((position) => !notices.includes(position))
+    await feed.waitFor(bobs.length)
+    await Bun.sleep(500)
+    // then
+    const messages = await feed.read()
+    const others = messages.filter((message) => bodyOf(message).owner !== 'bob')
+    expect(others.map((message) => message.body)).toEqual([])
+    expect(positionsOf(messages)).toEqual(bobs)
   })
 
   test('NATS unreachable: exit 1, the owner hidden and the erasure pending; a rerun completes it', async () => {

@@ -241,6 +241,42 @@ for (const kind of STORAGE_KINDS) {
       expect(await countEventsAfter(storage.db, tail, isPublishable)).toBe(0)
     })
 
+    test("the follower's kept events are handed out as a read now gives them: nothing of an owner erased since", async () => {
+      // given: a follower that has read both owners' plants as they came, and keeps them
+      const log = startLogFollower({ db: storage.db, logger, pollMs: 50 })
+      stops.push(log.stop)
+      log.hold()
+      await log.ready()
+      await given()
+      const head = BigInt((await logPositions()).at(-1) as string)
+      while ((log.position() ?? 0n) < head) await log.advanced(1000)
+      expect((await log.eventsAfter(0n, 100)).map((event) => event.metadata.owner)).toEqual([
+        'ann',
+        'bob',
+        'ann',
+        'bob',
+        'ann',
+      ])
+      // when
+      await eraseOwner(storage.db, 'ann')
+      // then: Ann's plants are left out, her completed notice names no one, and a batch still
+      // holds as many events as asked for when there are that many
+      const bobs = (await logPositions(
+        sql`metadata->>'pseudonym' in (select pseudonym from owner_keys where owner = 'bob')`,
+      )) as [string, string]
+      const [notice] = (await logPositions(sql`type = 'OwnerErased'`)) as [string]
+      while ((log.position() ?? 0n) < BigInt(notice)) await log.advanced(1000)
+      const read = await log.eventsAfter(0n, 100)
+      expect(read.map((event) => [String(event.position), event.type, event.metadata.owner])).toEqual<
+        (string | null)[][]
+      >([
+        [bobs[0], 'PlantCreated', 'bob'],
+        [bobs[1], 'PlantCreated', 'bob'],
+        [notice, 'OwnerErased', null],
+      ])
+      expect((await log.eventsAfter(0n, 2)).map((event) => String(event.position))).toEqual(bobs)
+    })
+
     if (kind === 'postgres') {
       test('with an instance leading the feed, the command leaves the publishing to it', async () => {
         // given: a relay that holds the service's leadership, publishing
