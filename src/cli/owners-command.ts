@@ -5,7 +5,7 @@ import { isOwner, OWNER_RULE } from '../domain/plant.ts'
 import { eraseOwner } from '../erasure/erase-owner.ts'
 import { Failure, isFailure } from '../errors.ts'
 import { erasureFeed } from '../feed/erasure-feed.ts'
-import { recordedFeed } from '../feed/feed-fact.ts'
+import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
 import { silentLogger } from '../logger.ts'
 import { badValue, parseArguments } from './arguments.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
@@ -28,17 +28,15 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
   const waitSeconds = parseDuration(values.wait)
   if (waitSeconds === undefined) throw badValue('wait', values.wait, 'a duration', ERASE_USAGE)
   return withStorage(config, async (db) => {
-    const published = await recordedFeed(db)
-    if (published !== undefined && !config.feed) {
-      throw new Failure(
-        'BAD_SETTING',
-        `owners erase refused, nothing was changed: this store publishes its log to the NATS stream "${published}"; ` +
-          'set EVENTS_NATS_URL (and EVENTS_NATS_STREAM, EVENTS_NATS_SUBJECT_PREFIX) as the service has them, so that the owner leaves the stream too',
+    const feedConfig = feedToErase(await recordedFeed(db), config.feed)
+    if (config.feed && !feedConfig) {
+      process.stderr.write(
+        'owners erase: this store has never published its log to NATS; EVENTS_NATS_URL is not used\n',
       )
     }
-    const feed = config.feed
+    const feed = feedConfig
       ? erasureFeed({
-          config: config.feed,
+          config: feedConfig,
           storage: config.storage,
           db,
           logger: silentLogger(),

@@ -219,6 +219,63 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     expect(await sql`select 1 from events where type = 'OwnerErased'`).toHaveLength(0)
   })
 
+  test("feed settings other than the store's: refused naming both, nothing changed, no stream made", async () => {
+    // given: a store whose log goes to the test's stream
+    const server = await start()
+    await createAll(server.url)
+    await feed.waitFor(5)
+    const jsm = await jetstreamManager(feed.nc)
+    const wrong = { EVENTS_NATS_STREAM: `${feed.stream}_WRONG`, EVENTS_NATS_SUBJECT_PREFIX: 'wrong' }
+    // when: another stream and prefix, then the right stream with another prefix
+    const both = await erase(wrong)
+    const prefixAlone = await erase({ EVENTS_NATS_SUBJECT_PREFIX: 'wrong' })
+    // then
+    for (const refused of [both, prefixAlone]) {
+      expect(refused.exitCode).not.toBe(0)
+      expect(refused.stdout).toBe('')
+      expect(refused.stderr).toContain(`the NATS stream "${feed.stream}" on "${feed.prefix}.events.>"`)
+      expect(refused.stderr).toContain('nothing was changed')
+      expect(refused.stderr).not.toContain('could not be reached')
+    }
+    expect(both.stderr).toContain(`not the NATS stream "${feed.stream}_WRONG" on "wrong.events.>"`)
+    expect(prefixAlone.stderr).toContain(`not the NATS stream "${feed.stream}" on "wrong.events.>"`)
+    expect(await keyOf('ann')).toEqual([{ erasing: false }])
+    expect(await listing(server.url, tokens.ann)).toHaveLength(3)
+    expect(await sql`select 1 from events where type = 'OwnerErased'`).toHaveLength(0)
+    expect(await jsm.streams.info(`${feed.stream}_WRONG`).catch(() => 'missing')).toBe('missing')
+    expect((await feed.read()).map((message) => bodyOf(message).owner).sort()).toEqual([
+      'ann',
+      'ann',
+      'ann',
+      'bob',
+      'bob',
+    ])
+    // and with the store's settings it goes through
+    expect(await erase()).toMatchObject({ exitCode: 0, stdout: '3\n' })
+    await expectAnnGoneFromStream()
+  })
+
+  test('a store that never had a feed gets no NATS work from an erasure, whatever EVENTS_NATS_URL says', async () => {
+    // given: a store served without a feed
+    const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
+    servers.push(server)
+    await createAll(server.url)
+    // when: erased with the feed's settings, and with a NATS that cannot be reached
+    const erased = await erase()
+    const unreachable = await runCli(['owners', 'erase', 'bob', '--wait', '2s'], {
+      ...env(),
+      EVENTS_NATS_URL: 'nats://127.0.0.1:1',
+    })
+    // then: both complete, and no stream was made
+    expect(erased).toMatchObject({ exitCode: 0, stdout: '3\n' })
+    expect(unreachable).toMatchObject({ exitCode: 0, stdout: '2\n' })
+    expect(erased.stderr).toContain('never published its log to NATS')
+    expect(await keyOf('ann')).toEqual([])
+    expect(await keyOf('bob')).toEqual([])
+    const jsm = await jetstreamManager(feed.nc)
+    expect(await jsm.streams.info(feed.stream).catch(() => 'missing')).toBe('missing')
+  })
+
   test('a stream that refuses purges: exit 1 naming it, the erasure pending', async () => {
     // given
     await feed.create({ deny_purge: true })

@@ -1,10 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { jetstreamManager } from '@nats-io/jetstream'
 import { headers } from '@nats-io/transport-node'
 import { sql } from 'drizzle-orm'
 import type { Config, FeedConfig } from '../../src/config.ts'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { legacyPlantSubject } from '../../src/feed/cloud-event.ts'
 import { erasureFeed } from '../../src/feed/erasure-feed.ts'
+import { recordedFeed, recordFeed } from '../../src/feed/feed-fact.ts'
 import { advisoryLockLeadership, soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
 import { isPublishable } from '../../src/feed/publishable.ts'
@@ -239,6 +241,58 @@ for (const kind of STORAGE_KINDS) {
       const tail = BigInt(bobs.at(-1) as string)
       expect(await countEventsAfter(storage.db, tail)).toBeGreaterThan(0)
       expect(await countEventsAfter(storage.db, tail, isPublishable)).toBe(0)
+    })
+
+    test('a stream whose subjects miss the prefix: pending, naming EVENTS_NATS_SUBJECT_PREFIX, not NATS as unreachable', async () => {
+      // given
+      await given()
+      const publishing = relay()
+      await feed.waitFor(5)
+      await publishing.stop()
+      // when
+      const failed = eraseOwner(storage.db, 'ann', { feed: erasure({ subjectPrefix: 'wrong' }) })
+      // then
+      await expect(failed).rejects.toMatchObject({ code: 'ERASURE_PENDING' })
+      await expect(failed).rejects.toThrow(
+        `EVENTS_NATS_SUBJECT_PREFIX: the NATS stream "${feed.stream}" (EVENTS_NATS_STREAM) captures ["${feed.prefix}.events.>"], which does not cover "wrong.events.>"`,
+      )
+      expect((await feed.read()).map((message) => bodyOf(message).type)).not.toContain('OwnerErased')
+    })
+
+    test('a stream that does not exist holds nothing of the owner: the erasure completes and makes none', async () => {
+      // given
+      await given()
+      // when
+      const result = await eraseOwner(storage.db, 'ann', { feed: erasure() })
+      // then
+      expect(result).toEqual({ plants: 3, completed: 1 })
+      expect(await keyOf('ann')).toEqual([])
+      const jsm = await jetstreamManager(feed.nc)
+      expect(await jsm.streams.info(feed.stream).catch(() => 'missing')).toBe('missing')
+    })
+
+    test('a stream that refuses deletes: the command fails naming it, the erasure pending', async () => {
+      // given
+      await feed.create({ deny_delete: true })
+      await given()
+      const publishing = relay()
+      await feed.waitFor(5)
+      await publishing.stop()
+      // when
+      const failed = eraseOwner(storage.db, 'ann', { feed: erasure() })
+      // then
+      await expect(failed).rejects.toThrow(
+        `the NATS stream "${feed.stream}" (EVENTS_NATS_STREAM) refuses deletes (deny_delete)`,
+      )
+      expect(await keyOf('ann')).toEqual([{ erasing: true }])
+    })
+
+    test('the recorded feed: stream and subject prefix; a record of an earlier version names the stream alone', async () => {
+      expect(await recordedFeed(storage.db)).toBeUndefined()
+      await storage.db.execute(sql`insert into store_facts (name, value) values ('feed', 'OLD_STREAM')`)
+      expect(await recordedFeed(storage.db)).toEqual({ stream: 'OLD_STREAM' })
+      await recordFeed(storage.db, config)
+      expect(await recordedFeed(storage.db)).toEqual({ stream: feed.stream, subjectPrefix: feed.prefix })
     })
 
     test("the follower's kept events are handed out as a read now gives them: nothing of an owner erased since", async () => {
