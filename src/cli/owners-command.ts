@@ -3,6 +3,7 @@ import { parseDuration } from '../auth/issue-token.ts'
 import type { Config } from '../config.ts'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
 import { eraseOwner } from '../erasure/erase-owner.ts'
+import { noSuchOwner } from '../erasure/unknown-owner.ts'
 import { Failure, isFailure } from '../errors.ts'
 import { erasureFeed } from '../feed/erasure-feed.ts'
 import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
@@ -44,7 +45,13 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
         })
       : undefined
     try {
-      const { plants } = await eraseOwner(db, owner, { feed })
+      const say = (text: string) => process.stderr.write(`owners erase: ${text}\n`)
+      const { plants, completed } = await eraseOwner(db, owner, {
+        feed,
+        waitMs: waitSeconds * 1000,
+        onWait: say,
+      })
+      if (completed === 0) say(await noSuchOwner(db, owner))
       process.stdout.write(`${plants}\n`)
       return 0
     } catch (error) {

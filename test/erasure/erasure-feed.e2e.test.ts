@@ -196,7 +196,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     // and once NATS is back, a rerun completes it
     proxy.restore()
     const rerun = await erase(viaProxy)
-    expect(rerun).toMatchObject({ exitCode: 0, stdout: '0\n' })
+    expect(rerun).toMatchObject({ exitCode: 0, stdout: '3\n' })
     expect(await keyOf('ann')).toEqual([])
     await expectAnnGoneFromStream()
   })
