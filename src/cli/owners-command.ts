@@ -14,9 +14,10 @@ import { withStorage } from './projection-command.ts'
 
 export const ERASE_USAGE = 'owners erase <subject> [--wait 30s]'
 
-// CONTRACT §12: prints the number of plants the owner had when the erasure began. With a feed,
-// `--wait` bounds how long the OwnerErased notice may take to reach the stream (NATS unreachable:
-// exit 1, the owner hidden and the erasure pending until a rerun).
+// CONTRACT §12: prints the number of plants the owner had when the erasure began; what it waits
+// for, and an owner it does not know, are said on stderr. `--wait` bounds how long the OwnerErased
+// notice may take to reach the stream of the store's recorded feed, and an import running may take
+// to end (past it: exit 1, the owner hidden and the erasure pending until a rerun).
 export async function eraseCommand(args: string[], config: Config): Promise<number> {
   const { positionals, values } = parseArguments(
     args,
@@ -28,13 +29,11 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
   if (!isOwner(owner)) throw new Failure('BAD_USAGE', `<subject>: ${OWNER_RULE}\nusage: ${ERASE_USAGE}`)
   const waitSeconds = parseDuration(values.wait)
   if (waitSeconds === undefined) throw badValue('wait', values.wait, 'a duration', ERASE_USAGE)
+  const say = (text: string) => process.stderr.write(`owners erase: ${text}\n`)
   return withStorage(config, async (db) => {
     const feedConfig = feedToErase(await recordedFeed(db), config.feed)
-    if (config.feed && !feedConfig) {
-      process.stderr.write(
-        'owners erase: this store has never published its log to NATS; EVENTS_NATS_URL is not used\n',
-      )
-    }
+    if (config.feed && !feedConfig)
+      say('this store has never published its log to NATS; EVENTS_NATS_URL is not used')
     const feed = feedConfig
       ? erasureFeed({
           config: feedConfig,
@@ -45,7 +44,6 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
         })
       : undefined
     try {
-      const say = (text: string) => process.stderr.write(`owners erase: ${text}\n`)
       const { plants, completed } = await eraseOwner(db, owner, {
         feed,
         waitMs: waitSeconds * 1000,
@@ -56,9 +54,7 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
       return 0
     } catch (error) {
       if (!isFailure(error, 'ERASURE_PENDING')) return reportDatabaseFailure(error, 'owners erase failed')
-      process.stderr.write(
-        `owners erase: ${error.message}; the owner is hidden, the erasure pending: run the command again to complete it\n`,
-      )
+      say(`${error.message}; the owner is hidden, the erasure pending: run the command again to complete it`)
       return 1
     } finally {
       await feed?.close()
