@@ -88,8 +88,8 @@ export function startLogFollower({
 
   const advance = (events: LoggedEvent[], to: bigint) => {
     if (events.length > 0) {
-      forgetErased(events)
       recent.push(...events)
+      forgetErased(events)
       if (recent.length > recentEvents) {
         const dropped = recent.splice(0, recent.length - recentEvents)
         recentFrom = dropped.at(-1)?.position ?? recentFrom

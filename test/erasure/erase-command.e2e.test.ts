@@ -56,6 +56,18 @@ describe('owners erase, its answers', () => {
     expect(await sql`select 1 from owner_keys where owner = ${NFC}`).toHaveLength(1)
   })
 
+  test('a subject that looks like an option is erased after --', async () => {
+    // given
+    expect((await postPlant(server.url, await token('-dash'), { id: 1, name: 'Dashed fern' })).status).toBe(
+      200,
+    )
+    // when
+    const erased = await runCli(['owners', 'erase', '--', '-dash'], env())
+    // then
+    expect(erased).toMatchObject({ exitCode: 0, stdout: '1\n' })
+    expect(await sql`select 1 from owner_keys where owner = '-dash'`).toHaveLength(0)
+  })
+
   test("the projection's lag counts only events that make a row: after an erasure it is 0", async () => {
     // given: two plants, the second the head of the log
     const owner = await token('lagging-lu')
