@@ -3,7 +3,7 @@ import { Registry } from 'prom-client'
 import { createApp } from './app.ts'
 import { verifierFromConfig } from './auth/verifier-from-config.ts'
 import { startChanges } from './changes/start-changes.ts'
-import { loadConfig } from './config.ts'
+import { loadConfig, requireTokenKeys } from './config.ts'
 import { isFailure } from './errors.ts'
 import { startFeed } from './feed/start-feed.ts'
 import { BODY_TIMEOUT_MS } from './http/json-body.ts'
@@ -27,6 +27,7 @@ const FOLLOWER_IDLE_MS = 10_000
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env)
+  requireTokenKeys(config)
   const pretty =
     config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true)
   const logger = createLogger(config.logLevel, { pretty })
