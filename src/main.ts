@@ -84,12 +84,14 @@ async function main(): Promise<void> {
     batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
     // A stalled body must get its 408 before the request deadline answers 503 for it.
     bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
+    cors: config.cors,
   })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,
     requestTimeoutMs: config.requestTimeoutMs,
     logger,
+    cors: config.cors,
   })
   const summary = summarizeConfig(config)
   logger.info(

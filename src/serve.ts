@@ -1,5 +1,7 @@
 import type { App } from './app.ts'
+import type { CorsConfig } from './config.ts'
 import { Failure } from './errors.ts'
+import { corsHeaders } from './http/cors.ts'
 import { errorResponse } from './http/http-error.ts'
 import { chooseRequestId } from './http/request-id.ts'
 import type { Logger } from './logger.ts'
@@ -13,6 +15,8 @@ export type ServeOptions = {
   requestTimeoutMs: number
   // Where a request the deadline answered is logged; the app logs every other answer itself.
   logger?: Logger
+  // The app's CORS policy, for the answers given here instead of the app's.
+  cors?: CorsConfig
 }
 
 type Handler = (request: Request) => Response | Promise<Response>
@@ -28,9 +32,9 @@ type DenoServe = {
 // refuses new connections and resolves once the requests in flight have been answered.
 export function serve(
   app: App,
-  { hostname, port, requestTimeoutMs, logger }: ServeOptions,
+  { hostname, port, requestTimeoutMs, logger, cors }: ServeOptions,
 ): RunningServer {
-  const handler = withDeadline((request) => app.fetch(request), requestTimeoutMs, logger)
+  const handler = withDeadline((request) => app.fetch(request), requestTimeoutMs, logger, cors)
   const deno = (globalThis as { Deno?: DenoServe }).Deno
   if (deno) {
     const server = listening(hostname, port, () =>
@@ -79,7 +83,7 @@ function listening<T>(hostname: string, port: number, listen: () => T): T {
 // No request waits on a response longer than `timeoutMs`: a database connection that went silent
 // (no reset, no error) would otherwise hold it until TCP gives up. A streamed body may go on.
 // The app logs the request again when its handler ends at last, with the status it would have given.
-function withDeadline(handler: Handler, timeoutMs: number, logger?: Logger): Handler {
+function withDeadline(handler: Handler, timeoutMs: number, logger?: Logger, cors?: CorsConfig): Handler {
   return async (request) => {
     const response = await within(Promise.resolve(handler(request)), timeoutMs)
     if (response) return response
@@ -90,6 +94,7 @@ function withDeadline(handler: Handler, timeoutMs: number, logger?: Logger): Han
       'request failed: no answer within the deadline',
     )
     return errorResponse(503, `no answer within ${timeoutMs} ms; retry later`, {
+      ...corsHeaders(cors, request),
       'retry-after': '5',
       'x-request-id': requestId,
     })
