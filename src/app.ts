@@ -3,7 +3,9 @@ import { Registry } from 'prom-client'
 import type { TokenVerifier } from './auth/token-verifier.ts'
 import { changeRoutes } from './changes/routes.ts'
 import type { Changes } from './changes/start-changes.ts'
+import type { CorsConfig } from './config.ts'
 import { healthRoutes } from './health.ts'
+import { cors } from './http/cors.ts'
 import { ErrorBody } from './http/error-body.ts'
 import { errorHandler } from './http/error-handler.ts'
 import { requestIds } from './http/request-id.ts'
@@ -40,6 +42,8 @@ export type AppDeps = {
   batchesInFlight?: number
   // How long a request body may take to arrive before it is answered 408 (see http/json-body.ts).
   bodyTimeoutMs?: number
+  // The origins whose pages may call the API from a browser; none unless given.
+  cors?: CorsConfig
 }
 
 export function createApp({
@@ -55,6 +59,7 @@ export function createApp({
   changes,
   batchesInFlight,
   bodyTimeoutMs,
+  cors: corsPolicy,
 }: AppDeps) {
   registerSchemaKinds()
   // Elysia finds the path at index 11 of the URL unless told otherwise, which assumes a host of
@@ -67,6 +72,7 @@ export function createApp({
   const ids = requestIds(generateRequestId)
   return app
     .use(errorHandler({ logger, requestIds: ids, allowedMethods }))
+    .use(cors({ policy: corsPolicy, allowedMethods }))
     .use(
       requestObservation({
         requestIdOf: ids.of,

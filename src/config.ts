@@ -1,4 +1,5 @@
 import { Failure } from './errors.ts'
+import { SETTINGS, type Setting, type SettingName } from './settings.ts'
 import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from './store/target-session-attrs.ts'
 
 export type Config = {
@@ -29,6 +30,8 @@ export type Config = {
   }
   // The most change streams one owner holds open on this instance (CONTRACT §9).
   changeStreamsPerOwner: number
+  // The origins whose pages may call the API from a browser; undefined when CORS_ORIGINS is unset.
+  cors?: CorsConfig
   // The event feed to NATS JetStream (CONTRACT §8); undefined when EVENTS_NATS_URL is unset.
   feed?: FeedConfig
   // Streaming replicas that serve listings (CONTRACT §10); undefined when DATABASE_READ_URLS is unset.
@@ -43,6 +46,9 @@ export type FeedConfig = {
   // How many copies of the stream the NATS cluster keeps, when the service creates it.
   replicas: number
 }
+
+// `*`: any origin (no credentials are involved: tokens travel in the Authorization header).
+export type CorsConfig = { origins: '*' | string[] }
 
 export type ReadReplicasConfig = {
   urls: string[]
@@ -60,41 +66,29 @@ export const IN_MEMORY = 'memory:'
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 const LOG_FORMATS: Config['logFormat'][] = ['auto', 'json', 'pretty']
 
-// The only reader of the environment. Every bad value stops the start with the variable's name.
+// The only reader of the environment, for the variables of src/settings.ts and with their
+// defaults. Every bad value stops the start with the variable's name. Whether tokens can be
+// checked is left to the server and `token issue`, the only users of a secret (requireTokenKeys).
 export function loadConfig(env: Env): Config {
-  const dataDir = nonEmpty(env, 'DATA_DIR') ?? './data'
-  const databaseUrl = nonEmpty(env, 'DATABASE_URL')
+  const dataDir = text(env, 'DATA_DIR')
+  const databaseUrl = text(env, 'DATABASE_URL')
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new Failure('BAD_SETTING', 'DATABASE_URL must be a postgres:// or postgresql:// URL')
   }
-  const secretText = nonEmpty(env, 'AUTH_JWT_SECRET')
+  const secretText = text(env, 'AUTH_JWT_SECRET')
   const secret = secretText === undefined ? undefined : new TextEncoder().encode(secretText)
   if (secret && secret.byteLength < 32)
     throw new Failure('BAD_SETTING', 'AUTH_JWT_SECRET must be at least 32 bytes long')
-  const jwksUrl = nonEmpty(env, 'AUTH_JWKS_URL')
+  const jwksUrl = text(env, 'AUTH_JWKS_URL')
   if (jwksUrl !== undefined && !URL.canParse(jwksUrl))
     throw new Failure('BAD_SETTING', 'AUTH_JWKS_URL must be a URL')
-  const useLocalSecret = !secret && !jwksUrl
-  if (useLocalSecret && databaseUrl !== undefined) {
-    throw new Failure(
-      'BAD_SETTING',
-      'DATABASE_URL is set but no token verification is configured: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL',
-    )
-  }
   const inMemory = databaseUrl === undefined && dataDir === IN_MEMORY
-  // A secret generated in memory would be unknown to everyone else: no one could sign a token.
-  if (useLocalSecret && inMemory) {
-    throw new Failure(
-      'BAD_SETTING',
-      `DATA_DIR=${IN_MEMORY} keeps nothing on disk, so there is no local secret: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL`,
-    )
-  }
   return {
-    host: nonEmpty(env, 'HOST') ?? '0.0.0.0',
-    port: integer(env, 'PORT', 3000, 0, 65535),
-    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, 'auto'),
-    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
+    host: text(env, 'HOST'),
+    port: integer(env, 'PORT', 0, 65535),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS),
+    logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS),
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 100, 600_000),
     dataDir,
     storage:
       databaseUrl === undefined
@@ -103,23 +97,37 @@ export function loadConfig(env: Env): Config {
           : { kind: 'embedded', dataDir }
         : {
             kind: 'postgres',
-            url: postgresUrl(databaseUrl, nonEmpty(env, 'PGTARGETSESSIONATTRS')),
-            poolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
-            statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
+            url: postgresUrl(databaseUrl, text(env, 'PGTARGETSESSIONATTRS')),
+            poolSize: integer(env, 'DATABASE_POOL_SIZE', 1, 1000),
+            statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 100, 600_000),
           },
     auth: {
       secret,
       jwksUrl,
-      jwksCooldownMs: integer(env, 'AUTH_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
-      jwksCacheMaxAgeMs: integer(env, 'AUTH_JWKS_CACHE_MAX_AGE_MS', 600_000, 1000, 86_400_000),
-      issuer: nonEmpty(env, 'AUTH_ISSUER'),
-      audience: nonEmpty(env, 'AUTH_AUDIENCE'),
-      useLocalSecret,
+      jwksCooldownMs: integer(env, 'AUTH_JWKS_COOLDOWN_MS', 0, 3_600_000),
+      jwksCacheMaxAgeMs: integer(env, 'AUTH_JWKS_CACHE_MAX_AGE_MS', 1000, 86_400_000),
+      issuer: text(env, 'AUTH_ISSUER'),
+      audience: text(env, 'AUTH_AUDIENCE'),
+      // Generated into DATA_DIR on first use: only a store on disk without a database server has one.
+      useLocalSecret: !secret && !jwksUrl && databaseUrl === undefined && !inMemory,
     },
-    changeStreamsPerOwner: integer(env, 'CHANGE_STREAMS_PER_OWNER', 100, 1, 100_000),
+    changeStreamsPerOwner: integer(env, 'CHANGE_STREAMS_PER_OWNER', 1, 100_000),
+    cors: corsConfig(text(env, 'CORS_ORIGINS')),
     feed: feedConfig(env),
     readReplicas: readReplicasConfig(env, databaseUrl !== undefined),
   }
+}
+
+// Stops what checks or signs tokens (the server, `token issue`) when nothing could: with
+// DATABASE_URL or in memory there is no local secret to fall back on.
+export function requireTokenKeys({ auth, storage }: Config): void {
+  if (auth.secret || auth.jwksUrl || auth.useLocalSecret) return
+  throw new Failure(
+    'BAD_SETTING',
+    storage.kind === 'memory'
+      ? `DATA_DIR=${IN_MEMORY} keeps nothing on disk, so there is no local secret: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL`
+      : 'DATABASE_URL is set but no token verification is configured: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL',
+  )
 }
 
 function postgresUrl(databaseUrl: string, targetSessionAttrs: string | undefined): string {
@@ -134,17 +142,17 @@ function postgresUrl(databaseUrl: string, targetSessionAttrs: string | undefined
 }
 
 function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig | undefined {
-  const waitMs = integer(env, 'READ_WAIT_MS', 500, 0, 10_000)
-  const maxLagMs = integer(env, 'READ_MAX_LAG_MS', 10_000, 100, 3_600_000)
-  const text = nonEmpty(env, 'DATABASE_READ_URLS')
-  if (text === undefined) return undefined
+  const waitMs = integer(env, 'READ_WAIT_MS', 0, 10_000)
+  const maxLagMs = integer(env, 'READ_MAX_LAG_MS', 100, 3_600_000)
+  const listed = text(env, 'DATABASE_READ_URLS')
+  if (listed === undefined) return undefined
   if (!onPostgres) {
     throw new Failure(
       'BAD_SETTING',
       'DATABASE_READ_URLS names replicas of DATABASE_URL, which is unset: the embedded store has no replicas',
     )
   }
-  const urls = text.split(',').map((url) => url.trim())
+  const urls = listed.split(',').map((url) => url.trim())
   if (!urls.every(isPostgresUrl)) {
     throw new Failure(
       'BAD_SETTING',
@@ -161,8 +169,27 @@ function isPostgresUrl(text: string): boolean {
   return /^postgres(ql)?:$/.test(url.protocol) && url.hostname !== '' && /^(\/[^/]*)?$/.test(url.pathname)
 }
 
+// Origins as a browser sends them (`https://app.example.com:8443`: no path, no default port, in
+// lower case), so that comparing is exact; anything else would never match and is refused.
+function corsConfig(given: string | undefined): CorsConfig | undefined {
+  if (given === undefined) return undefined
+  if (given === '*') return { origins: '*' }
+  const origins = given.split(',').map((origin) => origin.trim())
+  for (const origin of origins) {
+    const url = URL.parse(origin)
+    const canonical = url && /^https?:$/.test(url.protocol) ? url.origin : undefined
+    if (canonical === origin) continue
+    const hint = canonical === undefined ? '' : ` (did you mean "${canonical}"?)`
+    throw new Failure(
+      'BAD_SETTING',
+      `CORS_ORIGINS must be * or http(s) origins (scheme://host[:port], no path), comma-separated: "${origin}" is not one${hint}`,
+    )
+  }
+  return { origins }
+}
+
 function feedConfig(env: Env): FeedConfig | undefined {
-  const urls = nonEmpty(env, 'EVENTS_NATS_URL')
+  const urls = text(env, 'EVENTS_NATS_URL')
   if (urls === undefined) return undefined
   const servers = urls.split(',').map((url) => url.trim())
   if (!servers.every(isNatsUrl)) {
@@ -171,14 +198,14 @@ function feedConfig(env: Env): FeedConfig | undefined {
       `EVENTS_NATS_URL must be nats:// or tls:// URLs with host and port, comma-separated, got "${urls}"`,
     )
   }
-  const stream = nonEmpty(env, 'EVENTS_NATS_STREAM') ?? 'PLANT_STORE'
+  const stream = text(env, 'EVENTS_NATS_STREAM')
   if (!/^[^\s.*>/\\]+$/.test(stream)) {
     throw new Failure(
       'BAD_SETTING',
       `EVENTS_NATS_STREAM must be a stream name without spaces, ".", "*", ">" or slashes`,
     )
   }
-  const subjectPrefix = nonEmpty(env, 'EVENTS_NATS_SUBJECT_PREFIX') ?? 'plant-store'
+  const subjectPrefix = text(env, 'EVENTS_NATS_SUBJECT_PREFIX')
   if (!subjectPrefix.split('.').every((token) => /^[^\s*>]+$/.test(token))) {
     throw new Failure(
       'BAD_SETTING',
@@ -189,8 +216,8 @@ function feedConfig(env: Env): FeedConfig | undefined {
     servers,
     stream,
     subjectPrefix,
-    source: nonEmpty(env, 'EVENTS_SOURCE') ?? 'plant-store',
-    replicas: integer(env, 'EVENTS_NATS_REPLICAS', 1, 1, 5),
+    source: text(env, 'EVENTS_SOURCE'),
+    replicas: integer(env, 'EVENTS_NATS_REPLICAS', 1, 5),
   }
 }
 
@@ -200,23 +227,30 @@ function isNatsUrl(text: string): boolean {
   return (url.protocol === 'nats:' || url.protocol === 'tls:') && url.hostname !== '' && url.port !== ''
 }
 
-function oneOf<T extends string>(env: Env, name: string, values: T[], fallback: T): T {
-  const value = (nonEmpty(env, name) ?? fallback) as T
+function oneOf<T extends string>(env: Env, name: SettingName, values: T[]): T {
+  const value = text(env, name) as T
   if (!values.includes(value)) throw new Failure('BAD_SETTING', `${name} must be one of ${values.join(', ')}`)
   return value
 }
 
-function nonEmpty(env: Env, name: string): string | undefined {
+type Defaulted = {
+  [N in SettingName]: (typeof SETTINGS)[N] extends { fallback: string } ? N : never
+}[SettingName]
+
+// The variable's value, trimmed, or its default when it is unset or blank.
+function text<N extends SettingName>(env: Env, name: N): N extends Defaulted ? string : string | undefined
+function text(env: Env, name: SettingName): string | undefined {
   const value = env[name]?.trim()
-  return value === undefined || value === '' ? undefined : value
+  if (value !== undefined && value !== '') return value
+  const setting: Setting = SETTINGS[name]
+  return setting.fallback
 }
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const text = nonEmpty(env, name)
-  if (text === undefined) return fallback
-  const value = Number(text)
-  if (!/^\d+$/.test(text) || value < min || value > max) {
-    throw new Failure('BAD_SETTING', `${name} must be an integer from ${min} to ${max}, got "${text}"`)
+function integer(env: Env, name: Defaulted, min: number, max: number): number {
+  const given = text(env, name)
+  const value = Number(given)
+  if (!/^\d+$/.test(given) || value < min || value > max) {
+    throw new Failure('BAD_SETTING', `${name} must be an integer from ${min} to ${max}, got "${given}"`)
   }
   return value
 }

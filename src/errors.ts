@@ -51,8 +51,13 @@ export class Failure extends Error {
 
   // The exit code of a CLI command stopped by this failure, if a command may be.
   get exitCode(): number | undefined {
-    return (FAILURES[this.code] as { exit?: number }).exit
+    return exitCodeOf(this.code)
   }
+}
+
+// The exit code of a command that a failure of this kind stops (the CLI's help lists them).
+export function exitCodeOf(code: FailureCode): number | undefined {
+  return (FAILURES[code] as { exit?: number }).exit
 }
 
 // Whether `error` is a failure, of one of `codes` when given.

@@ -3,7 +3,8 @@ import { Registry } from 'prom-client'
 import { createApp } from './app.ts'
 import { verifierFromConfig } from './auth/verifier-from-config.ts'
 import { startChanges } from './changes/start-changes.ts'
-import { loadConfig } from './config.ts'
+import { loadConfig, requireTokenKeys } from './config.ts'
+import { summarizeConfig } from './config-summary.ts'
 import { isFailure } from './errors.ts'
 import { startFeed } from './feed/start-feed.ts'
 import { BODY_TIMEOUT_MS } from './http/json-body.ts'
@@ -15,6 +16,7 @@ import { watchLogReadersHeld } from './observability/log-readers-held.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
 import { within } from './time-limit.ts'
+import { findUnknownSettings } from './unknown-settings.ts'
 
 // Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
 // creates/s than one at a time at 64 connections, as many as one per pooled connection, with
@@ -26,10 +28,16 @@ const BATCHES_IN_FLIGHT = { postgres: 2, embedded: 1 } as const
 const FOLLOWER_IDLE_MS = 10_000
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env)
+  const unknown = findUnknownSettings(process.env)
+  const config = sayingUnknown(unknown, () => {
+    const config = loadConfig(process.env)
+    requireTokenKeys(config)
+    return config
+  })
   const pretty =
     config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true)
   const logger = createLogger(config.logLevel, { pretty })
+  for (const { name, nearest, message } of unknown) logger.warn({ variable: name, nearest }, message)
   const storage = await openStorage(config.storage, {
     onProgress: (progress) => logger.info(progress, describeUpgrade(progress)),
   })
@@ -76,14 +84,20 @@ async function main(): Promise<void> {
     batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
     // A stalled body must get its 408 before the request deadline answers 503 for it.
     bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
+    cors: config.cors,
   })
   const server = serve(app, {
     hostname: config.host,
     port: config.port,
     requestTimeoutMs: config.requestTimeoutMs,
     logger,
+    cors: config.cors,
   })
-  logger.info({ host: config.host, port: server.port, storage: storage.kind }, 'plant store listening')
+  const summary = summarizeConfig(config)
+  logger.info(
+    { host: config.host, port: server.port, ...summary.fields },
+    `plant store listening on ${config.host}:${server.port}: ${summary.text}`,
+  )
 
   let stopping = false
   const shutdown = async (signal: string) => {
@@ -105,6 +119,16 @@ async function main(): Promise<void> {
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
+}
+
+// A setting that stops the start may be one of the unknown ones misspelt: they are said first.
+function sayingUnknown<T>(unknown: { message: string }[], load: () => T): T {
+  try {
+    return load()
+  } catch (error) {
+    for (const { message } of unknown) console.error(message)
+    throw error
+  }
 }
 
 main().catch((error: unknown) => {

@@ -1,44 +1,55 @@
 import process from 'node:process'
-import type { Config } from '../config.ts'
 import { Failure, isFailure } from '../errors.ts'
 import { exportEvents } from '../replay/export-events.ts'
 import { importEvents, readLines } from '../replay/import-events.ts'
-import { badValue, parseArguments } from './arguments.ts'
+import { badValue } from './arguments.ts'
+import { command } from './command.ts'
 import { withStorage } from './projection-command.ts'
 
-const EXPORT_USAGE = 'events export [--after POSITION]'
+export const eventsExportCommand = command({
+  name: 'events export',
+  args: '[--after <position>]',
+  purpose: 'write the event log as NDJSON to stdout',
+  notes: ['--after: only the events after this position (0 by default: all)'],
+  options: { after: { type: 'string', default: '0' } },
+  reads: ['storage'],
+  run: async ({ values }, config) => {
+    if (!/^(0|[1-9][0-9]{0,18})$/.test(values.after)) throw badValue('after', values.after, 'a position')
+    return withStorage(config, async (db) => {
+      const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
+      // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as one.
+      process.stderr.write(
+        `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n`,
+      )
+      return 0
+    })
+  },
+})
 
-export async function exportCommand(args: string[], config: Config): Promise<number> {
-  const { values } = parseArguments(args, EXPORT_USAGE, { after: { type: 'string', default: '0' } })
-  if (!/^(0|[1-9][0-9]{0,18})$/.test(values.after)) {
-    throw badValue('after', values.after, 'a position', EXPORT_USAGE)
-  }
-  return withStorage(config, async (db) => {
-    const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
-    // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as one.
-    process.stderr.write(
-      `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n`,
-    )
-    return 0
-  })
-}
-
-export async function importCommand(args: string[], config: Config): Promise<number> {
-  const { values } = parseArguments(args, 'events import [--append] < events.ndjson', {
-    append: { type: 'boolean', default: false },
-  })
-  return withStorage(config, async (db) => {
-    const imported = await importEvents(db, readLines(process.stdin), { append: values.append }).catch(
-      (error: unknown) => {
-        if (!isFailure(error, 'IMPORT_REFUSED')) throw error
-        throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
-      },
-    )
-    // Projected in the import's own transaction, as creates are: no rebuild is needed after it.
-    process.stderr.write(`imported ${imported} events, each with its plant\n`)
-    return 0
-  })
-}
+export const eventsImportCommand = command({
+  name: 'events import',
+  args: '[--append] < events.ndjson',
+  purpose: 'read exported NDJSON from stdin into the log, each event with its plant',
+  notes: [
+    '--append: into a store that already has events (else it must be empty)',
+    'the import projects as it goes: no rebuild is needed after it',
+  ],
+  options: { append: { type: 'boolean', default: false } },
+  reads: ['storage'],
+  refusals: 'the file was refused, nothing imported (the line and the rule are named)',
+  run: async ({ values }, config) =>
+    withStorage(config, async (db) => {
+      const imported = await importEvents(db, readLines(process.stdin), { append: values.append }).catch(
+        (error: unknown) => {
+          if (!isFailure(error, 'IMPORT_REFUSED')) throw error
+          throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
+        },
+      )
+      // Projected in the import's own transaction, as creates are: no rebuild is needed after it.
+      process.stderr.write(`imported ${imported} events, each with its plant\n`)
+      return 0
+    }),
+})
 
 // Waits for the pipe to drain, so a slow reader holds the export back instead of memory growing.
 function writeStdout(chunk: string): Promise<void> {

@@ -6,13 +6,20 @@ import { Failure } from '../errors.ts'
 import { feedStream } from '../feed/nats-stream.ts'
 import { isPublishable } from '../feed/publishable.ts'
 import { countEventsAfter, logHead } from '../log/reading.ts'
-import { parseArguments } from './arguments.ts'
+import { command } from './command.ts'
 import { withStorage } from './projection-command.ts'
+
+export const feedStatusCommand = command({
+  name: 'feed status',
+  purpose: 'the last position in the NATS stream beside the head of the log',
+  reads: ['storage', 'feed'],
+  refusals: 'NATS does not answer, or the stream does not exist yet',
+  run: (_parsed, config) => showFeedStatus(config),
+})
 
 // The last position in the stream beside the head of the log, and how many events the feed has
 // still to publish (an erased owner's never are); exit 1 when NATS or the stream cannot be read.
-export async function feedStatusCommand(args: string[], config: Config): Promise<number> {
-  parseArguments(args, 'feed status', {})
+async function showFeedStatus(config: Config): Promise<number> {
   const feed = config.feed
   if (!feed) throw new Failure('BAD_SETTING', 'EVENTS_NATS_URL is not set: the feed is off')
   const nc = await connect({ servers: feed.servers, timeout: 5000 }).catch((error: unknown) => {

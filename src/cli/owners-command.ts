@@ -8,27 +8,36 @@ import { Failure, isFailure } from '../errors.ts'
 import { erasureFeed } from '../feed/erasure-feed.ts'
 import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
 import { silentLogger } from '../logger.ts'
-import { badValue, parseArguments } from './arguments.ts'
+import { badValue } from './arguments.ts'
+import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
 import { withStorage } from './projection-command.ts'
 
-export const ERASE_USAGE = 'owners erase <subject> [--wait 30s]'
+export const ownersEraseCommand = command({
+  name: 'owners erase',
+  args: '<subject> [--wait <n>s|m|h|d]',
+  purpose: 'forget an owner everywhere: print how many plants they had',
+  notes: [
+    '--wait: how long the feed may take to take the erasure notice, and an import running to end (30s by default)',
+    'the feed is the one the store records: other EVENTS_NATS_STREAM or EVENTS_NATS_SUBJECT_PREFIX settings are refused',
+    'beside running instances on PostgreSQL; the embedded store with its server stopped',
+  ],
+  options: { wait: { type: 'string', default: '30s' } },
+  positionals: 1,
+  reads: ['storage', 'feed'],
+  refusals: 'the erasure is pending (the owner hidden; run the command again to complete it)',
+  run: ({ positionals, values }, config) => eraseCommand(positionals, values.wait, config),
+})
 
 // CONTRACT §12: prints the number of plants the owner had when the erasure began; what it waits
 // for, and an owner it does not know, are said on stderr. `--wait` bounds how long the OwnerErased
 // notice may take to reach the stream of the store's recorded feed, and an import running may take
 // to end (past it: exit 1, the owner hidden and the erasure pending until a rerun).
-export async function eraseCommand(args: string[], config: Config): Promise<number> {
-  const { positionals, values } = parseArguments(
-    args,
-    ERASE_USAGE,
-    { wait: { type: 'string', default: '30s' } },
-    1,
-  )
+async function eraseCommand(positionals: string[], wait: string, config: Config): Promise<number> {
   const [owner] = positionals
-  if (!isOwner(owner)) throw new Failure('BAD_USAGE', `<subject>: ${OWNER_RULE}\nusage: ${ERASE_USAGE}`)
-  const waitSeconds = parseDuration(values.wait)
-  if (waitSeconds === undefined) throw badValue('wait', values.wait, 'a duration', ERASE_USAGE)
+  if (!isOwner(owner)) throw new Failure('BAD_USAGE', `<subject>: ${OWNER_RULE}`)
+  const waitSeconds = parseDuration(wait)
+  if (waitSeconds === undefined) throw badValue('wait', wait, 'a duration')
   const say = (text: string) => process.stderr.write(`owners erase: ${text}\n`)
   return withStorage(config, async (db) => {
     const feedConfig = feedToErase(await recordedFeed(db), config.feed)

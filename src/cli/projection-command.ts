@@ -1,5 +1,6 @@
 import process from 'node:process'
-import type { Config } from '../config.ts'
+import { type Config, IN_MEMORY } from '../config.ts'
+import { Failure } from '../errors.ts'
 import { openStorage } from '../log/open-store.ts'
 import { describeUpgrade } from '../log/upgrade.ts'
 import { listWorkTables } from '../log/work-tables.ts'
@@ -13,23 +14,48 @@ import {
   verifyProjection,
 } from '../replay/verify-projection.ts'
 import type { Database } from '../store/database.ts'
-import { parseArguments } from './arguments.ts'
+import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
 
-// Opening the storage applies the migrations.
-export async function migrateCommand(args: string[], config: Config): Promise<number> {
-  parseArguments(args, 'db migrate', {})
-  return withStorage(config, async () => 0)
-}
+export const dbMigrateCommand = command({
+  name: 'db migrate',
+  purpose: 'apply the migrations to the configured database',
+  reads: ['storage'],
+  // Opening the storage applies the migrations.
+  run: (_parsed, config) => withStorage(config, async () => 0),
+})
 
-export async function rebuildCommand(args: string[], config: Config): Promise<number> {
-  const { values } = parseArguments(args, 'projection rebuild [--dry-run]', {
-    'dry-run': { type: 'boolean', default: false },
-  })
+export const projectionRebuildCommand = command({
+  name: 'projection rebuild',
+  args: '[--dry-run]',
+  purpose: 'fold the event log into a fresh projection and swap it in',
+  notes: ['--dry-run: build it and compare it with the live one, swapping nothing'],
+  options: { 'dry-run': { type: 'boolean', default: false } },
+  reads: ['storage'],
+  refusals: 'the rebuild failed and nothing was swapped, or (--dry-run) the projection differs from the log',
+  run: ({ values }, config) => rebuild(values['dry-run'], config),
+})
+
+export const projectionVerifyCommand = command({
+  name: 'projection verify',
+  purpose: 'exit 1 and show the drift when the projection differs from the log',
+  reads: ['storage'],
+  refusals: 'the projection differs from the fold of the log (the drift is shown)',
+  run: (_parsed, config) => verify(config),
+})
+
+export const projectionStatusCommand = command({
+  name: 'projection status',
+  purpose: 'the last rebuild, the head of the log, and events lacking their row',
+  reads: ['storage'],
+  run: (_parsed, config) => status(config),
+})
+
+async function rebuild(dryRun: boolean, config: Config): Promise<number> {
   return withStorage(config, async (db) => {
     let diff: ProjectionDiff | undefined
     try {
-      ;({ diff } = await rebuildWithProgress(db, values['dry-run']))
+      ;({ diff } = await rebuildWithProgress(db, dryRun))
     } catch (error) {
       return reportDatabaseFailure(error, REBUILD_FAILED)
     }
@@ -60,8 +86,7 @@ export async function rebuildWithProgress(db: Database, dryRun: boolean): Promis
   return result
 }
 
-export async function verifyCommand(args: string[], config: Config): Promise<number> {
-  parseArguments(args, 'projection verify', {})
+async function verify(config: Config): Promise<number> {
   return withStorage(config, async (db) => {
     const { events, diff } = await verifyProjection(db)
     return reportDrift(
@@ -72,8 +97,7 @@ export async function verifyCommand(args: string[], config: Config): Promise<num
   })
 }
 
-export async function statusCommand(args: string[], config: Config): Promise<number> {
-  parseArguments(args, 'projection status', {})
+async function status(config: Config): Promise<number> {
   return withStorage(config, async (db) => {
     const { checkpoint, head, events, sinceCheckpoint, behind } = await projectionStatus(db)
     const workTables = await listWorkTables(db)
@@ -98,6 +122,13 @@ export async function statusCommand(args: string[], config: Config): Promise<num
 }
 
 export async function withStorage(config: Config, run: (db: Database) => Promise<number>): Promise<number> {
+  // A store in memory lives inside its server process: a command would only see an empty one of its own.
+  if (config.storage.kind === 'memory') {
+    throw new Failure(
+      'BAD_SETTING',
+      `DATA_DIR=${IN_MEMORY} lives inside the server process; this command cannot reach it`,
+    )
+  }
   const storage = await openStorage(config.storage, {
     onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
   })

@@ -1,18 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
+import { readmeBlock } from '../support/readme.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
-
-// The README's browser client, taken from the README itself so that the two cannot differ.
-async function readmeClient(): Promise<string> {
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
-  const client = /```js\n(async function followPlants[\s\S]*?)```/.exec(readme)?.[1]
-  if (!client) throw new Error('the README has no followPlants block')
-  return client
-}
 
 let dataDir: string
 let server: ServerProcess
@@ -30,7 +23,7 @@ afterAll(async () => {
 })
 
 test("a page's fetch-based SSE client receives a plant created after it connected", async () => {
-  // given a same-origin page following the changes with the README's client
+  // given a same-origin page following the changes with the README's client, taken from the README
   const token = (await runCli(['token', 'issue', 'browser-user'], { DATA_DIR: dataDir })).stdout.trim()
   const page = await browser.newPage()
   await page.goto(`${server.url}/docs`)
@@ -47,7 +40,7 @@ test("a page's fetch-based SSE client receives a plant created after it connecte
         state.error = error.message
       })
     },
-    [await readmeClient(), token] as const,
+    [await readmeBlock('Live changes', 'async function followPlants', 'js'), token] as const,
   )
   // and connected: the service counts its stream
   const deadline = Date.now() + 10_000

@@ -4,6 +4,7 @@ import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { type ChangesDeps, startChanges } from '../../src/changes/start-changes.ts'
+import type { CorsConfig } from '../../src/config.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { type DatabaseHandle, openEmbedded, openPostgres, rowsOf } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
@@ -24,6 +25,8 @@ export type RequestOptions = {
 export type HarnessOptions = {
   // Serve GET /plants/changes with these settings (the store's URL for notices on PostgreSQL).
   changes?: Omit<ChangesDeps, 'db' | 'logger' | 'registry' | 'noticesUrl'>
+  // The origins whose pages may call it (CORS_ORIGINS); none unless given.
+  cors?: CorsConfig
 }
 
 // The app wired to a real database, driven through app.handle (no socket).
@@ -54,6 +57,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     registry,
     changes,
     onAppended: changes?.appended,
+    cors: options.cors,
   })
 
   const request = (method: string, path: string, options: RequestOptions = {}) => {

@@ -5,6 +5,8 @@ export type Env = Record<string, string>
 export type ServerProcess = {
   url: string
   process: Subprocess<'ignore', 'pipe', 'pipe'>
+  // The lines the server wrote to stdout up to the one saying it listens (its start).
+  startLines: string[]
   // The latest lines the server wrote to stdout since it listened (its request log).
   logLines: () => string[]
   // Sends the signal and resolves with the exit code.
@@ -26,20 +28,21 @@ export const SERVER_COMMAND = ['bun', '--max-http-header-size=131072', 'src/main
 export async function startServer(
   env: Env,
   command = SERVER_COMMAND,
-  { ownGroup = false }: { ownGroup?: boolean } = {},
+  { ownGroup = false, cwd = ROOT }: { ownGroup?: boolean; cwd?: string } = {},
 ): Promise<ServerProcess> {
   const child = Bun.spawn(command, {
-    cwd: ROOT,
+    cwd,
     detached: ownGroup,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const { port, logLines } = await listeningPort(child)
+  const { port, startLines, logLines } = await listeningPort(child)
   return {
     url: `http://127.0.0.1:${port}`,
     process: child,
+    startLines,
     logLines,
     stop: async (signal = 'SIGTERM') => {
       child.kill(signal)
@@ -53,7 +56,7 @@ const KEPT_LOG_CHARS = 1_000_000
 
 async function listeningPort(
   child: Subprocess<'ignore', 'pipe', 'pipe'>,
-): Promise<{ port: number; logLines: () => string[] }> {
+): Promise<{ port: number; startLines: string[]; logLines: () => string[] }> {
   const reader = child.stdout.getReader()
   const decoder = new TextDecoder()
   let buffered = ''
@@ -62,7 +65,8 @@ async function listeningPort(
     const { done, value } = await reader.read()
     if (done) break
     buffered += decoder.decode(value, { stream: true })
-    for (const line of buffered.split('\n')) {
+    const lines = buffered.split('\n')
+    for (const [index, line] of lines.entries()) {
       if (line.includes('plant store listening')) {
         reader.releaseLock()
         let kept = ''
@@ -73,7 +77,8 @@ async function listeningPort(
         })
         void child.stdout.pipeTo(keep).catch(() => {})
         const logLines = () => kept.split('\n').filter((line) => line !== '')
-        return { port: (JSON.parse(line) as { port: number }).port, logLines }
+        const startLines = lines.slice(0, index + 1)
+        return { port: (JSON.parse(line) as { port: number }).port, startLines, logLines }
       }
     }
   }
@@ -99,8 +104,8 @@ export async function runCli(args: string[], env: Env, stdin?: string) {
 }
 
 // Runs the server entry expecting it to refuse to start.
-export async function runServerToExit(env: Env) {
-  const child = Bun.spawn(SERVER_COMMAND, {
+export async function runServerToExit(env: Env, command = SERVER_COMMAND) {
+  const child = Bun.spawn(command, {
     cwd: ROOT,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
     stdout: 'pipe',

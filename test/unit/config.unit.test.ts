@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig, requireTokenKeys } from '../../src/config.ts'
+import { SETTINGS } from '../../src/settings.ts'
 
 const secret = 'a'.repeat(32)
 
@@ -75,13 +76,19 @@ describe('loadConfig', () => {
     [{ PORT: '70000' }, 'PORT'],
     [{ AUTH_JWT_SECRET: 'short' }, 'AUTH_JWT_SECRET'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
-    [{ DATABASE_URL: 'postgres://u@h/db' }, 'AUTH_JWT_SECRET'],
-    [{ DATA_DIR: 'memory:' }, 'AUTH_JWT_SECRET'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ CHANGE_STREAMS_PER_OWNER: '0' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ CHANGE_STREAMS_PER_OWNER: 'many' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ CHANGE_STREAMS_PER_OWNER: '1.5' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ AUTH_JWKS_URL: 'not a url' }, 'AUTH_JWKS_URL'],
+    [{ CORS_ORIGINS: 'app.example.com' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'https://app.example.com/' }, 'did you mean "https://app.example.com"'],
+    [{ CORS_ORIGINS: 'https://App.Example.com' }, 'did you mean "https://app.example.com"'],
+    [{ CORS_ORIGINS: 'https://a.example:443' }, 'did you mean "https://a.example"'],
+    [{ CORS_ORIGINS: 'https://a.example,*' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'https://a.example,' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'null' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'file:///tmp/page.html' }, 'CORS_ORIGINS'],
     [
       { DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret, DATABASE_POOL_SIZE: '0' },
       'DATABASE_POOL_SIZE',
@@ -89,5 +96,43 @@ describe('loadConfig', () => {
   ])('a bad value %p stops the start naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(expect.objectContaining({ code: 'BAD_SETTING' }))
     expect(() => loadConfig(env)).toThrow(variable)
+  })
+
+  test('CORS_ORIGINS: off by default; * for any; else exact origins, comma-separated', () => {
+    expect(loadConfig({}).cors).toBeUndefined()
+    expect(loadConfig({ CORS_ORIGINS: ' * ' }).cors).toEqual({ origins: '*' })
+    expect(loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://127.0.0.1:5173' }).cors).toEqual({
+      origins: ['https://app.example.com', 'http://127.0.0.1:5173'],
+    })
+  })
+
+  test('the defaults are the table of settings, and an unset variable takes its default', () => {
+    const config = loadConfig({})
+    expect(String(config.port)).toBe(SETTINGS.PORT.fallback)
+    expect(config.host).toBe(SETTINGS.HOST.fallback)
+    expect(config.dataDir).toBe(SETTINGS.DATA_DIR.fallback)
+    expect(String(config.requestTimeoutMs)).toBe(SETTINGS.REQUEST_TIMEOUT_MS.fallback)
+    expect(config.logLevel).toBe(SETTINGS.LOG_LEVEL.fallback)
+    const feed = loadConfig({ EVENTS_NATS_URL: 'nats://n:4222' }).feed
+    expect(feed?.stream).toBe(SETTINGS.EVENTS_NATS_STREAM.fallback)
+    expect(String(feed?.replicas)).toBe(SETTINGS.EVENTS_NATS_REPLICAS.fallback)
+  })
+
+  // Only the server and `token issue` check or sign tokens: a command that moves or checks the
+  // log reads DATABASE_URL without a secret.
+  test('no token secret is needed to read the configuration; requireTokenKeys asks for one where none exists', () => {
+    const onPostgres = loadConfig({ DATABASE_URL: 'postgres://u@h/db' })
+    expect(onPostgres.storage.kind).toBe('postgres')
+    expect(() => requireTokenKeys(onPostgres)).toThrow(expect.objectContaining({ code: 'BAD_SETTING' }))
+    expect(() => requireTokenKeys(onPostgres)).toThrow('AUTH_JWT_SECRET')
+    const inMemory = loadConfig({ DATA_DIR: 'memory:' })
+    expect(() => requireTokenKeys(inMemory)).toThrow('AUTH_JWT_SECRET')
+    for (const env of [
+      {},
+      { DATABASE_URL: 'postgres://u@h/db', AUTH_JWT_SECRET: secret },
+      { DATABASE_URL: 'postgres://u@h/db', AUTH_JWKS_URL: 'https://idp.example/jwks.json' },
+      { DATA_DIR: 'memory:', AUTH_JWT_SECRET: secret },
+    ])
+      expect(() => requireTokenKeys(loadConfig(env))).not.toThrow()
   })
 })

@@ -1,0 +1,24 @@
+import type { Command } from './command.ts'
+import { eventsExportCommand, eventsImportCommand } from './events-command.ts'
+import { feedStatusCommand } from './feed-command.ts'
+import { ownersEraseCommand } from './owners-command.ts'
+import {
+  dbMigrateCommand,
+  projectionRebuildCommand,
+  projectionStatusCommand,
+  projectionVerifyCommand,
+} from './projection-command.ts'
+import { tokenIssueCommand } from './token-command.ts'
+
+// Every command, in the order the help lists them; each is `group verb`.
+export const COMMANDS: Command[] = [
+  tokenIssueCommand,
+  dbMigrateCommand,
+  projectionRebuildCommand,
+  projectionVerifyCommand,
+  projectionStatusCommand,
+  eventsExportCommand,
+  eventsImportCommand,
+  ownersEraseCommand,
+  feedStatusCommand,
+]
