@@ -112,6 +112,9 @@ export function createChangeStream({
     behind = true
   }
   // Sends the held events and goes live, unless some were dropped: then the next read covers them.
+  // The held events with what the read queued may pass the bound: the queue is dropped there and
+  // read again from the database, from before it, and so must the held events after it be (taken,
+  // they would move `last` past the dropped ones).
   const goLive = () => {
     const waiting = held
     held = []
@@ -121,7 +124,10 @@ export function createChangeStream({
       return
     }
     live = true
-    for (const frame of waiting) if (frame.position > last) take(frame.position, frame.bytes)
+    for (const frame of waiting) {
+      if (frame.position > last) take(frame.position, frame.bytes)
+      if (!live) return
+    }
   }
   const catchUp = async () => {
     const { frames, complete } = await readAfter(last)

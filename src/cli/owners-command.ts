@@ -3,9 +3,10 @@ import { parseDuration } from '../auth/issue-token.ts'
 import type { Config } from '../config.ts'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
 import { eraseOwner } from '../erasure/erase-owner.ts'
+import { noSuchOwner } from '../erasure/unknown-owner.ts'
 import { Failure, isFailure } from '../errors.ts'
 import { erasureFeed } from '../feed/erasure-feed.ts'
-import { recordedFeed } from '../feed/feed-fact.ts'
+import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
 import { silentLogger } from '../logger.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
@@ -17,7 +18,8 @@ export const ownersEraseCommand = command({
   args: '<subject> [--wait <n>s|m|h|d]',
   purpose: 'forget an owner everywhere: print how many plants they had',
   notes: [
-    '--wait: how long the feed may take to take the erasure notice (30s by default)',
+    '--wait: how long the feed may take to take the erasure notice, and an import running to end (30s by default)',
+    'the feed is the one the store records: other EVENTS_NATS_STREAM or EVENTS_NATS_SUBJECT_PREFIX settings are refused',
     'beside running instances on PostgreSQL; the embedded store with its server stopped',
   ],
   options: { wait: { type: 'string', default: '30s' } },
@@ -27,26 +29,23 @@ export const ownersEraseCommand = command({
   run: ({ positionals, values }, config) => eraseCommand(positionals, values.wait, config),
 })
 
-// CONTRACT §12: prints the number of plants the owner had when the erasure began. With a feed,
-// `--wait` bounds how long the OwnerErased notice may take to reach the stream (NATS unreachable:
-// exit 1, the owner hidden and the erasure pending until a rerun).
+// CONTRACT §12: prints the number of plants the owner had when the erasure began; what it waits
+// for, and an owner it does not know, are said on stderr. `--wait` bounds how long the OwnerErased
+// notice may take to reach the stream of the store's recorded feed, and an import running may take
+// to end (past it: exit 1, the owner hidden and the erasure pending until a rerun).
 async function eraseCommand(positionals: string[], wait: string, config: Config): Promise<number> {
   const [owner] = positionals
   if (!isOwner(owner)) throw new Failure('BAD_USAGE', `<subject>: ${OWNER_RULE}`)
   const waitSeconds = parseDuration(wait)
   if (waitSeconds === undefined) throw badValue('wait', wait, 'a duration')
+  const say = (text: string) => process.stderr.write(`owners erase: ${text}\n`)
   return withStorage(config, async (db) => {
-    const published = await recordedFeed(db)
-    if (published !== undefined && !config.feed) {
-      throw new Failure(
-        'BAD_SETTING',
-        `owners erase refused, nothing was changed: this store publishes its log to the NATS stream "${published}"; ` +
-          'set EVENTS_NATS_URL (and EVENTS_NATS_STREAM, EVENTS_NATS_SUBJECT_PREFIX) as the service has them, so that the owner leaves the stream too',
-      )
-    }
-    const feed = config.feed
+    const feedConfig = feedToErase(await recordedFeed(db), config.feed)
+    if (config.feed && !feedConfig)
+      say('this store has never published its log to NATS; EVENTS_NATS_URL is not used')
+    const feed = feedConfig
       ? erasureFeed({
-          config: config.feed,
+          config: feedConfig,
           storage: config.storage,
           db,
           logger: silentLogger(),
@@ -54,14 +53,17 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
         })
       : undefined
     try {
-      const { plants } = await eraseOwner(db, owner, { feed })
+      const { plants, completed } = await eraseOwner(db, owner, {
+        feed,
+        waitMs: waitSeconds * 1000,
+        onWait: say,
+      })
+      if (completed === 0) say(await noSuchOwner(db, owner))
       process.stdout.write(`${plants}\n`)
       return 0
     } catch (error) {
       if (!isFailure(error, 'ERASURE_PENDING')) return reportDatabaseFailure(error, 'owners erase failed')
-      process.stderr.write(
-        `owners erase: ${error.message}; the owner is hidden, the erasure pending: run the command again to complete it\n`,
-      )
+      say(`${error.message}; the owner is hidden, the erasure pending: run the command again to complete it`)
       return 1
     } finally {
       await feed?.close()

@@ -1,8 +1,10 @@
 import { sql } from 'drizzle-orm'
 import { holdErasureLock } from '../log/maintenance-lock.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../log/schema.ts'
+import { clearDeadWorkTables } from '../log/work-tables.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { rowsOf } from '../store/database.ts'
+import { awaitImports } from './leftovers.ts'
 
 // An owner whose erasure has begun: their pseudonym, and the position of the OwnerErased notice.
 export type PendingErasure = { pseudonym: string; notice: bigint }
@@ -17,6 +19,17 @@ export type ErasureFeed = {
   purge: (erasure: { pseudonym: string; owner: string }) => Promise<void>
 }
 
+export type ErasureOptions = {
+  feed?: ErasureFeed
+  now?: () => Date
+  // How long the erasure waits for an import that is running (its table may hold the owner).
+  waitMs?: number
+  // Told, once each, what the erasure waits for: a rebuild, an import.
+  onWait?: (what: string) => void
+}
+
+// `plants`: how many plants the owner had when each erasure this run completed began (0: unknown, or
+// erased already); `completed`: how many it completed.
 export type ErasureResult = { plants: number; completed: number }
 
 // Erases `owner` (a token's subject): a resumable sequence, not one transaction.
@@ -24,54 +37,72 @@ export type ErasureResult = { plants: number; completed: number }
 //    key: a new owner), their rows of `plants` and their generation are deleted and an
 //    OwnerErased event naming the pseudonym is appended. From here the owner is hidden everywhere.
 // 2. With a feed, the stream is made to hold the notice (the relay publishes it in log order).
-// 3. The owner's messages are purged from the stream.
-// 4. The key is deleted, the pseudonym recorded as erased, and PostgreSQL's statistics of the
-//    tables it touched gathered again (they may show the subject among their common values).
+// 3. The owner's messages are erased from the stream.
+// 4. Once no import that may have read the owner runs, the key is deleted and the pseudonym
+//    recorded as erased.
+// 5. Always, a rerun after a crash included: the work tables of rebuilds and imports that died
+//    (their rows in the clear) are dropped, and PostgreSQL's statistics of the tables it touched
+//    gathered again (they may show the subject among their common values).
 // Every pending erasure of the same subject (an earlier run that stopped after step 1) is
-// completed too. Returns how many plants the owner had when step 1 ran (0: unknown, or erased).
+// completed too, and counted with the plants it had.
 export async function eraseOwner(
   db: Database,
   owner: string,
-  { feed, now = () => new Date() }: { feed?: ErasureFeed; now?: () => Date } = {},
+  { feed, now = () => new Date(), waitMs = 30_000, onWait = () => {} }: ErasureOptions = {},
 ): Promise<ErasureResult> {
-  const plantsErased = await beginErasure(db, owner, now())
+  const begun = await beginErasure(db, owner, now(), () =>
+    onWait('a projection rebuild is running: the erasure waits for it to finish'),
+  )
   const pending = await pendingErasures(db, owner)
+  let plantsErased = 0
   for (const erasure of pending) {
     if (feed) {
       await feed.awaitPublished(erasure.notice)
       await feed.purge({ pseudonym: erasure.pseudonym, owner })
     }
+    await awaitImports(db, { waitMs, onWait })
+    plantsErased +=
+      erasure.pseudonym === begun?.pseudonym ? begun.plants : await plantsOf(db, erasure.pseudonym)
     await completeErasure(db, erasure.pseudonym, now())
   }
-  if (pending.length > 0) await refreshStatistics(db)
+  await clearDeadWorkTables(db)
+  await refreshStatistics(db)
   return { plants: plantsErased, completed: pending.length }
 }
 
 // Step 1. Excludes a projection rebuild (log/maintenance-lock.ts): a rebuild's table filled
 // before it would bring the owner's rows back at its swap.
-async function beginErasure(db: Database, owner: string, at: Date): Promise<number> {
-  return holdErasureLock(db, () =>
-    db.transaction(async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`)
-      const [key] = rowsOf<{ pseudonym: string }>(
-        await tx.execute(sql`select ${ownerKeys.pseudonym} as pseudonym from ${ownerKeys}
+async function beginErasure(
+  db: Database,
+  owner: string,
+  at: Date,
+  onWait: () => void,
+): Promise<{ pseudonym: string; plants: number } | undefined> {
+  return holdErasureLock(
+    db,
+    () =>
+      db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`)
+        const [key] = rowsOf<{ pseudonym: string }>(
+          await tx.execute(sql`select ${ownerKeys.pseudonym} as pseudonym from ${ownerKeys}
           where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing} for update`),
-      )
-      if (!key) return 0
-      const [counted] = rowsOf<{ plants: number }>(
-        await tx.execute(sql`with deleted as (delete from ${plants} where ${plants.owner} = ${owner} returning 1)
+        )
+        if (!key) return undefined
+        const [counted] = rowsOf<{ plants: number }>(
+          await tx.execute(sql`with deleted as (delete from ${plants} where ${plants.owner} = ${owner} returning 1)
           select count(*)::int as plants from deleted`),
-      )
-      await tx.execute(
-        sql`update ${ownerKeys} set erasing = true where ${ownerKeys.pseudonym} = ${key.pseudonym}`,
-      )
-      await tx.execute(sql`delete from ${ownerGenerations} where ${ownerGenerations.owner} = ${owner}`)
-      await tx.execute(sql`
+        )
+        await tx.execute(
+          sql`update ${ownerKeys} set erasing = true where ${ownerKeys.pseudonym} = ${key.pseudonym}`,
+        )
+        await tx.execute(sql`delete from ${ownerGenerations} where ${ownerGenerations.owner} = ${owner}`)
+        await tx.execute(sql`
         insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
         values (${`owner:${key.pseudonym}`}, 1, 'OwnerErased', 1, '{}'::jsonb,
                 jsonb_build_object('pseudonym', ${key.pseudonym}::text), ${at.toISOString()}::timestamptz)`)
-      return Number(counted?.plants ?? 0)
-    }),
+        return { pseudonym: key.pseudonym, plants: Number(counted?.plants ?? 0) }
+      }),
+    onWait,
   )
 }
 
@@ -86,6 +117,16 @@ export async function pendingErasures(db: Executor, owner: string): Promise<Pend
       order by e.position`),
   )
   return rows.map((row) => ({ pseudonym: row.pseudonym, notice: BigInt(row.notice) }))
+}
+
+// The plants an erasure begun by an earlier run deleted: one PlantCreated each in the log, under the
+// pseudonym (a scan of the log: only a rerun after a crash asks).
+async function plantsOf(db: Executor, pseudonym: string): Promise<number> {
+  const [row] = rowsOf<{ plants: number }>(
+    await db.execute(sql`select count(*)::int as plants from ${events}
+      where ${events.type} = 'PlantCreated' and ${events.metadata}->>'pseudonym' = ${pseudonym}`),
+  )
+  return Number(row?.plants ?? 0)
 }
 
 // Step 4: the key goes, and with it every readable trace of the owner in the log.

@@ -6,8 +6,9 @@ import { Failure, isFailure } from '../errors.ts'
 import { startLogFollower } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../store/database.ts'
+import { feedFilter } from './cloud-event.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
-import { type FeedStream, feedStream } from './nats-stream.ts'
+import { type FeedStream, feedStream, streamInfo, subjectCovers } from './nats-stream.ts'
 import { purgeOwner } from './purge-owner.ts'
 import { pause, startRelay } from './relay.ts'
 
@@ -24,11 +25,13 @@ export type ErasureFeedDeps = {
 
 const CONNECT_TIMEOUT_MS = 2000
 
-// Steps 2 and 3 of an erasure as the CLI runs them, beside the running instances. The notice
-// reaches the stream through the relay, in log order (the relay resumes from the stream's last
-// message: one published around it would make it skip events): the instance that leads publishes
-// it, and when none does (no instance runs, or none reaches NATS) this process leads, with the
-// same leadership as the service. Connects on first use.
+// Steps 2 and 3 of an erasure as the CLI runs them, beside the running instances, on the store's
+// recorded feed (feed-fact.ts). The notice reaches the stream through the relay, in log order (the
+// relay resumes from the stream's last message: one published around it would make it skip
+// events): the instance that leads publishes it, and when none does (no instance runs, or none
+// reaches NATS) this process leads, with the same leadership as the service. A stream that does not
+// exist holds nothing of the owner: it is not made (a service makes it, from the log as it is
+// then). Connects on first use.
 export function erasureFeed({
   config,
   storage,
@@ -67,11 +70,29 @@ export function erasureFeed({
   const holds = async (stream: FeedStream, position: bigint) =>
     (await stream.readTail().catch(() => ({ position: -1n }))).position >= position
 
+  // Whether the stream exists; one that exists must carry the feed's subjects.
+  const exists = async (nc: NatsConnection): Promise<boolean> => {
+    const info = await streamInfo(await jetstreamManager(nc, { timeout: waitMs }), config.stream).catch(
+      (error: unknown) => {
+        throw new Failure('ERASURE_PENDING', `${named} could not be read: ${messageOf(error)}`)
+      },
+    )
+    if (info === undefined) return false
+    const filter = feedFilter(config.subjectPrefix)
+    const subjects = info.config.subjects ?? []
+    if (subjects.some((pattern) => subjectCovers(pattern, filter))) return true
+    throw new Failure(
+      'ERASURE_PENDING',
+      `EVENTS_NATS_SUBJECT_PREFIX: ${named} captures ${JSON.stringify(subjects)}, which does not cover "${filter}": set the prefix the service has`,
+    )
+  }
+
   return {
     awaitPublished: async (position) => {
       const deadline = Date.now() + waitMs
       const nc = await connected(deadline)
-      const stream = await feedStream(nc, config).catch((error: unknown) => {
+      if (!(await exists(nc))) return
+      const stream = await feedStream(nc, { ...config, create: false }).catch((error: unknown) => {
         throw new Failure('ERASURE_PENDING', `${named} could not be read: ${messageOf(error)}`)
       })
       if (await holds(stream, position)) return
@@ -96,6 +117,7 @@ export function erasureFeed({
     },
     purge: async (erasure) => {
       const nc = await connected(Date.now() + waitMs)
+      if (!(await exists(nc))) return
       try {
         await purgeOwner(nc, await jetstreamManager(nc, { timeout: waitMs }), config, erasure)
       } catch (error) {

@@ -6,6 +6,7 @@ import {
   jetstreamManager,
   type PubAck,
   StorageType,
+  type StreamInfo,
 } from '@nats-io/jetstream'
 import { createInbox, deferred, headers, type Msg, type NatsConnection } from '@nats-io/transport-node'
 import type { FeedConfig } from '../config.ts'
@@ -19,7 +20,8 @@ import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage, feedFilter } from './cloud
 export type Tail = { sequence: number; position: bigint }
 
 export type FeedStream = {
-  // Creates the stream when it is missing; refuses one whose subjects miss the feed's.
+  // Creates the stream when it is missing (unless told not to); refuses one whose subjects miss
+  // the feed's.
   ensure: () => Promise<void>
   readTail: () => Promise<Tail>
   publish: (messages: FeedMessage[], after: Tail) => Promise<Published>
@@ -40,30 +42,28 @@ export class StaleTail extends Error {
   override name = 'StaleTail'
 }
 
-type StreamSettings = Pick<FeedConfig, 'stream' | 'subjectPrefix'> & { replicas?: number }
+// `create: false`: a missing stream is an error, not made (an erasure works on the stream it finds).
+type StreamSettings = Pick<FeedConfig, 'stream' | 'subjectPrefix'> & { replicas?: number; create?: boolean }
 
 export async function feedStream(nc: NatsConnection, settings: StreamSettings): Promise<FeedStream> {
-  const { stream, subjectPrefix, replicas = 1 } = settings
+  const { stream, subjectPrefix, replicas = 1, create = true } = settings
   const jsm = await jetstreamManager(nc, { timeout: PUBLISH_TIMEOUT_MS })
   const filter = feedFilter(subjectPrefix)
   return {
-    ensure: () => ensureStream(jsm, stream, filter, replicas),
+    ensure: () => ensureStream(jsm, stream, filter, create ? replicas : undefined),
     readTail: () => readTail(jsm, stream, filter),
     publish: (messages, after) => publishInOrder(nc, messages, after),
   }
 }
 
+// `replicas` undefined: a missing stream is not made.
 async function ensureStream(
   jsm: JetStreamManager,
   stream: string,
   filter: string,
-  replicas: number,
+  replicas: number | undefined,
 ): Promise<void> {
-  const info = await jsm.streams.info(stream).catch((error: unknown) => {
-    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
-      return undefined
-    throw error
-  })
+  const info = await streamInfo(jsm, stream)
   if (info !== undefined) {
     const subjects = info.config.subjects ?? []
     if (subjects.some((pattern) => subjectCovers(pattern, filter))) return
@@ -72,6 +72,7 @@ async function ensureStream(
       `EVENTS_NATS_STREAM: the stream "${stream}" captures ${JSON.stringify(subjects)}, which does not cover "${filter}"`,
     )
   }
+  if (replicas === undefined) throw new Failure('BAD_SETTING', `the NATS stream "${stream}" does not exist`)
   // Every setting of a stream the service creates is here (CONTRACT §8, §10).
   await jsm.streams
     .add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
@@ -84,6 +85,15 @@ async function ensureStream(
       }
       throw refused
     })
+}
+
+// The stream's info; undefined when it does not exist.
+export async function streamInfo(jsm: JetStreamManager, stream: string): Promise<StreamInfo | undefined> {
+  return jsm.streams.info(stream).catch((error: unknown) => {
+    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
+      return undefined
+    throw error
+  })
 }
 
 // Whether the stream subject `pattern` captures every subject that `wanted` matches, token by

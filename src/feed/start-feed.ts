@@ -44,7 +44,7 @@ const LAG_READ_TIMEOUT_MS = 1000
 // The feed beside the server: it never holds up a request. When NATS answers at start a stream
 // that cannot carry the feed stops the start; otherwise that is checked once NATS answers.
 export async function startFeed({ config, storage, db, log, logger, registry }: FeedDeps): Promise<Feed> {
-  await recordFeed(db, config.stream)
+  await recordFeed(db, config)
   const options = { ...NATS_OPTIONS, servers: config.servers }
   const first = await connect(options).catch((error: unknown) => {
     logger.warn({ err: error, servers: config.servers }, 'the event feed cannot reach NATS yet')

@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.ts'
 import type { Executor } from '../store/database.ts'
 import { type Horizon, probeHorizon } from './horizon.ts'
+import { asReadNow } from './kept-events.ts'
 import { postgresNotices } from './notices.ts'
 import { type LoggedEvent, readSettledEvents } from './reading.ts'
 
@@ -16,6 +17,7 @@ export type LogFollowerDeps = {
   // How many of the latest events are kept for a consumer a little behind (the feed after a
   // publish round), so that it need not read the log again. One batch: at 1,024-code-point names
   // and tags an event is up to ~8 KB in memory, and 10,000 of them grew the process by ~90 MB.
+  // What is kept is handed out only as a read would give it then (log/kept-events.ts).
   recentEvents?: number
   // Read only while held (`hold`), and for this long after the last hold ends: with nobody to
   // hand events to, the log is not read at all. Undefined: read always.
@@ -87,6 +89,7 @@ export function startLogFollower({
   const advance = (events: LoggedEvent[], to: bigint) => {
     if (events.length > 0) {
       recent.push(...events)
+      forgetErased(events)
       if (recent.length > recentEvents) {
         const dropped = recent.splice(0, recent.length - recentEvents)
         recentFrom = dropped.at(-1)?.position ?? recentFrom
@@ -95,6 +98,13 @@ export function startLogFollower({
     }
     position = to
     for (const waiter of [...advancedWaiters]) waiter()
+  }
+
+  // An owner whose erasure has begun is not kept any longer than it takes to read the notice.
+  const forgetErased = (events: LoggedEvent[]) => {
+    const erased = new Set(events.filter((event) => event.type === 'OwnerErased').map(pseudonymOf))
+    if (erased.size > 0)
+      recent = recent.filter((event) => event.type !== 'PlantCreated' || !erased.has(pseudonymOf(event)))
   }
 
   const step = async (probe: boolean): Promise<number> => {
@@ -199,16 +209,23 @@ export function startLogFollower({
         subscribers.delete(onEvents)
       }
     },
-    // Up to `count` events after `after` and at or below position(), in position order: from
-    // the latest events kept, or else read from the log.
+    // Up to `count` events after `after` and at or below position(), in position order, as a
+    // read of the log now gives them (fewer than `count`: there are no more): from the latest
+    // events kept, their owners' keys read again, or else read from the log.
     eventsAfter: async (after: bigint, count: number): Promise<LoggedEvent[]> => {
       await ready
       const upTo = position
       if (upTo === undefined) return []
       if (after >= upTo) return []
       if (after >= recentFrom) {
-        const start = firstAbove(recent, after)
-        return recent.slice(start, start + count)
+        const kept = recent.slice(firstAbove(recent, after))
+        const found: LoggedEvent[] = []
+        for (let start = 0; found.length < count && start < kept.length; ) {
+          const slice = kept.slice(start, start + count - found.length)
+          start += slice.length
+          found.push(...(await asReadNow(db, slice)))
+        }
+        return found
       }
       return (await readSettledEvents(db, after, upTo, [], count)).events
     },
@@ -239,6 +256,8 @@ export function startLogFollower({
     },
   }
 }
+
+const pseudonymOf = (event: LoggedEvent) => event.metadata.pseudonym
 
 // The index of the first event above `position` (events in position order).
 function firstAbove(events: LoggedEvent[], position: bigint): number {

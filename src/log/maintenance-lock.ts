@@ -11,16 +11,22 @@ export function holdRebuildLock<Result>(db: Database, work: () => Promise<Result
   return whileHolding(db, 'shared', work)
 }
 
-export function holdErasureLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
-  return whileHolding(db, 'exclusive', work)
+// `onWait`: called first when a rebuild runs and the erasure waits for it.
+export function holdErasureLock<Result>(
+  db: Database,
+  work: () => Promise<Result>,
+  onWait?: () => void,
+): Promise<Result> {
+  return whileHolding(db, 'exclusive', work, onWait)
 }
 
 async function whileHolding<Result>(
   db: Database,
   mode: 'shared' | 'exclusive',
   work: () => Promise<Result>,
+  onWait?: () => void,
 ): Promise<Result> {
-  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, mode)
+  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, mode, onWait)
   try {
     return await work()
   } finally {

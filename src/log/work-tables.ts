@@ -31,33 +31,48 @@ export function claimWorkTable(db: Database, name: string): Promise<() => Promis
 
 // A session advisory lock named `name`, held until the returned function is called: postgres.js
 // lends a connection for it alone; PGlite has one session, which lives exactly as long as the
-// process.
+// process. `onWait` is called first when the lock is taken and must be waited for.
 export async function holdSessionLock(
   db: Database,
   name: string,
   mode: 'shared' | 'exclusive',
+  onWait?: () => void,
 ): Promise<() => Promise<void>> {
-  const [lock, unlock] =
-    mode === 'shared'
-      ? ['pg_advisory_lock_shared', 'pg_advisory_unlock_shared']
-      : ['pg_advisory_lock', 'pg_advisory_unlock']
+  const suffix = mode === 'shared' ? '_shared' : ''
+  const [tryLock, lock, unlock] = ['pg_try_advisory_lock', 'pg_advisory_lock', 'pg_advisory_unlock'].map(
+    (name) => `${name}${suffix}`,
+  ) as [string, string, string]
   const client = (db as unknown as { $client: Client }).$client
   if (client.reserve) {
     const session = await client.reserve()
+    const run = async (call: string) =>
+      rowsOf<{ taken: boolean | null }>(
+        await session.unsafe(`select ${call}($1, hashtext($2)) as taken`, [LOCK_SPACE, name]),
+      )[0]?.taken
     try {
-      await session.unsafe(`select ${lock}($1, hashtext($2))`, [LOCK_SPACE, name])
+      if (!(await run(tryLock))) {
+        onWait?.()
+        await run(lock)
+      }
     } catch (error) {
       session.release()
       throw error
     }
     return async () => {
-      await session.unsafe(`select ${unlock}($1, hashtext($2))`, [LOCK_SPACE, name]).catch(() => {})
+      await run(unlock).catch(() => {})
       session.release()
     }
   }
-  await db.execute(sql`select ${sql.raw(lock)}(${LOCK_SPACE}, hashtext(${name}))`)
+  const run = async (call: string) =>
+    rowsOf<{ taken: boolean | null }>(
+      await db.execute(sql`select ${sql.raw(call)}(${LOCK_SPACE}, hashtext(${name})) as taken`),
+    )[0]?.taken
+  if (!(await run(tryLock))) {
+    onWait?.()
+    await run(lock)
+  }
   return async () => {
-    await db.execute(sql`select ${sql.raw(unlock)}(${LOCK_SPACE}, hashtext(${name}))`)
+    await run(unlock)
   }
 }
 

@@ -1,12 +1,17 @@
 import { Type } from '@sinclair/typebox'
 import { sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
+import { events, plants } from '../log/schema.ts'
+import { liveKeys, pseudonymOf } from '../log/sealing.ts'
 import { replies, reply } from '../openapi/replies.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { within } from '../time-limit.ts'
 import type { Metrics, StoreState } from './metrics.ts'
 
 const READ_TIMEOUT_MS = 1000
+// The projection's lag is looked for among this many events at most below the head: a log whose
+// newest rows were all erased must not be read whole at every scrape.
+const LAG_WINDOW = 100_000
 
 const scraped = replies({
   200: reply(Type.String(), 'Prometheus text exposition', { contentType: 'text/plain' }),
@@ -38,10 +43,16 @@ async function scrape(db: Database, metrics: Metrics) {
 // postgres.js does not expose its pool, so connections are counted by the server: those with this
 // application's name on this database, less the one running this query.
 async function readStoreState(db: Database): Promise<StoreState> {
-  const positions = rowsOf<{ head: string | null; projected: string | null }>(
-    await db.execute(sql`select
-      (select max(position) from events)::text as head,
-      (select max(position) from plants)::text as projected`),
+  const positions = rowsOf<{ head: string | null; projected: string | null; lag: number }>(
+    await db.execute(sql`with positions as (select
+        (select max(position) from ${events}) as head,
+        (select max(position) from ${plants}) as projected)
+      select head::text as head, projected::text as projected, (
+        select count(*)::int from ${events} as e
+        where e.position > greatest(coalesce(projected, 0), head - ${LAG_WINDOW})
+          and e.type = 'PlantCreated'
+          and exists (select 1 from ${liveKeys} as k where k.pseudonym = ${pseudonymOf(sql`e`)})) as lag
+      from positions`),
   )[0]
   const activity = rowsOf<{ state: string | null; n: number }>(
     await db.execute(sql`select coalesce(state, 'unknown') as state, count(*)::int as n
@@ -55,6 +66,7 @@ async function readStoreState(db: Database): Promise<StoreState> {
   return {
     headPosition: Number(positions?.head ?? 0),
     projectedPosition: Number(positions?.projected ?? 0),
+    lagEvents: Number(positions?.lag ?? 0),
     connections: Object.fromEntries(activity.map((row) => [row.state ?? 'unknown', row.n])),
   }
 }

@@ -4,6 +4,9 @@ import type { RequestRecord } from './request-observation.ts'
 export type StoreState = {
   headPosition: number
   projectedPosition: number
+  // Events after the projection's newest row that make a row (a PlantCreated of an owner who can
+  // be read): an OwnerErased, or an erased owner's plant, makes none and is never behind.
+  lagEvents: number
   // PostgreSQL connections of this application, by state (`active`, `idle`, …).
   connections: Record<string, number>
 }
@@ -48,7 +51,7 @@ export function createMetrics(registry: Registry) {
   })
   const lag = new Gauge({
     name: 'plant_store_projection_lag_events',
-    help: 'Events head position minus projected position; above 0 only while the projection catches up',
+    help: "Events after the projection's newest row that make a row and lack it (of the newest 100,000); above 0 only while the projection catches up",
     registers,
   })
   const databaseUp = new Gauge({
@@ -80,7 +83,7 @@ export function createMetrics(registry: Registry) {
       if (!state) return
       head.set(state.headPosition)
       projected.set(state.projectedPosition)
-      lag.set(Math.max(0, state.headPosition - state.projectedPosition))
+      lag.set(state.lagEvents)
       connections.reset()
       for (const [name, count] of Object.entries(state.connections)) connections.set({ state: name }, count)
     },

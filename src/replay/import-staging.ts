@@ -95,7 +95,10 @@ export async function firstClashInFile(db: Executor, { table }: Staging, keepPos
 // Under the append lock: the first line whose owner or pseudonym the store already knows. A key
 // line's owner may have no key in the store, live or being erased (two keys for one sub would
 // collide in plants), nor its pseudonym be the store's or erased there; an erased line's pseudonym
-// may not be live there; an event whose pseudonym the file does not name must be erased there.
+// may not be live there; an event whose pseudonym the file does not name must be erased there. A
+// plaintext (version 1) event names its owner by the sub, which the store keeps nothing of once
+// erased (CONTRACT §12): it is told by the log instead, an erased owner's event at the same
+// position and recorded time being this one (an export of this store, or of one it was moved from).
 export async function firstOwnerClash(tx: Transaction, { table }: Staging): Promise<Clash | undefined> {
   return firstRow(
     tx,
@@ -112,6 +115,14 @@ export async function firstOwnerClash(tx: Transaction, { table }: Staging): Prom
                    select 1 from ${ownerKeys} k where k.pseudonym = s.pseudonym and not k.erasing)
               then 'pseudonym ' || s.pseudonym
                    || ' is erased in the file but readable in the target store: erase its owner there first'
+            when s.kind = 'event' and not s.sealed and exists (
+                   select 1 from ${events} e
+                   where e.position = s.position and e.recorded_at = (s.event->>'recordedAt')::timestamptz
+                     and (exists (select 1 from ${erasedOwners} x where x.pseudonym = e.metadata->>'pseudonym')
+                          or exists (select 1 from ${ownerKeys} k
+                                     where k.pseudonym = e.metadata->>'pseudonym' and k.erasing)))
+              then 'this plaintext event is the target store''s event at position ' || s.position
+                   || ' (recorded at the same time), whose owner the store has erased: its owner cannot come back'
             when s.kind = 'event' and not s.resolved
                  and not exists (select 1 from ${erasedOwners} e where e.pseudonym = s.pseudonym)
                  and not exists (select 1 from ${ownerKeys} k where k.pseudonym = s.pseudonym and k.erasing)

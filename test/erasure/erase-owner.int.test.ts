@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { holdRebuildLock } from '../../src/log/maintenance-lock.ts'
+import { claimWorkTable } from '../../src/log/work-tables.ts'
 import { type CreateResult, createPlant } from '../../src/plants/create-plant.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
@@ -211,12 +212,78 @@ for (const kind of STORAGE_KINDS) {
       }
       const rerun = await eraseOwner(storage.db, owner, { feed })
       // then
-      expect(rerun).toEqual({ plants: 0, completed: 1 })
+      expect(rerun).toEqual({ plants: 1, completed: 1 })
       expect(purged).toEqual([{ pseudonym: expect.any(String), owner }])
       expect(published).toHaveLength(1)
       expect(await count(storage.db, `owner_keys where owner = '${owner}'`)).toBe(0)
       expect(await findTraces(storage.db, [owner, 'Pending fern', 'pending-tag', 'p-1'])).toEqual([])
     })
+
+    test('the work tables of a rebuild and an import that died hold the owner in the clear: the erasure drops them', async () => {
+      // given: tables as runs killed half-way leave them, nobody holding them
+      await createAs(storage.db, 'dora', 1n, 'Dorafern-forget', 'dora-tag', 'dora-1')
+      await rowsOf(storage.db, 'create table plants_rebuild_deaddora (like plants including defaults)')
+      await rowsOf(storage.db, 'insert into plants_rebuild_deaddora select * from plants')
+      await rowsOf(
+        storage.db,
+        'create unlogged table import_staging_deaddora (line int, owner text, event jsonb)',
+      )
+      await rowsOf(
+        storage.db,
+        `insert into import_staging_deaddora values (1, 'dora', '{"data": {"name": "Dorafern-forget"}}')`,
+      )
+      expect(await findTraces(storage.db, ['Dorafern-forget'])).toHaveLength(3)
+      // when
+      const result = await eraseOwner(storage.db, 'dora')
+      // then
+      expect(result).toEqual({ plants: 1, completed: 1 })
+      expect(await findTraces(storage.db, ['dora', 'Dorafern-forget', 'dora-tag', 'dora-1'])).toEqual([])
+      expect(await count(storage.db, "pg_class where relname like '%deaddora'")).toBe(0)
+    })
+
+    test('every run refreshes the statistics last, one that finds nobody to erase too (a rerun after a crash before it)', async () => {
+      // given: statistics gathered while an owner's rows were there, the rows gone since (as a run
+      // that was killed after deleting the key and before its ANALYZE leaves them)
+      for (let id = 1n; id <= 3n; id++)
+        await createAs(storage.db, 'stale-stan', id, 'Stalefern', null, 'stale')
+      await rowsOf(storage.db, 'analyze plants, owner_keys')
+      await rowsOf(storage.db, "delete from plants where owner = 'stale-stan'")
+      await rowsOf(storage.db, "delete from owner_keys where owner = 'stale-stan'")
+      expect(await findTraces(storage.db, ['stale-stan'])).toContain('pg_stats: stale-stan')
+      // when
+      const result = await eraseOwner(storage.db, 'nobody-at-all')
+      // then
+      expect(result).toEqual({ plants: 0, completed: 0 })
+      expect(await findTraces(storage.db, ['stale-stan'])).not.toContain('pg_stats: stale-stan')
+    })
+
+    if (kind === 'postgres')
+      test('an erasure waits for an import running before it deletes the key, saying so; past --wait it stays pending', async () => {
+        // given: an import in progress, its staging table claimed
+        await createAs(storage.db, 'ivan', 1n, 'Ivan fern', null, 'ivan-1')
+        await createAs(storage.db, 'ivan', 2n, 'Ivan fig', null, 'ivan-2')
+        const release = await claimWorkTable(storage.db, 'import_staging_liveivan')
+        await rowsOf(storage.db, 'create unlogged table import_staging_liveivan (line int)')
+        // when: the erasure may wait half a second
+        const told: string[] = []
+        const short = eraseOwner(storage.db, 'ivan', { waitMs: 500, onWait: (what) => told.push(what) })
+        // then
+        await expect(short).rejects.toMatchObject({ code: 'ERASURE_PENDING' })
+        await expect(short).rejects.toThrow('an events import is running (its table import_staging_liveivan')
+        expect(told).toEqual([
+          'an events import is running (its table import_staging_liveivan may hold the owner): the erasure waits for it to end',
+        ])
+        expect(await count(storage.db, "owner_keys where owner = 'ivan' and erasing")).toBe(1)
+        expect(await listing(storage.db, 'ivan')).toEqual([])
+        // when the import ends while a rerun waits
+        const rerun = eraseOwner(storage.db, 'ivan', { waitMs: 10_000 })
+        await Bun.sleep(300)
+        await rowsOf(storage.db, 'drop table import_staging_liveivan')
+        await release()
+        // then the rerun completes it, with the plants the owner had
+        expect(await rerun).toEqual({ plants: 2, completed: 1 })
+        expect(await count(storage.db, "owner_keys where owner = 'ivan'")).toBe(0)
+      })
 
     if (kind === 'postgres')
       test('an erasure waits for a rebuild running: its table would bring the owner back at the swap', async () => {
@@ -232,9 +299,13 @@ for (const kind of STORAGE_KINDS) {
         await rebuildHoldsLock
         // when
         let erased = false
-        const erasure = eraseOwner(storage.db, 'waits').then(() => (erased = true))
+        const told: string[] = []
+        const erasure = eraseOwner(storage.db, 'waits', { onWait: (what) => told.push(what) }).then(
+          () => (erased = true),
+        )
         await Bun.sleep(300)
-        // then
+        // then: it says so, once
+        expect(told).toEqual(['a projection rebuild is running: the erasure waits for it to finish'])
         expect(erased).toBe(false)
         expect(await listing(storage.db, 'waits')).toEqual([{ name: 'Waiting fern' }])
         releaseRebuild()

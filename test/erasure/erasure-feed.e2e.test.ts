@@ -1,4 +1,5 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { jetstreamManager } from '@nats-io/jetstream'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import {
@@ -62,7 +63,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     (
       await sql<{ position: string }[]>`select position::text from events
         where type = 'OwnerErased' or metadata->>'pseudonym' in (select pseudonym from owner_keys where owner = ${ofOwner})
-        order by position`
+        order by events.position`
     ).map((row) => row.position)
   // What the stream must hold after Ann's erasure: Bob's events and the one notice, in log order.
   const expectAnnGoneFromStream = async () => {
@@ -135,6 +136,44 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     expect(status.stdout).toContain('up to date')
   })
 
+  test('a stream made after the erasure, while the leader that published before it runs on, holds nothing of the owner and no notice', async () => {
+    // given: a leader that has read both owners' plants as they came and published them, and Ann
+    // erased. More plants than a round of the relay publishes come first, so that a relay starting
+    // from the log's beginning reads the first round afresh and meets Ann's plants in what the
+    // process's follower has kept of its reads.
+    const server = await start()
+    const first = 600
+    let next = 1000
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < 1000 + first) {
+          const id = next++
+          expect((await postPlant(server.url, tokens.bob, { id, name: `Bob ${id}` })).status).toBe(200)
+        }
+      }),
+    )
+    await feed.waitFor(first)
+    await createAll(server.url)
+    await feed.waitFor(first + 5)
+    expect(await erase()).toMatchObject({ exitCode: 0, stdout: '3\n' })
+    await feed.waitFor(first + 3)
+    const notices = (
+      await sql<{ position: string }[]>`select position::text from events where type = 'OwnerErased'`
+    ).map((row) => row.position)
+    // when: the stream is deleted (the remedy for NATS's files) and a plant is created through the
+    // same leader, which makes the stream again and publishes the log from its start
+    await (await jetstreamManager(feed.nc)).streams.delete(feed.stream)
+    expect((await postPlant(server.url, tokens.bob, { id: 23, name: 'Bob ivy' })).status).toBe(200)
+    const bobs = (await positions('bob')).filter((position) => !notices.includes(position))
+    await feed.waitFor(bobs.length)
+    await Bun.sleep(500)
+    // then
+    const messages = await feed.read()
+    const others = messages.filter((message) => bodyOf(message).owner !== 'bob')
+    expect(others.map((message) => message.body)).toEqual([])
+    expect(positionsOf(messages)).toEqual(bobs)
+  })
+
   test('NATS unreachable: exit 1, the owner hidden and the erasure pending; a rerun completes it', async () => {
     // given: the service and the command reach NATS through a proxy, which is cut
     const proxy = startTcpProxy(natsAddress())
@@ -157,7 +196,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     // and once NATS is back, a rerun completes it
     proxy.restore()
     const rerun = await erase(viaProxy)
-    expect(rerun).toMatchObject({ exitCode: 0, stdout: '0\n' })
+    expect(rerun).toMatchObject({ exitCode: 0, stdout: '3\n' })
     expect(await keyOf('ann')).toEqual([])
     await expectAnnGoneFromStream()
   })
@@ -178,6 +217,63 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     expect(await keyOf('ann')).toEqual([{ erasing: false }])
     expect(await listing(server.url, tokens.ann)).toHaveLength(3)
     expect(await sql`select 1 from events where type = 'OwnerErased'`).toHaveLength(0)
+  })
+
+  test("feed settings other than the store's: refused naming both, nothing changed, no stream made", async () => {
+    // given: a store whose log goes to the test's stream
+    const server = await start()
+    await createAll(server.url)
+    await feed.waitFor(5)
+    const jsm = await jetstreamManager(feed.nc)
+    const wrong = { EVENTS_NATS_STREAM: `${feed.stream}_WRONG`, EVENTS_NATS_SUBJECT_PREFIX: 'wrong' }
+    // when: another stream and prefix, then the right stream with another prefix
+    const both = await erase(wrong)
+    const prefixAlone = await erase({ EVENTS_NATS_SUBJECT_PREFIX: 'wrong' })
+    // then
+    for (const refused of [both, prefixAlone]) {
+      expect(refused.exitCode).not.toBe(0)
+      expect(refused.stdout).toBe('')
+      expect(refused.stderr).toContain(`the NATS stream "${feed.stream}" on "${feed.prefix}.events.>"`)
+      expect(refused.stderr).toContain('nothing was changed')
+      expect(refused.stderr).not.toContain('could not be reached')
+    }
+    expect(both.stderr).toContain(`not the NATS stream "${feed.stream}_WRONG" on "wrong.events.>"`)
+    expect(prefixAlone.stderr).toContain(`not the NATS stream "${feed.stream}" on "wrong.events.>"`)
+    expect(await keyOf('ann')).toEqual([{ erasing: false }])
+    expect(await listing(server.url, tokens.ann)).toHaveLength(3)
+    expect(await sql`select 1 from events where type = 'OwnerErased'`).toHaveLength(0)
+    expect(await jsm.streams.info(`${feed.stream}_WRONG`).catch(() => 'missing')).toBe('missing')
+    expect((await feed.read()).map((message) => bodyOf(message).owner).sort()).toEqual([
+      'ann',
+      'ann',
+      'ann',
+      'bob',
+      'bob',
+    ])
+    // and with the store's settings it goes through
+    expect(await erase()).toMatchObject({ exitCode: 0, stdout: '3\n' })
+    await expectAnnGoneFromStream()
+  })
+
+  test('a store that never had a feed gets no NATS work from an erasure, whatever EVENTS_NATS_URL says', async () => {
+    // given: a store served without a feed
+    const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
+    servers.push(server)
+    await createAll(server.url)
+    // when: erased with the feed's settings, and with a NATS that cannot be reached
+    const erased = await erase()
+    const unreachable = await runCli(['owners', 'erase', 'bob', '--wait', '2s'], {
+      ...env(),
+      EVENTS_NATS_URL: 'nats://127.0.0.1:1',
+    })
+    // then: both complete, and no stream was made
+    expect(erased).toMatchObject({ exitCode: 0, stdout: '3\n' })
+    expect(unreachable).toMatchObject({ exitCode: 0, stdout: '2\n' })
+    expect(erased.stderr).toContain('never published its log to NATS')
+    expect(await keyOf('ann')).toEqual([])
+    expect(await keyOf('bob')).toEqual([])
+    const jsm = await jetstreamManager(feed.nc)
+    expect(await jsm.streams.info(feed.stream).catch(() => 'missing')).toBe('missing')
   })
 
   test('a stream that refuses purges: exit 1 naming it, the erasure pending', async () => {

@@ -1,10 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { jetstreamManager } from '@nats-io/jetstream'
 import { headers } from '@nats-io/transport-node'
 import { sql } from 'drizzle-orm'
 import type { Config, FeedConfig } from '../../src/config.ts'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { legacyPlantSubject } from '../../src/feed/cloud-event.ts'
 import { erasureFeed } from '../../src/feed/erasure-feed.ts'
+import { recordedFeed, recordFeed } from '../../src/feed/feed-fact.ts'
 import { advisoryLockLeadership, soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
 import { isPublishable } from '../../src/feed/publishable.ts'
@@ -173,7 +175,7 @@ for (const kind of STORAGE_KINDS) {
       expect(await keyOf('ann')).toEqual([{ erasing: true }])
       expect((await feed.read()).map((message) => bodyOf(message).owner)).toContain('ann')
       // and a rerun completes it
-      expect(await eraseOwner(storage.db, 'ann', { feed: erasure() })).toEqual({ plants: 0, completed: 1 })
+      expect(await eraseOwner(storage.db, 'ann', { feed: erasure() })).toEqual({ plants: 3, completed: 1 })
       expect(await keyOf('ann')).toEqual([])
       const owners = (await feed.read()).map((message) => [bodyOf(message).type, bodyOf(message).owner])
       expect(owners).toEqual([
@@ -239,6 +241,94 @@ for (const kind of STORAGE_KINDS) {
       const tail = BigInt(bobs.at(-1) as string)
       expect(await countEventsAfter(storage.db, tail)).toBeGreaterThan(0)
       expect(await countEventsAfter(storage.db, tail, isPublishable)).toBe(0)
+    })
+
+    test('a stream whose subjects miss the prefix: pending, naming EVENTS_NATS_SUBJECT_PREFIX, not NATS as unreachable', async () => {
+      // given
+      await given()
+      const publishing = relay()
+      await feed.waitFor(5)
+      await publishing.stop()
+      // when
+      const failed = eraseOwner(storage.db, 'ann', { feed: erasure({ subjectPrefix: 'wrong' }) })
+      // then
+      await expect(failed).rejects.toMatchObject({ code: 'ERASURE_PENDING' })
+      await expect(failed).rejects.toThrow(
+        `EVENTS_NATS_SUBJECT_PREFIX: the NATS stream "${feed.stream}" (EVENTS_NATS_STREAM) captures ["${feed.prefix}.events.>"], which does not cover "wrong.events.>"`,
+      )
+      expect((await feed.read()).map((message) => bodyOf(message).type)).not.toContain('OwnerErased')
+    })
+
+    test('a stream that does not exist holds nothing of the owner: the erasure completes and makes none', async () => {
+      // given
+      await given()
+      // when
+      const result = await eraseOwner(storage.db, 'ann', { feed: erasure() })
+      // then
+      expect(result).toEqual({ plants: 3, completed: 1 })
+      expect(await keyOf('ann')).toEqual([])
+      const jsm = await jetstreamManager(feed.nc)
+      expect(await jsm.streams.info(feed.stream).catch(() => 'missing')).toBe('missing')
+    })
+
+    test('a stream that refuses deletes: the command fails naming it, the erasure pending', async () => {
+      // given
+      await feed.create({ deny_delete: true })
+      await given()
+      const publishing = relay()
+      await feed.waitFor(5)
+      await publishing.stop()
+      // when
+      const failed = eraseOwner(storage.db, 'ann', { feed: erasure() })
+      // then
+      await expect(failed).rejects.toThrow(
+        `the NATS stream "${feed.stream}" (EVENTS_NATS_STREAM) refuses deletes (deny_delete)`,
+      )
+      expect(await keyOf('ann')).toEqual([{ erasing: true }])
+    })
+
+    test('the recorded feed: stream and subject prefix; a record of an earlier version names the stream alone', async () => {
+      expect(await recordedFeed(storage.db)).toBeUndefined()
+      await storage.db.execute(sql`insert into store_facts (name, value) values ('feed', 'OLD_STREAM')`)
+      expect(await recordedFeed(storage.db)).toEqual({ stream: 'OLD_STREAM' })
+      await recordFeed(storage.db, config)
+      expect(await recordedFeed(storage.db)).toEqual({ stream: feed.stream, subjectPrefix: feed.prefix })
+    })
+
+    test("the follower's kept events are handed out as a read now gives them: nothing of an owner erased since", async () => {
+      // given: a follower that has read both owners' plants as they came, and keeps them
+      const log = startLogFollower({ db: storage.db, logger, pollMs: 50 })
+      stops.push(log.stop)
+      log.hold()
+      await log.ready()
+      await given()
+      const head = BigInt((await logPositions()).at(-1) as string)
+      while ((log.position() ?? 0n) < head) await log.advanced(1000)
+      expect((await log.eventsAfter(0n, 100)).map((event) => event.metadata.owner)).toEqual([
+        'ann',
+        'bob',
+        'ann',
+        'bob',
+        'ann',
+      ])
+      // when
+      await eraseOwner(storage.db, 'ann')
+      // then: Ann's plants are left out, her completed notice names no one, and a batch still
+      // holds as many events as asked for when there are that many
+      const bobs = (await logPositions(
+        sql`metadata->>'pseudonym' in (select pseudonym from owner_keys where owner = 'bob')`,
+      )) as [string, string]
+      const [notice] = (await logPositions(sql`type = 'OwnerErased'`)) as [string]
+      while ((log.position() ?? 0n) < BigInt(notice)) await log.advanced(1000)
+      const read = await log.eventsAfter(0n, 100)
+      expect(read.map((event) => [String(event.position), event.type, event.metadata.owner])).toEqual<
+        (string | null)[][]
+      >([
+        [bobs[0], 'PlantCreated', 'bob'],
+        [bobs[1], 'PlantCreated', 'bob'],
+        [notice, 'OwnerErased', null],
+      ])
+      expect((await log.eventsAfter(0n, 2)).map((event) => String(event.position))).toEqual(bobs)
     })
 
     if (kind === 'postgres') {

@@ -248,6 +248,14 @@ describe("a previous version's export (plaintext)", () => {
           `line 1: owner "${OLD.owner}" already has plant 2 in the store (one plant per owner and id)`,
         )
         expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+        // and once the owner is erased, the same file appended is refused: the store tells the
+        // erased owner's events by their positions and times, having nothing of the sub
+        await eraseOwner(storage.db, 'bert.old')
+        const counted = await storeCounts(storage.db)
+        expect(await refusalOf(storage.db, oldExport, true)).toBe(
+          "line 2: this plaintext event is the target store's event at position 2 (recorded at the same time), whose owner the store has erased: its owner cannot come back",
+        )
+        expect(await storeCounts(storage.db)).toEqual(counted)
       } finally {
         await storage.close()
       }

@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { createLogger } from '../../src/logger.ts'
 import type { Database } from '../../src/store/database.ts'
 import { type DatabaseHandle, openEmbedded } from '../../src/store/database.ts'
 import { migrateEmbeddedDatabase } from '../../src/store/migrate.ts'
+import { appendAround } from '../replay/storage.ts'
 
 const SECRET = new TextEncoder().encode('observability-secret-at-least-32-bytes')
 type LogLine = Record<string, unknown>
@@ -83,6 +85,20 @@ describe('GET /metrics', () => {
     expect(sample(text, 'plant_store_events_appended_total')).toBe(2) // by this app
     expect(sample(text, 'plant_store_projection_lag_events')).toBe(0)
     expect(sample(text, 'plant_store_database_up')).toBe(1)
+  })
+
+  test('given an event appended around the projection, then the lag counts it; once its owner is erased, it makes no row and counts no more', async () => {
+    const { send } = appWithLogs(handle.db, 'silent')
+    await appendAround(handle.db, 'lagging-lu', { data: { id: '1', name: 'Lagging ivy', tag: null } })
+    expect(sample(await (await send('/metrics')).text, 'plant_store_projection_lag_events')).toBe(1)
+
+    await eraseOwner(handle.db, 'lagging-lu')
+
+    const text = await (await send('/metrics')).text
+    expect(sample(text, 'plant_store_projection_lag_events')).toBe(0)
+    expect(sample(text, 'plant_store_events_head_position')).toBeGreaterThan(
+      sample(text, 'plant_store_projection_position') ?? 0,
+    )
   })
 
   test('given two apps, then each has its own registry', async () => {

@@ -19,6 +19,8 @@ export type NatsCluster = {
   nodes: NatsNode[]
   // Every node's client URL, comma-separated (EVENTS_NATS_URL).
   urls: string
+  // The folder that holds each node's store folder (named after the node).
+  storeDir: string
   // The node that leads a stream now.
   leaderOf: (stream: string) => Promise<NatsNode>
   stop: () => void
@@ -100,6 +102,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   return {
     nodes,
     urls,
+    storeDir: dir,
     leaderOf: async (stream) => {
       const deadline = Date.now() + 30_000
       let last: unknown
@@ -123,6 +126,33 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     },
     stop,
   }
+}
+
+export type NatsServer = { url: string; storeDir: string; stop: () => void }
+
+// One nats-server with JetStream, not clustered, storing in a temporary folder of its own.
+export async function startNatsServer(): Promise<NatsServer> {
+  const storeDir = mkdtempSync(join(tmpdir(), 'plant-store-nats-'))
+  const port = freePort()
+  const child = Bun.spawn([NATS_SERVER, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+    stdout: 'ignore',
+    stderr: 'ignore',
+  })
+  const stop = stopOnExit(
+    () => {
+      child.kill('SIGKILL')
+      rmSync(storeDir, { recursive: true, force: true })
+    },
+    `kill -9 ${child.pid} 2>/dev/null; rm -rf ${shellQuote(storeDir)}`,
+  )
+  const url = `nats://127.0.0.1:${port}`
+  try {
+    await clusterReady(url)
+  } catch (error) {
+    stop()
+    throw new Error(`could not start ${NATS_SERVER}: ${String(error)}`)
+  }
+  return { url, storeDir, stop }
 }
 
 // JetStream answers on the cluster once its nodes have elected a meta leader.
