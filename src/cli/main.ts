@@ -21,7 +21,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'db migrate': {
     usage: 'db migrate',
-    purpose: 'apply the migrations to the configured database',
+    purpose: 'apply the migrations (and move a DATA_DIR of the PGlite engine into PostgreSQL)',
     run: migrateCommand,
   },
   'projection rebuild': {

@@ -27,7 +27,7 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
   if (!isOwner(owner)) throw new Failure('BAD_USAGE', `<subject>: ${OWNER_RULE}\nusage: ${ERASE_USAGE}`)
   const waitSeconds = parseDuration(values.wait)
   if (waitSeconds === undefined) throw badValue('wait', values.wait, 'a duration', ERASE_USAGE)
-  return withStorage(config, async (db) => {
+  return withStorage(config, async (db, storage) => {
     const published = await recordedFeed(db)
     if (published !== undefined && !config.feed) {
       throw new Failure(
@@ -39,7 +39,8 @@ export async function eraseCommand(args: string[], config: Config): Promise<numb
     const feed = config.feed
       ? erasureFeed({
           config: config.feed,
-          storage: config.storage,
+          // The embedded server too is reached through its URL.
+          storage: { kind: 'postgres', ...storage.settings },
           db,
           logger: silentLogger(),
           waitMs: waitSeconds * 1000,

@@ -3,6 +3,7 @@ import type { Config } from '../config.ts'
 import { openStorage } from '../log/open-store.ts'
 import { describeUpgrade } from '../log/upgrade.ts'
 import { listWorkTables } from '../log/work-tables.ts'
+import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
 import { progressReporter } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../replay/rebuild-projection.ts'
@@ -12,7 +13,7 @@ import {
   type ProjectionDiff,
   verifyProjection,
 } from '../replay/verify-projection.ts'
-import type { Database } from '../store/database.ts'
+import type { Database, DatabaseHandle } from '../store/database.ts'
 import { parseArguments } from './arguments.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
 
@@ -97,12 +98,19 @@ export async function statusCommand(args: string[], config: Config): Promise<num
   })
 }
 
-export async function withStorage(config: Config, run: (db: Database) => Promise<number>): Promise<number> {
+// On an embedded DATA_DIR that a service holds, the command works beside it, on its server.
+export async function withStorage(
+  config: Config,
+  run: (db: Database, storage: DatabaseHandle) => Promise<number>,
+): Promise<number> {
   const storage = await openStorage(config.storage, {
     onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
+    beside: true,
   })
   try {
-    return await run(storage.db)
+    const moved = storage.dataDir ? await moveFromPglite(storage.db, storage.dataDir) : undefined
+    if (moved) process.stderr.write(`${describeMove(moved)}\n`)
+    return await run(storage.db, storage)
   } finally {
     await storage.close()
   }

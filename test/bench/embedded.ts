@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { makeDataDirSync } from '../support/data-dir.ts'
 import { processCpuMs } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { type Bench, startEmbeddedService } from './services.ts'
@@ -16,7 +16,7 @@ export async function measureEmbedded(
   bench: Bench,
   options: { rounds: number; seconds: number; connections: number },
 ) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'plant-bench-embedded-'))
+  const dataDir = makeDataDirSync('plant-bench-embedded-')
   try {
     await importReaders(bench, dataDir)
     const fixtures = {

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readFile, rm } from 'node:fs/promises'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 
 // The README's browser client, taken from the README itself so that the two cannot differ.
@@ -19,7 +18,7 @@ let server: ServerProcess
 let browser: Browser
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-changes-browser-'))
+  dataDir = await makeDataDir('plant-store-changes-browser-')
   server = await startServer({ DATA_DIR: dataDir })
   browser = await launchChromium()
 }, 120_000)

@@ -7,6 +7,8 @@ export type ServerProcess = {
   process: Subprocess<'ignore', 'pipe', 'pipe'>
   // The latest lines the server wrote to stdout since it listened (its request log).
   logLines: () => string[]
+  // What it wrote to stdout before it listened (a start's own log lines).
+  startLines: string[]
   // Sends the signal and resolves with the exit code.
   stop: (signal?: NodeJS.Signals) => Promise<number>
 }
@@ -36,11 +38,12 @@ export async function startServer(
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const { port, logLines } = await listeningPort(child)
+  const { port, logLines, startLines } = await listeningPort(child)
   return {
     url: `http://127.0.0.1:${port}`,
     process: child,
     logLines,
+    startLines,
     stop: async (signal = 'SIGTERM') => {
       child.kill(signal)
       return child.exited
@@ -53,7 +56,7 @@ const KEPT_LOG_CHARS = 1_000_000
 
 async function listeningPort(
   child: Subprocess<'ignore', 'pipe', 'pipe'>,
-): Promise<{ port: number; logLines: () => string[] }> {
+): Promise<{ port: number; logLines: () => string[]; startLines: string[] }> {
   const reader = child.stdout.getReader()
   const decoder = new TextDecoder()
   let buffered = ''
@@ -73,7 +76,11 @@ async function listeningPort(
         })
         void child.stdout.pipeTo(keep).catch(() => {})
         const logLines = () => kept.split('\n').filter((line) => line !== '')
-        return { port: (JSON.parse(line) as { port: number }).port, logLines }
+        const startLines = buffered
+          .slice(0, buffered.indexOf(line))
+          .split('\n')
+          .filter((text) => text !== '')
+        return { port: (JSON.parse(line) as { port: number }).port, logLines, startLines }
       }
     }
   }
