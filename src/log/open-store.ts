@@ -2,7 +2,7 @@ import type { Config } from '../config.ts'
 import { type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
-import { migratePostgresDatabase } from '../store/migrate.ts'
+import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
 import { type UpgradeOptions, upgradeLog } from './upgrade.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
@@ -30,7 +30,7 @@ export async function openStorage(
     return openPostgres(storage)
   }
   if (storage.kind === 'memory') {
-    const server = await throwawayServer(prepare)
+    const server = await throwawayServer({ prepare, inputs: migrationsFolder })
     const database = await server.createDatabase()
     const handle = openPostgres({ url: database.url, ...THROWAWAY_POOL })
     return {

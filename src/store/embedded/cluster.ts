@@ -12,7 +12,12 @@ export const SUPERUSER = 'postgres'
 // locale: the service orders by positions and compares text byte for byte.
 export async function ensureCluster(
   folder: string,
-  { binaries, user, durable }: { binaries: Binaries; user: OsUser | undefined; durable: boolean },
+  {
+    binaries,
+    user,
+    durable,
+    walSegmentMb,
+  }: { binaries: Binaries; user: OsUser | undefined; durable: boolean; walSegmentMb?: number },
 ): Promise<void> {
   if (await exists(join(folder, 'PG_VERSION'))) return
   const making = `${folder}.initdb`
@@ -22,6 +27,7 @@ export async function ensureCluster(
   const args = ['-D', making, '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C']
   // A throwaway store is gone with its process: nothing of it needs to reach the disk.
   if (!durable) args.push('--no-sync')
+  if (walSegmentMb !== undefined) args.push(`--wal-segsize=${walSegmentMb}`)
   const { code, stderr } = await runAs(user, binaries.initdb, [...args, '--no-instructions'])
   if (code !== 0) {
     await rm(making, { recursive: true, force: true })

@@ -46,6 +46,8 @@ const THROWAWAY = {
   full_page_writes: 'off',
   wal_level: 'minimal',
   shared_buffers: '16MB',
+  // Few WAL segments kept (of 1 MB, cluster-cache.ts): less to copy into each test process.
+  min_wal_size: '2MB',
 }
 
 export function serverSettings({ socketDirectory, durable }: ServerSettingsOptions): string[] {
