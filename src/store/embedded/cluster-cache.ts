@@ -72,7 +72,7 @@ async function makeCachedCluster(cached: string, { binaries, user, prepare }: Cl
 async function isOwnFolder(folder: string, user: OsUser | undefined): Promise<boolean> {
   const found = await lstat(folder).catch(() => undefined)
   const uid = user?.uid ?? process.getuid?.()
-  return found !== undefined && found.isDirectory() && found.uid === uid && (found.mode & 0o077) === 0
+  return found?.isDirectory() === true && found.uid === uid && (found.mode & 0o077) === 0
 }
 
 async function recipeKey({ binaries, user, inputs }: ClusterRecipe): Promise<string> {
