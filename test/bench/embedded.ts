@@ -10,7 +10,7 @@ import { writeFixture } from './tokens.ts'
 const READERS = 200
 const PLANTS_PER_READER = 50
 
-// POST and GET on the embedded default (PGlite inside the server process), what a newcomer meets
+// POST and GET on the embedded default (its own PostgreSQL server), what a newcomer meets
 // first. The readers' plants are brought in with the CLI's `events import` before the start.
 export async function measureEmbedded(
   bench: Bench,
