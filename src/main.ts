@@ -33,6 +33,13 @@ async function main(): Promise<void> {
   const storage = await openStorage(config.storage, {
     onProgress: (progress) => logger.info(progress, describeUpgrade(progress)),
   })
+  // Without its PostgreSQL the embedded service cannot heal by itself: it stops, for its supervisor
+  // to start it again (a start deals with whatever the server left).
+  void storage.lost?.then((message) => {
+    if (message === undefined) return
+    logger.fatal(message)
+    process.exit(1)
+  })
   const moved = storage.dataDir ? await moveFromPglite(storage.db, storage.dataDir) : undefined
   if (moved) logger.info(moved, describeMove(moved))
   // The embedded server is reached like any PostgreSQL, through its URL.

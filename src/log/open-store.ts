@@ -56,6 +56,7 @@ export async function openStorage(
     kind: 'embedded',
     processIds: server.processIds,
     dataDir: server.own ? storage.dataDir : undefined,
+    lost: server.lost,
     close: async () => {
       await handle.close()
       await server.close()

@@ -42,6 +42,8 @@ export type DatabaseHandle = {
   processIds?: () => Promise<number[]>
   // The DATA_DIR this process holds, having started its server (not a command beside a service).
   dataDir?: string
+  // Resolves with what happened if that server ends while the handle is open.
+  lost?: Promise<string | undefined>
   close: () => Promise<void>
 }
 

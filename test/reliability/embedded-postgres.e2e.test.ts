@@ -114,6 +114,23 @@ describe('what a dead service leaves behind', () => {
     expect(await server.stop('SIGTERM')).toBe(0)
   }, 60_000)
 
+  test('a service whose postmaster is SIGKILLed stops in one line, and the next start serves everything', async () => {
+    // given a service that acknowledged a plant
+    const folder = await dataDir()
+    let server = await started({ DATA_DIR: folder, LOG_FORMAT: 'json' })
+    const token = await tokenFor(folder, 'survivor')
+    expect((await postPlant(server.url, token, { id: 1, name: 'Survivor' })).status).toBe(200)
+    // when its postmaster is killed
+    process.kill(await postmasterPid(folder), 'SIGKILL')
+    // then the service stops with exit code 1, saying so
+    expect(await server.process.exited).toBe(1)
+    expect(server.logLines().join('\n')).toContain('the embedded PostgreSQL server stopped')
+    // and a start right away (the dead postmaster's children may still hold its memory) serves
+    server = await started({ DATA_DIR: folder })
+    expect(await listEveryPlant(server.url, token)).toEqual([{ name: 'Survivor' }])
+    expect(await server.stop('SIGTERM')).toBe(0)
+  }, 60_000)
+
   test('pid files naming a live, unrelated process of the same user never block a start, and it is never signalled', async () => {
     // given a store that was served and stopped
     const folder = await dataDir()

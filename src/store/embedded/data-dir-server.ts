@@ -11,7 +11,7 @@ import { serverProcessIds } from './process-ids.ts'
 import { checkReach, postgresUser } from './run-as.ts'
 import { serverSettings } from './settings.ts'
 import { isTemporary, makeSocketDirectory } from './socket-directory.ts'
-import { startPostmaster } from './supervisor.ts'
+import { type Postmaster, type PostmasterOptions, startPostmaster } from './supervisor.ts'
 
 // DATA_DIR's layout: the generated token secret (auth/local-secret.ts) and the lock stay at its
 // top; PostgreSQL's data folder, its socket folder and its log sit beside them.
@@ -26,6 +26,8 @@ export type EmbeddedServer = {
   processIds: () => Promise<number[]>
   // Whether this process started the server (and holds DATA_DIR), or works beside a service.
   own: boolean
+  // Resolves with what happened if the server this process started ends before close().
+  lost?: Promise<string | undefined>
   close: () => Promise<void>
 }
 
@@ -69,7 +71,7 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
     await ensureCluster(folder, { binaries, user, durable: true })
     const preferred = join(root, SOCKET_FOLDER)
     const socketDirectory = await makeSocketDirectory(preferred, user)
-    const server = await startPostmaster({
+    const server = await startPostmasterOnceFree({
       binaries,
       folder,
       user,
@@ -77,11 +79,18 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
       logFile: join(root, LOG_FILE),
       removeAfter: isTemporary(socketDirectory, preferred) ? socketDirectory : undefined,
     })
+    let closing = false
     return {
       url: socketUrl(socketDirectory, SUPERUSER, DATABASE),
       processIds: () => serverProcessIds(server.pid),
       own: true,
+      lost: server.exited.then((code) =>
+        closing
+          ? undefined
+          : `the embedded PostgreSQL server stopped (exit ${code}); its log: ${join(root, LOG_FILE)}`,
+      ),
       close: async () => {
+        closing = true
         await server.stop()
         await unlock()
       },
@@ -89,5 +98,25 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
   } catch (error) {
     await unlock()
     throw error
+  }
+}
+
+// The children of a postmaster that died (SIGKILL, say) notice its death and exit within moments;
+// until they have, they hold its shared memory and PostgreSQL refuses to start. Such a start is
+// tried again for a while.
+const SHARED_MEMORY_WAIT_MS = 10_000
+
+async function startPostmasterOnceFree(options: PostmasterOptions): Promise<Postmaster> {
+  for (const deadline = Date.now() + SHARED_MEMORY_WAIT_MS; ; await sleep(200)) {
+    try {
+      return await startPostmaster(options)
+    } catch (error) {
+      if (
+        !(error instanceof Error && error.message.includes('shared memory block')) ||
+        Date.now() > deadline
+      ) {
+        throw error
+      }
+    }
   }
 }
