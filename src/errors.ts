@@ -19,6 +19,11 @@ const FAILURES = {
   BAD_USAGE: { exit: 2 },
   // What stops a start or a command with nothing changed: exit 1, one line.
   DATA_DIR_IN_USE: { exit: 1 },
+  // The embedded PostgreSQL cannot run here (no binaries for the platform, root without a user to
+  // run it as, a folder it cannot reach, a start it refused), or a store of the previous engine
+  // could not be moved into it.
+  EMBEDDED_UNAVAILABLE: { exit: 1 },
+  STORE_NOT_MOVED: { exit: 1 },
   DATABASE_UNREACHABLE: { status: 503, exit: 1 },
   IMPORT_REFUSED: { exit: 1 },
   LOG_BUSY: { exit: 1 },

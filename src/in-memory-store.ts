@@ -5,11 +5,8 @@ import { createTokenVerifier } from './auth/token-verifier.ts'
 import { startChanges } from './changes/start-changes.ts'
 import { openStorage } from './log/open-store.ts'
 import { type Logger, silentLogger } from './logger.ts'
-import { type MemoryTemplate, openFromTemplate } from './store/memory-template.ts'
 
 export type InMemoryStoreOptions = {
-  // Made once with createMemoryTemplate(), it makes each store start in milliseconds, not seconds.
-  template?: MemoryTemplate
   // The HS256 secret tokens are checked with (at least 32 bytes); a random one when left out.
   secret?: Uint8Array
   logger?: Logger
@@ -24,15 +21,15 @@ export type InMemoryStore = {
   close: () => Promise<void>
 }
 
-// The service on an embedded database that lives in memory, with every migration applied: for test
-// suites. Each call is a store of its own, empty, with no files and no lock.
+// The service on a throwaway store, with every migration applied: for test suites. Each call is a
+// store of its own, empty: a database copied from a migrated template on one PostgreSQL server per
+// process, in a temporary folder, dropped when closed; the server goes when the process ends.
 export async function createInMemoryStore({
-  template,
   secret = crypto.getRandomValues(new Uint8Array(32)),
   logger = silentLogger(),
   now = () => new Date(),
 }: InMemoryStoreOptions = {}): Promise<InMemoryStore> {
-  const storage = template ? await openFromTemplate(template) : await openStorage({ kind: 'memory' })
+  const storage = await openStorage({ kind: 'memory' })
   const registry = new Registry()
   const changes = await startChanges({ db: storage.db, logger, registry })
   const verifyToken = createTokenVerifier({ secret })

@@ -14,14 +14,14 @@ import { describeUpgrade } from './log/upgrade.ts'
 import { createLogger } from './logger.ts'
 import { watchLogReadersHeld } from './observability/log-readers-held.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
+import { describeMove, moveFromPglite } from './replay/pglite-move.ts'
 import { serve } from './serve.ts'
 import { within } from './time-limit.ts'
 import { findUnknownSettings } from './unknown-settings.ts'
 
-// Group commit: on PostgreSQL a second batch goes in while one is in the database (measured: more
-// creates/s than one at a time at 64 connections, as many as one per pooled connection, with
-// larger batches); the embedded database runs one statement at a time on this thread anyway.
-const BATCHES_IN_FLIGHT = { postgres: 2, embedded: 1 } as const
+// Group commit: a second batch goes in while one is in the database (measured: more creates/s than
+// one at a time at 64 connections, as many as one per pooled connection, with larger batches).
+const BATCHES_IN_FLIGHT = 2
 // The log is read only while the feed publishes or a change stream is open, and this long after
 // the last one ends (a client reconnecting finds the follower still reading): a service nobody
 // follows does not read back what it writes (measured: two statements per create at 1 connection).
@@ -41,6 +41,17 @@ async function main(): Promise<void> {
   const storage = await openStorage(config.storage, {
     onProgress: (progress) => logger.info(progress, describeUpgrade(progress)),
   })
+  // Without its PostgreSQL the embedded service cannot heal by itself: it stops, for its supervisor
+  // to start it again (a start deals with whatever the server left).
+  void storage.lost?.then((message) => {
+    if (message === undefined) return
+    logger.fatal(message)
+    process.exit(1)
+  })
+  const moved = storage.dataDir ? await moveFromPglite(storage.db, storage.dataDir) : undefined
+  if (moved) logger.info(moved, describeMove(moved))
+  // The embedded server is reached like any PostgreSQL, through its URL.
+  const database = { kind: 'postgres' as const, ...storage.settings }
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
   // The one reader of the log in this process: the feed and the change streams both take from it.
@@ -48,10 +59,10 @@ async function main(): Promise<void> {
     db: storage.db,
     logger,
     idleAfterMs: FOLLOWER_IDLE_MS,
-    noticesUrl: config.storage.kind === 'postgres' ? config.storage.url : undefined,
+    noticesUrl: database.url,
   })
   const feed = config.feed
-    ? await startFeed({ config: config.feed, storage: config.storage, db: storage.db, log, logger, registry })
+    ? await startFeed({ config: config.feed, storage: database, db: storage.db, log, logger, registry })
     : undefined
   const replicaReads =
     config.readReplicas && config.storage.kind === 'postgres'
@@ -71,8 +82,7 @@ async function main(): Promise<void> {
     registry,
     streamsPerOwner: config.changeStreamsPerOwner,
   })
-  const readersHeld =
-    storage.kind === 'postgres' ? watchLogReadersHeld({ db: storage.db, registry, logger }) : undefined
+  const readersHeld = watchLogReadersHeld({ db: storage.db, registry, logger })
   const app = createApp({
     db: storage.db,
     verifyToken,
@@ -81,18 +91,34 @@ async function main(): Promise<void> {
     onAppended: log.appended,
     changes,
     readPlants: replicaReads?.readPlants,
-    batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
+    batchesInFlight: BATCHES_IN_FLIGHT,
     // A stalled body must get its 408 before the request deadline answers 503 for it.
     bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
     cors: config.cors,
   })
-  const server = serve(app, {
-    hostname: config.host,
-    port: config.port,
-    requestTimeoutMs: config.requestTimeoutMs,
-    logger,
-    cors: config.cors,
-  })
+  // Everything the service started, stopped in the order a drain needs once the listener is gone.
+  const stopParts = async () => {
+    await feed?.close()
+    readersHeld.stop()
+    await log.close()
+    await replicaReads?.close()
+    await storage.close()
+  }
+  let server: ReturnType<typeof serve>
+  try {
+    server = serve(app, {
+      hostname: config.host,
+      port: config.port,
+      requestTimeoutMs: config.requestTimeoutMs,
+      logger,
+      cors: config.cors,
+    })
+  } catch (error) {
+    // A port in use or a bad HOST: the embedded server stops with the service, cleanly.
+    await changes.close()
+    await stopParts()
+    throw error
+  }
   const summary = summarizeConfig(config)
   logger.info(
     { host: config.host, port: server.port, ...summary.fields },
@@ -109,11 +135,7 @@ async function main(): Promise<void> {
     // Every request is answered within the deadline; a response body still being written to a
     // client that does not read (Deno does not reset that connection) is not waited for longer.
     await within(server.stop(), config.requestTimeoutMs)
-    await feed?.close()
-    readersHeld?.stop()
-    await log.close()
-    await replicaReads?.close()
-    await storage.close()
+    await stopParts()
     logger.info('stopped')
     process.exit(0)
   }

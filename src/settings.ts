@@ -21,10 +21,14 @@ export const SETTINGS = {
   DATA_DIR: {
     fallback: './data',
     meaning:
-      'embedded database and generated secret; one process at a time. `memory:` keeps the database in memory instead: no files, no lock, gone when the process ends (for test suites; needs `AUTH_JWT_SECRET` or `AUTH_JWKS_URL`)',
+      "the embedded PostgreSQL server's data and the generated secret; one service at a time (CLI commands work beside it). `memory:` puts the store on a throwaway server in a temporary folder instead: gone when the process ends (for test suites; needs `AUTH_JWT_SECRET` or `AUTH_JWKS_URL`)",
     part: 'storage',
   },
-  DATABASE_POOL_SIZE: { fallback: '10', meaning: 'PostgreSQL connections per process', part: 'storage' },
+  DATABASE_POOL_SIZE: {
+    fallback: '10',
+    meaning: "PostgreSQL connections per process (the embedded server's pool is 5: see The embedded default)",
+    part: 'storage',
+  },
   DATABASE_STATEMENT_TIMEOUT_MS: {
     fallback: '10000',
     meaning: 'PostgreSQL statement timeout, so no request hangs',

@@ -20,7 +20,7 @@ export const ownersEraseCommand = command({
   notes: [
     '--wait: how long the feed may take to take the erasure notice, and an import running to end (30s by default)',
     'the feed is the one the store records: other EVENTS_NATS_STREAM or EVENTS_NATS_SUBJECT_PREFIX settings are refused',
-    'beside running instances on PostgreSQL; the embedded store with its server stopped',
+    'beside running instances, on PostgreSQL and on the embedded store (on its running server)',
   ],
   options: { wait: { type: 'string', default: '30s' } },
   positionals: 1,
@@ -39,14 +39,15 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
   const waitSeconds = parseDuration(wait)
   if (waitSeconds === undefined) throw badValue('wait', wait, 'a duration')
   const say = (text: string) => process.stderr.write(`owners erase: ${text}\n`)
-  return withStorage(config, async (db) => {
+  return withStorage(config, async (db, storage) => {
     const feedConfig = feedToErase(await recordedFeed(db), config.feed)
     if (config.feed && !feedConfig)
       say('this store has never published its log to NATS; EVENTS_NATS_URL is not used')
     const feed = feedConfig
       ? erasureFeed({
           config: feedConfig,
-          storage: config.storage,
+          // The embedded server too is reached through its URL.
+          storage: { kind: 'postgres', ...storage.settings },
           db,
           logger: silentLogger(),
           waitMs: waitSeconds * 1000,

@@ -4,6 +4,7 @@ import { Failure } from '../errors.ts'
 import { openStorage } from '../log/open-store.ts'
 import { describeUpgrade } from '../log/upgrade.ts'
 import { listWorkTables } from '../log/work-tables.ts'
+import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
 import { progressReporter } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../replay/rebuild-projection.ts'
@@ -13,13 +14,13 @@ import {
   type ProjectionDiff,
   verifyProjection,
 } from '../replay/verify-projection.ts'
-import type { Database } from '../store/database.ts'
+import type { Database, DatabaseHandle } from '../store/database.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
 
 export const dbMigrateCommand = command({
   name: 'db migrate',
-  purpose: 'apply the migrations to the configured database',
+  purpose: 'apply the migrations (and move a DATA_DIR of the PGlite engine into PostgreSQL)',
   reads: ['storage'],
   // Opening the storage applies the migrations.
   run: (_parsed, config) => withStorage(config, async () => 0),
@@ -121,7 +122,11 @@ async function status(config: Config): Promise<number> {
   })
 }
 
-export async function withStorage(config: Config, run: (db: Database) => Promise<number>): Promise<number> {
+// On an embedded DATA_DIR that a service holds, the command works beside it, on its server.
+export async function withStorage(
+  config: Config,
+  run: (db: Database, storage: DatabaseHandle) => Promise<number>,
+): Promise<number> {
   // A store in memory lives inside its server process: a command would only see an empty one of its own.
   if (config.storage.kind === 'memory') {
     throw new Failure(
@@ -131,9 +136,12 @@ export async function withStorage(config: Config, run: (db: Database) => Promise
   }
   const storage = await openStorage(config.storage, {
     onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
+    beside: true,
   })
   try {
-    return await run(storage.db)
+    const moved = storage.dataDir ? await moveFromPglite(storage.db, storage.dataDir) : undefined
+    if (moved) process.stderr.write(`${describeMove(moved)}\n`)
+    return await run(storage.db, storage)
   } finally {
     await storage.close()
   }

@@ -1,4 +1,4 @@
-import postgres from 'postgres'
+import { postgresClient } from '../store/postgres-client.ts'
 
 // Whether this process is the one that publishes. Only an optimisation: a second publisher is
 // refused by the stream (see nats-stream.ts), never duplicated; the lock keeps them from racing.
@@ -28,7 +28,7 @@ const LOCK_CLASS = 0x706c616e
 // A session lock on a connection of its own: it is released the moment the leader's connection
 // ends, by a crash included, and another instance takes it at its next try.
 export function advisoryLockLeadership(url: string, stream: string): Leadership {
-  const client = postgres(url, {
+  const client = postgresClient(url, {
     max: 1,
     idle_timeout: 0,
     connect_timeout: 5,

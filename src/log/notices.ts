@@ -1,5 +1,5 @@
-import postgres from 'postgres'
 import type { Logger } from '../logger.ts'
+import { postgresClient } from '../store/postgres-client.ts'
 
 const CHANNEL = 'plant_store_appended'
 // The least time between two notifications this instance sends: a burst of creates costs one.
@@ -12,7 +12,7 @@ export type NoticeOptions = { url: string; onNotice: () => void; logger: Logger 
 // outside the creates' transactions: a NOTIFY inside them would make every create's commit queue
 // on PostgreSQL's notification lock. A lost notification costs latency only: followers also poll.
 export function postgresNotices({ url, onNotice, logger }: NoticeOptions) {
-  const sql = postgres(url, {
+  const sql = postgresClient(url, {
     max: 1,
     connect_timeout: 5,
     onnotice: () => {},

@@ -11,15 +11,17 @@ export async function readLiveKeys(
   after: string,
   batchSize: number,
 ): Promise<[string, string, string][]> {
+  // The owner as JSON text: a driver that decodes values with a default TextDecoder (PGlite's, when
+  // a store of that engine is moved) would drop a U+FEFF at the start of a bare value.
   const rows = rowsOf<{ pseudonym: string; owner: string; key: string }>(
     await db.execute(sql`
-      select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner,
+      select ${ownerKeys.pseudonym} as pseudonym, to_json(${ownerKeys.owner})::text as owner,
              translate(encode(${ownerKeys.key}, 'base64'), E'\n', '') as key
       from ${ownerKeys}
       where not ${ownerKeys.erasing} and ${ownerKeys.pseudonym} > ${after}
       order by ${ownerKeys.pseudonym} limit ${batchSize}`),
   )
-  return rows.map((row) => [row.pseudonym, row.owner, row.key])
+  return rows.map((row) => [row.pseudonym, JSON.parse(row.owner) as string, row.key])
 }
 
 // The erased pseudonyms, and those whose erasure has begun (their owner is hidden already: an

@@ -9,33 +9,42 @@ import { Failure } from '../errors.ts'
 // the parent has been reaped; a live holder is refused once this is up.
 const BUSY_WAIT_MS = 1000
 
-// One process at a time per data directory: two PGlite instances on one directory silently lose
-// writes. The lock is the operating system's, on `server.pid`, and ends with its holder's life;
-// the process id written into the file is only for people (`kill $(cat data/server.pid)`).
+export type Unlock = () => Promise<void>
+
+// One service at a time per data directory. The lock is the operating system's, on `server.pid`,
+// and ends with its holder's life. PostgreSQL's own postmaster.pid cannot replace it: it names the
+// postmaster, which outlives a killed service (its watchdog stops it a moment later), so it cannot
+// tell a second live service, which is refused, from a server left by a dead one, which the next
+// start stops; and two services starting at once would race to make and start the same server.
+// The process id written into the file is only for people (`kill $(cat data/server.pid)`).
 // Returns the lock's release.
-export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  await mkdir(dataDir, { recursive: true })
-  const path = join(dataDir, 'server.pid')
+export async function lockDataDir(dataDir: string): Promise<Unlock> {
   const deadline = Date.now() + BUSY_WAIT_MS
   for (;;) {
-    const file = await tryLockFile(path)
-    if (file) {
-      await file.truncate()
-      await file.write(`${process.pid}\n`)
-      return async () => {
-        await file.truncate()
-        file.close()
-      }
-    }
-    if (Date.now() >= deadline) throw new Failure('DATA_DIR_IN_USE', await inUseMessage(dataDir, path))
+    const unlock = await tryLockDataDir(dataDir)
+    if (unlock) return unlock
+    if (Date.now() >= deadline) throw new Failure('DATA_DIR_IN_USE', await inUseMessage(dataDir))
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
 
-async function inUseMessage(dataDir: string, path: string): Promise<string> {
-  const holder = (await readFile(path, 'utf8').catch(() => '')).trim()
+// The lock, or undefined at once when another process holds it.
+export async function tryLockDataDir(dataDir: string): Promise<Unlock | undefined> {
+  await mkdir(dataDir, { recursive: true })
+  const file = await tryLockFile(join(dataDir, 'server.pid'))
+  if (!file) return undefined
+  await file.truncate()
+  await file.write(`${process.pid}\n`)
+  return async () => {
+    await file.truncate()
+    file.close()
+  }
+}
+
+export async function inUseMessage(dataDir: string): Promise<string> {
+  const holder = (await readFile(join(dataDir, 'server.pid'), 'utf8').catch(() => '')).trim()
   const by = /^\d+$/.test(holder) ? `process ${holder}` : 'another process'
-  return `DATA_DIR ${dataDir} is in use by ${by}; stop it first (one process at a time)`
+  return `DATA_DIR ${dataDir} is in use by ${by}; stop it first (one service at a time)`
 }
 
 // An exclusive lock on a file, held through an open file descriptor. The operating system drops it

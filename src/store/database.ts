@@ -1,11 +1,6 @@
-import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
-import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import postgres from 'postgres'
-import { lockDataDir } from './data-dir-lock.ts'
-import { keepTextExact } from './exact-text.ts'
+import { postgresClient } from './postgres-client.ts'
 import { primaryHost } from './primary-host.ts'
 
 export type Database = PgDatabase<PgQueryResultHKT>
@@ -31,12 +26,26 @@ export function preparedQuery<Query>(build: (db: Executor) => Query): (db: Execu
   }
 }
 
-// postgres.js answers with an array of rows, PGlite with a result that holds them.
+// postgres.js answers with an array of rows; other drivers with a result that holds them.
 export function rowsOf<Row>(result: unknown): Row[] {
   return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
 }
 
-export type DatabaseHandle = { db: Database; kind: 'postgres' | 'embedded'; close: () => Promise<void> }
+export type DatabaseHandle = {
+  db: Database
+  // 'embedded': the PostgreSQL server the service runs itself, in DATA_DIR or a throwaway one.
+  kind: 'postgres' | 'embedded'
+  // How the database is reached, for the connections of their own that some parts open (LISTEN,
+  // the feed's leadership lock), with the pool's settings.
+  settings: PostgresSettings
+  // The embedded server's processes (the postmaster first), for a gauge of its memory.
+  processIds?: () => Promise<number[]>
+  // The DATA_DIR this process holds, having started its server (not a command beside a service).
+  dataDir?: string
+  // Resolves with what happened if that server ends while the handle is open.
+  lost?: Promise<string | undefined>
+  close: () => Promise<void>
+}
 
 export type PostgresSettings = {
   url: string
@@ -52,7 +61,7 @@ export function openPostgres({
   connectTimeoutSeconds = 5,
 }: PostgresSettings): DatabaseHandle {
   const primary = primaryHost(url)
-  const client = postgres(url, {
+  const client = postgresClient(url, {
     ...primary?.options,
     max: poolSize,
     connect_timeout: connectTimeoutSeconds,
@@ -74,45 +83,10 @@ export function openPostgres({
   return {
     db: drizzlePostgres({ client }),
     kind: 'postgres',
+    settings: { url, poolSize, statementTimeoutMs, connectTimeoutSeconds },
     close: async () => {
       await client.end({ timeout: 5 })
       await primary?.close()
     },
-  }
-}
-
-// What every embedded database is opened with, the memory template included: pgcrypto seals the
-// log (migration 0006), and PGlite loads an extension only when told to at each open.
-export const EMBEDDED_EXTENSIONS = { pgcrypto } satisfies PGliteOptions['extensions']
-
-// A compiled module and a data directory to start from (see memory-template.ts).
-export type EmbeddedStart = Pick<PGliteOptions, 'pgliteWasmModule' | 'fsBundle' | 'loadDataDir'>
-
-// `dataDir` undefined means in memory (tests). A directory is locked so that a second process
-// cannot open it too: two PGlite instances on one directory silently lose writes.
-export async function openEmbedded(
-  dataDir: string | undefined,
-  start: EmbeddedStart = {},
-): Promise<DatabaseHandle> {
-  const unlock = dataDir ? await lockDataDir(dataDir) : async () => {}
-  try {
-    const client = keepTextExact(
-      await PGlite.create({
-        ...start,
-        extensions: EMBEDDED_EXTENSIONS,
-        dataDir: dataDir ? `${dataDir}/pgdata` : undefined,
-      }),
-    )
-    return {
-      db: drizzlePglite({ client }),
-      kind: 'embedded',
-      close: async () => {
-        await client.close()
-        await unlock()
-      },
-    }
-  } catch (error) {
-    await unlock()
-    throw error
   }
 }

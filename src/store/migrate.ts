@@ -1,14 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import type { PgliteDatabase } from 'drizzle-orm/pglite'
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
-import postgres from 'postgres'
-import type { Database, DatabaseHandle } from './database.ts'
+import type { Database } from './database.ts'
+import { postgresClient } from './postgres-client.ts'
 import { unreachableDatabase } from './unreachable.ts'
 
-const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
+export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
 // Any constant shared by every instance of the service; 'plantmig' in ASCII.
 const MIGRATION_LOCK = 0x706c616e746d6967n
 
@@ -26,7 +24,7 @@ export async function migratePostgresDatabase(
   url: string,
   then: (db: Database) => Promise<unknown> = async () => {},
 ): Promise<void> {
-  const client = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS })
+  const client = postgresClient(url, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS })
   try {
     const tryLock = () =>
       client`select pg_try_advisory_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`.then(
@@ -45,9 +43,4 @@ export async function migratePostgresDatabase(
   } finally {
     await client.end({ timeout: 5 })
   }
-}
-
-// The embedded database belongs to this process alone (see data-dir-lock.ts): no lock needed.
-export async function migrateEmbeddedDatabase(handle: DatabaseHandle): Promise<void> {
-  await migratePglite(handle.db as PgliteDatabase, { migrationsFolder })
 }

@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { makeDataDirSync } from '../support/data-dir.ts'
 import { processCpuMs } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { type Bench, startEmbeddedService } from './services.ts'
@@ -10,13 +10,13 @@ import { writeFixture } from './tokens.ts'
 const READERS = 200
 const PLANTS_PER_READER = 50
 
-// POST and GET on the embedded default (PGlite inside the server process), what a newcomer meets
+// POST and GET on the embedded default (its own PostgreSQL server), what a newcomer meets
 // first. The readers' plants are brought in with the CLI's `events import` before the start.
 export async function measureEmbedded(
   bench: Bench,
   options: { rounds: number; seconds: number; connections: number },
 ) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'plant-bench-embedded-'))
+  const dataDir = makeDataDirSync('plant-bench-embedded-')
   try {
     await importReaders(bench, dataDir)
     const fixtures = {

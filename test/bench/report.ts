@@ -91,8 +91,8 @@ export function printReport({ machine, flags, throughput, growth, embedded, rebu
     }
   }
   if (embedded) {
-    row('POST /plants', 'service, embedded PGlite', embedded.create)
-    row('GET /plants?limit=20', 'service, embedded PGlite', embedded.page)
+    row('POST /plants', 'service, embedded default', embedded.create)
+    row('GET /plants?limit=20', 'service, embedded default', embedded.page)
   }
   const create = sideOf(throughput.create, 'service')
   const crud = sideOf(throughput.create, 'crudPeer')

@@ -129,7 +129,7 @@ if (!flags['skip-growth'] && !onlyReplicas) {
 }
 let embedded: Awaited<ReturnType<typeof measureEmbedded>> | undefined
 if (!flags['skip-embedded'] && !onlyReplicas) {
-  console.log('embedded default (PGlite): POST and GET')
+  console.log('embedded default: POST and GET')
   embedded = await measureEmbedded(bench, { rounds, seconds, connections: Number(flags.connections) })
 }
 const rebuild = flags['skip-rebuild'] || onlyReplicas ? undefined : await runRebuildBench()

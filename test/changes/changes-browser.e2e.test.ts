@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { readmeBlock } from '../support/readme.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 
@@ -12,7 +11,7 @@ let server: ServerProcess
 let browser: Browser
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-changes-browser-'))
+  dataDir = await makeDataDir('plant-store-changes-browser-')
   server = await startServer({ DATA_DIR: dataDir })
   browser = await launchChromium()
 }, 120_000)

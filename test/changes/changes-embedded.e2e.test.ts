@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import {
   expectLongAbsenceResumes,
   expectSigtermEndsStreams,
   expectStalledClientDisconnected,
 } from '../support/change-scenarios.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { runCli, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
@@ -25,7 +24,7 @@ describe.each(Object.keys(commands))('GET /plants/changes on the embedded store,
     (await runCli(['token', 'issue', subject], { DATA_DIR: dataDir })).stdout.trim()
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), `plant-store-changes-${runtime}-`))
+    dataDir = await makeDataDir(`plant-store-changes-${runtime}-`)
     // The local secret is made on the first start; tokens are issued with it.
     server = await startServer({ DATA_DIR: dataDir, NO_COLOR: '1' }, commands[runtime]?.(dataDir))
   }, 120_000)

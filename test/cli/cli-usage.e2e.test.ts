@@ -1,11 +1,10 @@
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync } from 'node:fs'
+import { makeDataDirSync } from '../support/data-dir.ts'
 import { runCli } from '../support/server-process.ts'
 
 // A data directory of its own: `token issue` keeps the local secret there.
-const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-cli-'))
+const dataDir = makeDataDirSync('plant-store-cli-')
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 const env = { DATA_DIR: dataDir }
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { makeDataDir } from '../support/data-dir.ts'
 import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
 
 // The zero-setup default, as a newcomer runs it: no settings, a data directory, a CLI token.
@@ -10,7 +11,7 @@ describe('the embedded default', () => {
   let server: ServerProcess
   let token: string
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'plant-store-e2e-'))
+    dataDir = await makeDataDir('plant-store-e2e-')
     const issued = await runCli(['token', 'issue', 'alice', '--ttl', '1h'], { DATA_DIR: dataDir })
     expect(issued.exitCode).toBe(0)
     token = issued.stdout.trim()

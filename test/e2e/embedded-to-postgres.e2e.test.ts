@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import postgres from 'postgres'
+import { makeDataDir } from '../support/data-dir.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type Env, runCli, startServer } from '../support/server-process.ts'
 
@@ -24,7 +23,7 @@ let database: TestDatabase
 let embedded: Env
 let postgresEnv: Env
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-move-'))
+  dataDir = await makeDataDir('plant-store-move-')
   database = await createTestDatabase('move')
   embedded = { DATA_DIR: dataDir }
   postgresEnv = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }

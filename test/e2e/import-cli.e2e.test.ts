@@ -1,9 +1,8 @@
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import postgres from 'postgres'
 import { HEADER, keyLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { type Env, runCli } from '../support/server-process.ts'
 
@@ -23,7 +22,7 @@ async function postgresEnv(): Promise<{ env: Env; url: string }> {
 }
 
 async function embeddedEnv(): Promise<Env> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-import-cli-'))
+  const dataDir = await makeDataDir('plant-store-import-cli-')
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
   return { DATA_DIR: dataDir }
 }

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, rm, symlink } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { rm, symlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import { makeDataDir } from '../support/data-dir.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, POSTGRES_ADMIN_URL, type TestDatabase } from '../support/postgres.ts'
 import { holdsInOrder, printedLines, readmeBlock, runBlock } from '../support/readme.ts'
@@ -18,7 +18,8 @@ const server = `${admin.username}@${admin.host}`
 let checkout: string
 const databases: TestDatabase[] = []
 beforeAll(async () => {
-  checkout = await mkdtemp(join(tmpdir(), 'plant-store-readme-'))
+  // As a clone would be: a folder the embedded server's user (postgres, under root) can enter.
+  checkout = await makeDataDir('plant-store-readme-')
   for (const entry of ['package.json', 'bunfig.toml', 'tsconfig.json', 'src', 'db', 'node_modules'])
     await symlink(join(ROOT, entry), join(checkout, entry))
 })

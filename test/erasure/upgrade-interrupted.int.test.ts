@@ -5,7 +5,7 @@ import { openStorage } from '../../src/log/open-store.ts'
 import { type UpgradeProgress, upgradeLog } from '../../src/log/upgrade.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { count, listing } from '../replay/storage.ts'
 import {
   createLegacyStore,
@@ -20,9 +20,8 @@ const KINDS: StorageKind[] = ['postgres', 'embedded']
 
 // This version's migrations on a legacy store, without the upgrade that an open runs after them.
 async function migrateOnly(legacy: LegacyStore): Promise<DatabaseHandle> {
-  if (legacy.storage.kind === 'postgres') await migratePostgresDatabase(legacy.storage.url)
   const handle = await openAsIs(legacy)
-  if (handle.kind === 'embedded') await migrateEmbeddedDatabase(handle)
+  await migratePostgresDatabase(handle.settings.url)
   return handle
 }
 

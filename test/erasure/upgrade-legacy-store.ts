@@ -2,13 +2,14 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type SQL, sql } from 'drizzle-orm'
-import type { PgliteDatabase } from 'drizzle-orm/pglite'
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import type { Config } from '../../src/config.ts'
-import { type Database, type DatabaseHandle, openEmbedded } from '../../src/store/database.ts'
+import { type Database, type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
+import { openDataDirServer } from '../../src/store/embedded/data-dir-server.ts'
+import { postgresClient } from '../../src/store/postgres-client.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 
 // A store as the version before erasure left it (migrations 0000–0005, commit c824ea0), so that
@@ -57,13 +58,16 @@ export async function createLegacyStore(
       cleanup: database.drop,
     }
   }
-  const dataDir = await mkdtemp(join(tmpdir(), 'legacy-store-'))
-  const handle = await openEmbedded(dataDir)
+  const dataDir = await makeDataDir('legacy-store-')
+  const server = await openDataDirServer(dataDir)
+  const client = postgresClient(server.url, { max: 1, onnotice: () => {} })
   try {
-    await migratePglite(handle.db as PgliteDatabase, { migrationsFolder })
-    await fill(handle.db)
+    const db = drizzlePostgres({ client })
+    await migratePostgres(db, { migrationsFolder })
+    await fill(db)
   } finally {
-    await handle.close()
+    await client.end()
+    await server.close()
   }
   return { storage: { kind, dataDir }, cleanup: () => rm(dataDir, { recursive: true, force: true }) }
 }
@@ -71,11 +75,18 @@ export async function createLegacyStore(
 // The store's database as it is, nothing applied.
 export async function openAsIs({ storage }: LegacyStore): Promise<DatabaseHandle> {
   if (storage.kind === 'postgres') {
-    const client = postgres(storage.url, { max: 1, onnotice: () => {} })
-    return { db: drizzlePostgres({ client }), kind: 'postgres', close: () => client.end() }
+    return openPostgres({ url: storage.url, poolSize: 1, statementTimeoutMs: 60_000 })
   }
   if (storage.kind !== 'embedded') throw new Error('a legacy store is kept on disk')
-  return openEmbedded(storage.dataDir)
+  const server = await openDataDirServer(storage.dataDir)
+  const handle = openPostgres({ url: server.url, poolSize: 1, statementTimeoutMs: 60_000 })
+  return {
+    ...handle,
+    close: async () => {
+      await handle.close()
+      await server.close()
+    },
+  }
 }
 
 export const LEGACY_LOG = new URL('./fixtures/legacy-log.json', import.meta.url)

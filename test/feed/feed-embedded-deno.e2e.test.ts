@@ -1,8 +1,7 @@
 import { afterEach, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { startLoad } from '../support/feed-load.ts'
 import { createTestFeed, positionsOf, type TestFeed } from '../support/nats.ts'
@@ -42,7 +41,7 @@ async function exportedPositions(env: Record<string, string>): Promise<string[]>
 
 test('embedded store: a SIGKILL mid-burst and a restart leave every event in the stream once, in order', async () => {
   // given a server on the embedded default with the feed on, taking a burst of creations
-  const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-feed-'))
+  const dataDir = await makeDataDir('plant-store-feed-')
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
   const feed = await testFeed('embedded')
   const env = { DATA_DIR: dataDir, ...feed.env }

@@ -1,13 +1,10 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { treaty } from '@elysiajs/eden'
 import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/in-memory-store.ts'
-import { createMemoryTemplate } from 'plant-store/src/store/memory-template.ts'
 
-// Once per file: compiles the database and applies the migrations (a second or two).
-const template = await createMemoryTemplate()
 let store: InMemoryStore
 beforeEach(async () => {
-  store = await createInMemoryStore({ template }) // a fresh, empty store for each test
+  store = await createInMemoryStore() // a fresh, empty store for each test
 })
 afterEach(() => store.close())
 

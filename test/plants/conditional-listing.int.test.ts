@@ -1,16 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { PGlite } from '@electric-sql/pglite'
 import { sql } from 'drizzle-orm'
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import postgres from 'postgres'
 import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import { type Database, EMBEDDED_EXTENSIONS } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
+import type { Database } from '../../src/store/database.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { postgresClient } from '../../src/store/postgres-client.ts'
 import { STORAGE_KINDS, type StorageKind, TEST_SECRET } from '../support/harness.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 
@@ -23,27 +22,27 @@ type Query = { query: string; params: unknown[] }
 async function openStore(kind: StorageKind) {
   const queries: Query[] = []
   const logger = { logQuery: (query: string, params: unknown[]) => queries.push({ query, params }) }
-  let db: Database
-  let explain: ((query: Query) => Promise<unknown>) | undefined
-  let close: () => Promise<void>
+  let url: string
+  let closeStore: () => Promise<void>
   if (kind === 'postgres') {
     const database = await createTestDatabase('etag')
     await migratePostgresDatabase(database.url)
-    const client = postgres(database.url, { max: 4, onnotice: () => {} })
-    db = drizzlePostgres({ client, logger })
-    explain = async ({ query, params }) => {
-      const [row] = await client.unsafe(`explain (analyze, format json) ${query}`, params as string[])
-      return (row?.['QUERY PLAN'] as [{ Plan: unknown }] | undefined)?.[0].Plan
-    }
-    close = async () => {
-      await client.end()
-      await database.drop()
-    }
+    url = database.url
+    closeStore = database.drop
   } else {
-    const client = await PGlite.create({ extensions: EMBEDDED_EXTENSIONS })
-    db = drizzlePglite({ client, logger })
-    await migrateEmbeddedDatabase({ db, kind: 'embedded', close: () => client.close() })
-    close = () => client.close()
+    const handle = await openStorage({ kind: 'memory' })
+    url = handle.settings.url
+    closeStore = handle.close
+  }
+  const client = postgresClient(url, { max: 4, onnotice: () => {} })
+  const db: Database = drizzlePostgres({ client, logger })
+  const explain = async ({ query, params }: Query) => {
+    const [row] = await client.unsafe(`explain (analyze, format json) ${query}`, params as string[])
+    return (row?.['QUERY PLAN'] as [{ Plan: unknown }] | undefined)?.[0].Plan
+  }
+  const close = async () => {
+    await client.end()
+    await closeStore()
   }
   const app = createApp({
     db,
@@ -197,11 +196,9 @@ for (const kind of STORAGE_KINDS) {
 
     test('a 304 reads no row: one statement, which probes the indexes', async () => {
       // given a store of some size, so that PostgreSQL plans as it would in service
-      if (store.explain) {
-        await store.db.execute(sql`insert into plants (owner, id, name, tag, position)
-          select 'owner ' || (n % 100), n, 'plant ' || n, null, 1000000 + n from generate_series(1, 20000) as n`)
-        await store.db.execute(sql`analyze plants`)
-      }
+      await store.db.execute(sql`insert into plants (owner, id, name, tag, position)
+        select 'owner ' || (n % 100), n, 'plant ' || n, null, 1000000 + n from generate_series(1, 20000) as n`)
+      await store.db.execute(sql`analyze plants`)
       const tag = await tagOf(alice, '/plants?limit=20')
       store.queries.length = 0
       const unchanged = await get(alice, '/plants?limit=20', { 'if-none-match': tag })
@@ -213,8 +210,7 @@ for (const kind of STORAGE_KINDS) {
       await page.arrayBuffer()
       const reads = store.queries.splice(0)
       expect(reads.length).toBe(1)
-      if (!store.explain) return
-      // then on PostgreSQL its plan reads at most one entry of the plants table per probe, where
+      // then its plan reads at most one entry of the plants table per probe, where
       // the page's reads its rows
       const probed = plantsNodes(await store.explain(probes[0] as Query))
       expect(probed.length).toBeGreaterThan(0)

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
+import { makeDataDir } from '../support/data-dir.ts'
 import { DENO, denoServerCommand } from '../support/deno.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type Env, runCli, type ServerProcess, startServer } from '../support/server-process.ts'
@@ -13,7 +12,7 @@ type Storage = { env: Env; command: string[]; cleanup: () => Promise<void> }
 
 const storages: Record<string, () => Promise<Storage>> = {
   embedded: async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-deno-'))
+    const dataDir = await makeDataDir('plant-store-deno-')
     return {
       env: { DATA_DIR: dataDir },
       command: denoServerCommand(dataDir),

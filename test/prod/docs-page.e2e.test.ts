@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 
 let dataDir: string
@@ -11,7 +10,7 @@ let server: ServerProcess
 let browser: Browser
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-docs-'))
+  dataDir = await makeDataDir('plant-store-docs-')
   server = await startServer({ DATA_DIR: dataDir })
   browser = await launchChromium()
 }, 60_000)

@@ -4,9 +4,8 @@ import { createApp } from '../../src/app.ts'
 import type { TokenVerifier } from '../../src/auth/token-verifier.ts'
 import { verifierFromConfig } from '../../src/auth/verifier-from-config.ts'
 import { loadConfig } from '../../src/config.ts'
+import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { openEmbedded } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase } from '../../src/store/migrate.ts'
 import {
   type Algorithm,
   createSigningKey,
@@ -166,8 +165,7 @@ describe('the HTTP API behind an identity provider', () => {
   beforeAll(async () => {
     key = await createSigningKey('EdDSA')
     provider = startIdentityProvider([key])
-    const handle = await openEmbedded(undefined)
-    await migrateEmbeddedDatabase(handle)
+    const handle = await openStorage({ kind: 'memory' })
     close = handle.close
     app = createApp({
       db: handle.db,

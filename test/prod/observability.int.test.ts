@@ -3,10 +3,9 @@ import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
+import { openStorage } from '../../src/log/open-store.ts'
 import { createLogger } from '../../src/logger.ts'
-import type { Database } from '../../src/store/database.ts'
-import { type DatabaseHandle, openEmbedded } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase } from '../../src/store/migrate.ts'
+import type { Database, DatabaseHandle } from '../../src/store/database.ts'
 import { appendAround } from '../replay/storage.ts'
 
 const SECRET = new TextEncoder().encode('observability-secret-at-least-32-bytes')
@@ -33,8 +32,7 @@ function sample(metrics: string, name: string): number | undefined {
 let handle: DatabaseHandle
 let token: string
 beforeAll(async () => {
-  handle = await openEmbedded(undefined)
-  await migrateEmbeddedDatabase(handle)
+  handle = await openStorage({ kind: 'memory' })
   token = await issueToken(SECRET, { subject: 'dora', ttlSeconds: 600, now: new Date() })
 })
 afterAll(() => handle.close())

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { isDeepStrictEqual } from 'node:util'
 import { createApp } from '../../src/app.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { type DatabaseHandle, openEmbedded } from '../../src/store/database.ts'
+import type { DatabaseHandle } from '../../src/store/database.ts'
 import before from './fixtures/openapi-before-issue-18.json'
 
 // The document as the service served it while it was written by hand (saved from a running app
@@ -15,7 +16,7 @@ const ADDED_PATHS = ['/docs', '/openapi.json', '/plants/changes']
 let handle: DatabaseHandle
 let served: Record<string, unknown>
 beforeAll(async () => {
-  handle = await openEmbedded(undefined)
+  handle = await openStorage({ kind: 'memory' })
   const app = createApp({
     db: handle.db,
     verifyToken: createTokenVerifier({ secret: new TextEncoder().encode('x'.repeat(40)) }),

@@ -3,9 +3,9 @@ import Ajv2020 from 'ajv/dist/2020'
 import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { type DatabaseHandle, openEmbedded } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase } from '../../src/store/migrate.ts'
+import type { DatabaseHandle } from '../../src/store/database.ts'
 
 const SECRET = new TextEncoder().encode('openapi-secret-of-at-least-32-bytes!!')
 type Doc = {
@@ -34,8 +34,7 @@ let app: ReturnType<typeof createApp>
 let doc: Doc
 let token: string
 beforeAll(async () => {
-  handle = await openEmbedded(undefined)
-  await migrateEmbeddedDatabase(handle)
+  handle = await openStorage({ kind: 'memory' })
   app = createApp({
     db: handle.db,
     verifyToken: createTokenVerifier({ secret: SECRET }),

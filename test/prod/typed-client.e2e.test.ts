@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import { treaty } from '@elysiajs/eden'
 import type { App } from '../../src/app.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 
 // Eden Treaty over real HTTP against the server process: the client's types come from the app's
@@ -14,7 +13,7 @@ let client: ReturnType<typeof treaty<App>>
 let anonymous: ReturnType<typeof treaty<App>>
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'plant-store-eden-'))
+  dataDir = await makeDataDir('plant-store-eden-')
   const token = (await runCli(['token', 'issue', 'eden-user'], { DATA_DIR: dataDir })).stdout.trim()
   server = await startServer({ DATA_DIR: dataDir })
   client = treaty<App>(server.url, { headers: { authorization: `Bearer ${token}` } })

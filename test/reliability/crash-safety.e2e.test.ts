@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
-import { type DatabaseHandle, openEmbedded, openPostgres } from '../../src/store/database.ts'
+import { openStorage } from '../../src/log/open-store.ts'
+import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { checkProjection } from '../support/projection-check.ts'
@@ -120,7 +120,7 @@ describe('a SIGKILL in the middle of a burst of creations loses no acknowledged 
   }, 60_000)
 
   test('on the embedded default, where the lock went with the killed server', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'plant-store-crash-'))
+    const dataDir = await makeDataDir('plant-store-crash-')
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
     await crashAndRecover({
       env: { DATA_DIR: dataDir },
@@ -129,7 +129,7 @@ describe('a SIGKILL in the middle of a burst of creations loses no acknowledged 
         if (!secret) throw new Error('the server made no local secret')
         return issueToken(secret, { subject, ttlSeconds: 600, now: new Date() })
       },
-      openDatabase: () => openEmbedded(dataDir),
+      openDatabase: () => openStorage({ kind: 'embedded', dataDir }),
     })
   }, 60_000)
 })

@@ -11,9 +11,9 @@ import {
 } from 'jose'
 import { createApp } from '../../src/app.ts'
 import { createTokenVerifier, type VerifierSettings } from '../../src/auth/token-verifier.ts'
+import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { type DatabaseHandle, openEmbedded } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase } from '../../src/store/migrate.ts'
+import type { DatabaseHandle } from '../../src/store/database.ts'
 import { checkProjection } from '../support/projection-check.ts'
 
 type Keys = Awaited<ReturnType<typeof generateKeyPair>>
@@ -35,8 +35,7 @@ const VERIFIERS = ['key set only', 'HS256 secret only', 'secret and key set'] as
 type VerifierKind = (typeof VERIFIERS)[number]
 
 beforeAll(async () => {
-  handle = await openEmbedded(undefined)
-  await migrateEmbeddedDatabase(handle)
+  handle = await openStorage({ kind: 'memory' })
   keys = await generateKeyPair('RS256', { extractable: true })
   otherKeys = await generateKeyPair('RS256', { extractable: true })
   publicJwk = { ...(await exportJWK(keys.publicKey)), kid: KID, alg: 'RS256', use: 'sig' }

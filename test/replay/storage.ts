@@ -1,9 +1,10 @@
 import { sql } from 'drizzle-orm'
+import { openStorage } from '../../src/log/open-store.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/list-plants.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
-import { type Database, openEmbedded, openPostgres } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { type Database, openPostgres } from '../../src/store/database.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 
 export type StorageKind = 'postgres' | 'embedded'
@@ -11,11 +12,11 @@ export const STORAGE_KINDS: StorageKind[] = ['postgres', 'embedded']
 
 export type TestStorage = { kind: StorageKind; db: Database; url?: string; close: () => Promise<void> }
 
-// A migrated, empty store of either kind: a fresh PostgreSQL database or an in-memory PGlite.
+// A migrated, empty store of either kind: a fresh database on the test PostgreSQL, or a throwaway
+// store on the embedded server.
 export async function openTestStorage(kind: StorageKind): Promise<TestStorage> {
   if (kind === 'embedded') {
-    const handle = await openEmbedded(undefined)
-    await migrateEmbeddedDatabase(handle)
+    const handle = await openStorage({ kind: 'memory' })
     return { kind, db: handle.db, close: handle.close }
   }
   const database = await createTestDatabase('replay')

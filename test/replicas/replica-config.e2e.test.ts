@@ -1,14 +1,13 @@
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync } from 'node:fs'
+import { makeDataDirSync } from '../support/data-dir.ts'
 import { createTestFeed } from '../support/nats.ts'
 import { POSTGRES_ADMIN_URL } from '../support/postgres.ts'
 import { runServerToExit } from '../support/server-process.ts'
 import { SECRET } from './replica-client.ts'
 
 // A bad read-replica or feed-cluster setting stops the server's start, naming the variable.
-const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-config-'))
+const dataDir = makeDataDirSync('plant-store-config-')
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
 const onPostgres = { DATABASE_URL: POSTGRES_ADMIN_URL, AUTH_JWT_SECRET: SECRET }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { openEmbedded } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { openStorage } from '../../src/log/open-store.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 
 describe('on PostgreSQL', () => {
@@ -42,23 +43,20 @@ describe('on PostgreSQL', () => {
   })
 })
 
-test('the same migrations build the embedded store, append-only too', async () => {
-  const handle = await openEmbedded(undefined)
+test('the same migrations build a throwaway store of the embedded server, append-only too', async () => {
+  const handle = await openStorage({ kind: 'memory' })
+  const client = postgresClient(handle.settings.url, { max: 1, onnotice: () => {} })
   try {
-    await migrateEmbeddedDatabase(handle)
-    const pglite = (handle.db as unknown as { $client: unknown }).$client as {
-      query: (q: string) => Promise<unknown>
-    }
-    await pglite.query(`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-                        values ('s', 1, 'PlantCreated', 1, '{}', '{"pseudonym": "p"}', now())`)
-    await expect(pglite.query("update events set type = 'x'")).rejects.toThrow('append-only')
-    await expect(pglite.query('delete from events')).rejects.toThrow('append-only')
-    await expect(pglite.query('truncate events')).rejects.toThrow('append-only')
-    const { rows } = (await pglite.query('select count(*)::int as n, min(type) as type from events')) as {
-      rows: unknown[]
-    }
-    expect(rows).toEqual([{ n: 1, type: 'PlantCreated' }])
+    await client`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+                 values ('s', 1, 'PlantCreated', 1, '{}', '{"pseudonym": "p"}', now())`
+    await expect(client`update events set type = 'x'`).rejects.toThrow('append-only')
+    await expect(client`delete from events`).rejects.toThrow('append-only')
+    await expect(client`truncate events`).rejects.toThrow('append-only')
+    expect([...(await client`select count(*)::int as n, min(type) as type from events`)]).toEqual([
+      { n: 1, type: 'PlantCreated' },
+    ])
   } finally {
+    await client.end()
     await handle.close()
   }
 })

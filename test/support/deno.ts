@@ -4,8 +4,17 @@
 export const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
 
 // The server under Deno with the permissions the README documents: the network, the environment,
-// the hostname for log lines, the project's files, and the data directory (embedded only).
+// the hostname for log lines, the project's files; and for the embedded server, the user id (root
+// runs PostgreSQL as another user), its programs (a watchdog shell, initdb, postgres, id), /proc
+// (to tell a postmaster left running by a killed service) and the data directory.
 export function denoServerCommand(dataDir?: string): string[] {
-  const files = dataDir ? [`--allow-read=.,${dataDir}`, `--allow-write=${dataDir}`] : ['--allow-read=.']
-  return [DENO, 'run', '--allow-net', '--allow-env', '--allow-sys=hostname', ...files, 'src/main.ts']
+  const embedded = dataDir
+    ? [
+        '--allow-sys=hostname,uid',
+        '--allow-run',
+        `--allow-read=.,/proc,${dataDir}`,
+        `--allow-write=${dataDir}`,
+      ]
+    : ['--allow-sys=hostname', '--allow-read=.']
+  return [DENO, 'run', '--allow-net', '--allow-env', ...embedded, 'src/main.ts']
 }

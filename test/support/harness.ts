@@ -5,9 +5,10 @@ import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { type ChangesDeps, startChanges } from '../../src/changes/start-changes.ts'
 import type { CorsConfig } from '../../src/config.ts'
+import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { type DatabaseHandle, openEmbedded, openPostgres, rowsOf } from '../../src/store/database.ts'
-import { migrateEmbeddedDatabase, migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from './postgres.ts'
 
 export type StorageKind = 'postgres' | 'embedded'
@@ -37,8 +38,8 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     await migratePostgresDatabase(testDatabase.url)
     handle = openPostgres({ url: testDatabase.url, poolSize: 10, statementTimeoutMs: 10_000 })
   } else {
-    handle = await openEmbedded(undefined)
-    await migrateEmbeddedDatabase(handle)
+    // A throwaway store on the embedded PostgreSQL server, as users' test suites get one.
+    handle = await openStorage({ kind: 'memory' })
   }
   const registry = new Registry()
   const changes = options.changes

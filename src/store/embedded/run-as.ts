@@ -1,0 +1,74 @@
+import { execFile } from 'node:child_process'
+import { chown } from 'node:fs/promises'
+import { dirname, resolve } from 'node:path'
+import process from 'node:process'
+import { Failure } from '../../errors.ts'
+
+// The operating-system user PostgreSQL runs as: undefined for this process's own user. PostgreSQL
+// refuses to run as root, so as root it runs as the `postgres` user, which distributions make for
+// it; none is ever created here.
+export type OsUser = { name: string; uid: number; gid: number }
+
+export const POSTGRES_USER = 'postgres'
+
+export async function postgresUser(): Promise<OsUser | undefined> {
+  if (process.getuid?.() !== 0) return undefined
+  const [uid, gid] = await Promise.all([idOf('-u'), idOf('-g')])
+  if (uid === undefined || gid === undefined) {
+    throw new Failure(
+      'EMBEDDED_UNAVAILABLE',
+      `running as root, which PostgreSQL refuses, and there is no "${POSTGRES_USER}" user to run it as: run the service as another user, or set DATABASE_URL`,
+    )
+  }
+  return { name: POSTGRES_USER, uid, gid }
+}
+
+// `id` asks the system's user database (NSS), not only /etc/passwd.
+async function idOf(flag: '-u' | '-g'): Promise<number | undefined> {
+  const { code, stdout } = await runAs(undefined, 'id', [flag, POSTGRES_USER])
+  return code === 0 && /^\d+$/.test(stdout.trim()) ? Number(stdout.trim()) : undefined
+}
+
+export type Ran = { code: number | null; stdout: string; stderr: string }
+
+// Runs a program to its end, as `user` when given (the options Bun and Deno both honour).
+export function runAs(
+  user: OsUser | undefined,
+  file: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<Ran> {
+  return new Promise((done) => {
+    execFile(file, args, { ...ids(user), env, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
+      done({ code, stdout: String(stdout), stderr: String(stderr) })
+    })
+  })
+}
+
+export function ids(user: OsUser | undefined): { uid?: number; gid?: number } {
+  return user ? { uid: user.uid, gid: user.gid } : {}
+}
+
+// Gives `user` a folder this process made. Nothing to do when PostgreSQL runs as this process's user.
+export async function handOver(user: OsUser | undefined, folder: string): Promise<void> {
+  if (user) await chown(folder, user.uid, user.gid)
+}
+
+// PostgreSQL, running as `user`, must enter every folder down to `folder`: the first it cannot is
+// named in one line (a home folder of mode 0700 is the usual one).
+export async function checkReach(user: OsUser | undefined, folder: string, what: string): Promise<void> {
+  if (!user) return
+  const folders: string[] = []
+  for (let at = resolve(folder); ; at = dirname(at)) {
+    folders.unshift(at)
+    if (dirname(at) === at) break
+  }
+  const script = 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done'
+  const { code, stdout } = await runAs(user, '/bin/sh', ['-c', script, 'reach', ...folders])
+  if (code === 0) return
+  throw new Failure(
+    'EMBEDDED_UNAVAILABLE',
+    `${what}: PostgreSQL runs as the user ${user.name} (it refuses root), who cannot enter ${stdout}: let it (chmod o+x ${stdout}), choose a folder it can reach, or set DATABASE_URL`,
+  )
+}

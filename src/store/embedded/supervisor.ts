@@ -1,0 +1,118 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import process from 'node:process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Failure } from '../../errors.ts'
+import type { Binaries } from './binaries.ts'
+import { lastLines } from './cluster.ts'
+import { readPostmasterFile } from './postmaster.ts'
+import { ids, type OsUser } from './run-as.ts'
+
+// The watchdog: a shell, in a session of its own (so a terminal's Ctrl-C reaches only the
+// service), starts the postmaster and reads its standard input, a pipe from the service, until
+// it closes. The pipe closes when the service stops it, and also when the service dies however it
+// dies (SIGKILL, a crash): either way the watchdog asks the postmaster for a fast shutdown, waits
+// for it, removes what it was told to (a throwaway store's folder), and exits with the
+// postmaster's status. When the postmaster ends first, the watchdog ends with it. (A shell gives a
+// job it starts in the background /dev/null as its input: the pipe is handed on as descriptor 3.)
+const WATCHDOG = `
+exec 3<&0
+"$@" 3<&- &
+postmaster=$!
+{ cat <&3 >/dev/null; kill -INT "$postmaster" 2>/dev/null; } &
+watcher=$!
+exec 3<&-
+wait "$postmaster"
+status=$?
+kill "$watcher" 2>/dev/null
+[ -n "$REMOVE_AFTER" ] && rm -rf "$REMOVE_AFTER"
+exit $status
+`
+
+const READY_WITHIN_MS = 60_000
+const STOP_WITHIN_MS = 60_000
+
+export type PostmasterOptions = {
+  binaries: Binaries
+  folder: string
+  settings: string[]
+  user: OsUser | undefined
+  // PostgreSQL's own log: its starts, stops and crashes (settings.ts).
+  logFile: string
+  // A folder the watchdog removes once the postmaster has stopped.
+  removeAfter?: string
+}
+
+export type Postmaster = {
+  pid: number
+  // Ends the server cleanly (fast shutdown) and resolves once it has exited.
+  stop: () => Promise<void>
+  // Resolves when the server exits, with the watchdog's exit code.
+  exited: Promise<number | null>
+}
+
+// Starts PostgreSQL on `folder` and resolves once it accepts connections. The watchdog is not
+// waited for by the event loop: a process that ends without stopping it (a test runner) leaves
+// the pipe to close, which stops the server.
+export async function startPostmaster(options: PostmasterOptions): Promise<Postmaster> {
+  const { binaries, folder, settings, user, logFile, removeAfter } = options
+  const log = openSync(logFile, 'a', 0o600)
+  const startedAt = readFileSync(logFile).byteLength
+  let watchdog: ChildProcess
+  try {
+    watchdog = spawn(
+      '/bin/sh',
+      ['-c', WATCHDOG, 'plant-store-postgres', binaries.postgres, '-D', folder, ...settings],
+      {
+        ...ids(user),
+        detached: true,
+        stdio: ['pipe', log, log],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', REMOVE_AFTER: removeAfter ?? '' },
+      },
+    )
+  } finally {
+    closeSync(log)
+  }
+  watchdog.unref()
+  const exited = new Promise<number | null>((resolve) => watchdog.once('exit', (code) => resolve(code)))
+  const pid = await untilReady(folder, exited, async () => {
+    const text = (await readFile(logFile).catch(() => Buffer.alloc(0))).subarray(startedAt).toString()
+    return lastLines(text)
+  }).catch(async (error: unknown) => {
+    watchdog.stdin?.end()
+    await exited
+    throw error
+  })
+  return {
+    pid,
+    exited,
+    stop: async () => {
+      watchdog.stdin?.end()
+      // An immediate shutdown when the fast one hangs; the next start recovers from the WAL.
+      const late = setTimeout(() => process.kill(pid, 'SIGQUIT'), STOP_WITHIN_MS)
+      await exited
+      clearTimeout(late)
+    },
+  }
+}
+
+async function untilReady(
+  folder: string,
+  exited: Promise<number | null>,
+  reason: () => Promise<string>,
+): Promise<number> {
+  let ended = false
+  void exited.then(() => {
+    ended = true
+  })
+  for (const deadline = Date.now() + READY_WITHIN_MS; Date.now() < deadline; await sleep(10)) {
+    if (ended) break
+    const file = await readPostmasterFile(folder)
+    if (file?.ready) return file.pid
+  }
+  throw new Failure(
+    'EMBEDDED_UNAVAILABLE',
+    `PostgreSQL did not start in ${folder}: ${(await reason()) || (ended ? 'it exited' : 'no answer within 60 s')}`,
+  )
+}
