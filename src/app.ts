@@ -38,6 +38,8 @@ export type AppDeps = {
   changes?: Changes
   // Batches of creates in the database at once (see plants/create-plant.ts).
   batchesInFlight?: number
+  // Statements of grouped listings in the database at once (see plants/page-reads.ts).
+  readsInFlight?: number
   // How long a request body may take to arrive before it is answered 408 (see http/json-body.ts).
   bodyTimeoutMs?: number
 }
@@ -54,6 +56,7 @@ export function createApp({
   readPlants,
   changes,
   batchesInFlight,
+  readsInFlight,
   bodyTimeoutMs,
 }: AppDeps) {
   registerSchemaKinds()
@@ -93,6 +96,7 @@ export function createApp({
         },
         readPlants,
         batchesInFlight,
+        readsInFlight,
         bodyTimeoutMs,
       }),
     )

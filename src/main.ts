@@ -20,6 +20,9 @@ import { within } from './time-limit.ts'
 // creates/s than one at a time at 64 connections, as many as one per pooled connection, with
 // larger batches); the embedded database runs one statement at a time on this thread anyway.
 const BATCHES_IN_FLIGHT = { postgres: 2, embedded: 1 } as const
+// Listings that arrive together share a statement (plants/page-reads.ts); on PostgreSQL a few such
+// statements run side by side, so that a listing seldom waits for a batch ahead of it.
+const READS_IN_FLIGHT = { postgres: 4, embedded: 1 } as const
 // The log is read only while the feed publishes or a change stream is open, and this long after
 // the last one ends (a client reconnecting finds the follower still reading): a service nobody
 // follows does not read back what it writes (measured: two statements per create at 1 connection).
@@ -74,6 +77,7 @@ async function main(): Promise<void> {
     changes,
     readPlants: replicaReads?.readPlants,
     batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
+    readsInFlight: READS_IN_FLIGHT[storage.kind],
     // A stalled body must get its 408 before the request deadline answers 503 for it.
     bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
   })
