@@ -42,6 +42,8 @@ export type AppDeps = {
   readsInFlight?: number
   // How long a request body may take to arrive before it is answered 408 (see http/json-body.ts).
   bodyTimeoutMs?: number
+  // Request lines name the caller's subject (LOG_SUBJECT=true); they do not by default.
+  logSubject?: boolean
 }
 
 export function createApp({
@@ -58,6 +60,7 @@ export function createApp({
   batchesInFlight,
   readsInFlight,
   bodyTimeoutMs,
+  logSubject = false,
 }: AppDeps) {
   registerSchemaKinds()
   // Elysia finds the path at index 11 of the URL unless told otherwise, which assumes a host of
@@ -77,7 +80,7 @@ export function createApp({
         onStarted: metrics.requestStarted,
         onFinished: (record) => {
           metrics.recordRequest(record)
-          logRequest(logger, record)
+          logRequest(logger, record, logSubject)
         },
       }),
     )

@@ -9,6 +9,8 @@ export type Config = {
   requestTimeoutMs: number
   // 'auto': human-readable lines when stdout is a terminal, JSON lines otherwise.
   logFormat: 'auto' | 'json' | 'pretty'
+  // Request lines name the caller's subject (LOG_SUBJECT=true), which an erasure cannot take back.
+  logSubject: boolean
   storage:
     | { kind: 'postgres'; url: string; poolSize: number; statementTimeoutMs: number }
     | { kind: 'embedded'; dataDir: string }
@@ -94,6 +96,7 @@ export function loadConfig(env: Env): Config {
     port: integer(env, 'PORT', 3000, 0, 65535),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, 'auto'),
+    logSubject: oneOf(env, 'LOG_SUBJECT', ['true', 'false'], 'false') === 'true',
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
     dataDir,
     storage:

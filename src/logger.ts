@@ -1,5 +1,6 @@
 import process from 'node:process'
 import pino from 'pino'
+import { type LoggedError, loggedError } from './logged-error.ts'
 
 export type Logger = Pick<pino.Logger, 'info' | 'warn' | 'error' | 'debug' | 'fatal' | 'child'>
 
@@ -15,8 +16,9 @@ export function createLogger(level: string, { pretty = false, write }: LoggerOpt
     level,
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
-    // Errors keep their cause chain (Drizzle puts the driver's error there) as nested objects.
-    serializers: { err: pino.stdSerializers.errWithCause },
+    // Errors keep their cause chain (Drizzle puts the driver's error there) as nested objects,
+    // each only its kind, code and stack: what an error carries may be people (logged-error.ts).
+    serializers: { err: loggedError },
   }
   if (!pretty && !write) return pino(options)
   const out = write ?? ((line: string) => void process.stdout.write(line))
@@ -40,8 +42,14 @@ export function prettyLine(jsonLine: string): string {
   const pairs = Object.entries(fields).map(([key, value]) => `${key}=${formatValue(value)}`)
   const label = pino.levels.labels[Number(level)]?.toUpperCase().padEnd(5) ?? String(level)
   const head = [clock, label, String(msg ?? ''), ...pairs].join(' ')
-  const stack = (err as { stack?: unknown } | undefined)?.stack
-  return `${head}${err ? `\n  ${typeof stack === 'string' ? stack : JSON.stringify(err)}` : ''}\n`
+  return `${head}${err ? `\n  ${describeError(err as LoggedError)}` : ''}\n`
+}
+
+// An error as loggedError wrote it: `Type code: message`, its frames, then its cause the same way.
+function describeError({ type, code, message, stack, cause }: LoggedError): string {
+  const head = `${[type, code].filter(Boolean).join(' ')}${message ? `: ${message}` : ''}`
+  const text = [head, stack].filter(Boolean).join('\n')
+  return cause ? `${text}\n  caused by ${describeError(cause)}` : text
 }
 
 function formatValue(value: unknown): string {

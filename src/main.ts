@@ -78,6 +78,7 @@ async function main(): Promise<void> {
     readPlants: replicaReads?.readPlants,
     batchesInFlight: BATCHES_IN_FLIGHT[storage.kind],
     readsInFlight: READS_IN_FLIGHT[storage.kind],
+    logSubject: config.logSubject,
     // A stalled body must get its 408 before the request deadline answers 503 for it.
     bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
   })

@@ -15,6 +15,12 @@ describe('loadConfig', () => {
     expect(config.changeStreamsPerOwner).toBe(100)
   })
 
+  test('request lines name the subject only with LOG_SUBJECT=true', () => {
+    expect(loadConfig({}).logSubject).toBe(false)
+    expect(loadConfig({ LOG_SUBJECT: 'false' }).logSubject).toBe(false)
+    expect(loadConfig({ LOG_SUBJECT: 'true' }).logSubject).toBe(true)
+  })
+
   test('CHANGE_STREAMS_PER_OWNER caps the change streams of one owner', () => {
     expect(loadConfig({ CHANGE_STREAMS_PER_OWNER: '3' }).changeStreamsPerOwner).toBe(3)
   })
@@ -78,6 +84,7 @@ describe('loadConfig', () => {
     [{ DATABASE_URL: 'postgres://u@h/db' }, 'AUTH_JWT_SECRET'],
     [{ DATA_DIR: 'memory:' }, 'AUTH_JWT_SECRET'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ LOG_SUBJECT: 'yes' }, 'LOG_SUBJECT'],
     [{ CHANGE_STREAMS_PER_OWNER: '0' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ CHANGE_STREAMS_PER_OWNER: 'many' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ CHANGE_STREAMS_PER_OWNER: '1.5' }, 'CHANGE_STREAMS_PER_OWNER'],
