@@ -12,6 +12,7 @@ import { openStorage } from './log/open-store.ts'
 import { describeUpgrade } from './log/upgrade.ts'
 import { createLogger } from './logger.ts'
 import { watchLogReadersHeld } from './observability/log-readers-held.ts'
+import { collectProcessMetrics } from './observability/process-metrics.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { serve } from './serve.ts'
 import { within } from './time-limit.ts'
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   })
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
+  collectProcessMetrics({ registry })
   // The one reader of the log in this process: the feed and the change streams both take from it.
   const log = followLog({
     db: storage.db,
