@@ -44,7 +44,8 @@ const { values: flags } = parseArgs({
     // Synchronous replication's cost to a create (failover.ts): only it, or all but it.
     'failover-only': { type: 'boolean', default: false },
     'skip-failover': { type: 'boolean', default: false },
-    // Pages and 304s only (GET at 32, 4 and 1 connections, beside the CRUD peer and the ceilings).
+    // The read side only: pages and 304s at 32, 4 and 1 connections beside the CRUD peer and the
+    // ceilings, then a page's cost as the store grows and a full listing's memory (--skip-growth).
     'reads-only': { type: 'boolean', default: false },
   },
 })
@@ -114,7 +115,8 @@ if (flags['reads-only']) {
       scenarios: READ_SCENARIOS,
     }),
   )
-  const results = { ...started, machine: await describeMachine(), flags, throughput }
+  const growth = flags['skip-growth'] ? undefined : await runGrowthBench()
+  const results = { ...started, machine: await describeMachine(), flags, throughput, growth }
   printReport(results)
   await writeResults('reads-', results)
   process.exit(0)
@@ -135,18 +137,7 @@ if (!onlyReplicas) {
     }),
   )
 }
-let growth: Awaited<ReturnType<typeof measureGrowth>> | undefined
-if (!flags['skip-growth'] && !onlyReplicas) {
-  console.log('growth: page latency by store size, full streamed listing')
-  growth = await withDatabase('bench_growth', (url, sql) =>
-    measureGrowth(bench, url, sql, {
-      rounds,
-      seconds: Math.max(3, Math.round(seconds / 2)),
-      largeStore: Number(flags['large-store']),
-      listingPlants: Number(flags['listing-plants']),
-    }),
-  )
-}
+const growth = flags['skip-growth'] || onlyReplicas ? undefined : await runGrowthBench()
 let embedded: Awaited<ReturnType<typeof measureEmbedded>> | undefined
 if (!flags['skip-embedded'] && !onlyReplicas) {
   console.log('embedded default (PGlite): POST and GET')
@@ -233,6 +224,18 @@ async function writeResults(prefix: string, results: { at: string }) {
   const file = `${directory}${prefix}${results.at.replaceAll(':', '-')}.json`
   await Bun.write(file, `${JSON.stringify(results, null, 2)}\n`)
   console.log(`\nfigures written to ${file}`)
+}
+
+function runGrowthBench() {
+  console.log('growth: page latency by store size, full streamed listing')
+  return withDatabase('bench_growth', (url, sql) =>
+    measureGrowth(bench, url, sql, {
+      rounds,
+      seconds: Math.max(3, Math.round(seconds / 2)),
+      largeStore: Number(flags['large-store']),
+      listingPlants: Number(flags['listing-plants']),
+    }),
+  )
 }
 
 function runChangesBench() {
