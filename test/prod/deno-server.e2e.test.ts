@@ -74,7 +74,8 @@ describe.each(Object.keys(storages))('the server on Deno, %s storage', (kind) =>
     const figure = (name: string) => Number(new RegExp(`^${name} (.+)$`, 'm').exec(text)?.[1])
     expect(figure('process_resident_memory_bytes')).toBeGreaterThan(10_000_000)
     expect(figure('process_cpu_seconds_total')).toBeGreaterThan(0)
-    expect(figure('nodejs_eventloop_lag_p99_seconds')).toBeGreaterThan(0)
+    // Right after the start the delay histogram may hold no sample yet: a number, 0 or more.
+    expect(figure('nodejs_eventloop_lag_p99_seconds')).toBeGreaterThanOrEqual(0)
     const document = (await (await call('/openapi.json')).json()) as { openapi: string; paths: object }
     expect(document.openapi).toStartWith('3.1')
     expect(Object.keys(document.paths)).toContain('/plants')
