@@ -40,10 +40,14 @@ export type AppDeps = {
   changes?: Changes
   // Batches of creates in the database at once (see plants/create-plant.ts).
   batchesInFlight?: number
+  // Statements of grouped listings in the database at once (see plants/page-reads.ts).
+  readsInFlight?: number
   // How long a request body may take to arrive before it is answered 408 (see http/json-body.ts).
   bodyTimeoutMs?: number
   // The origins whose pages may call the API from a browser; none unless given.
   cors?: CorsConfig
+  // Request lines name the caller's subject (LOG_SUBJECT=true); they do not by default.
+  logSubject?: boolean
 }
 
 export function createApp({
@@ -58,8 +62,10 @@ export function createApp({
   readPlants,
   changes,
   batchesInFlight,
+  readsInFlight,
   bodyTimeoutMs,
   cors: corsPolicy,
+  logSubject = false,
 }: AppDeps) {
   registerSchemaKinds()
   // Elysia finds the path at index 11 of the URL unless told otherwise, which assumes a host of
@@ -80,7 +86,7 @@ export function createApp({
         onStarted: metrics.requestStarted,
         onFinished: (record) => {
           metrics.recordRequest(record)
-          logRequest(logger, record)
+          logRequest(logger, record, logSubject)
         },
       }),
     )
@@ -99,6 +105,7 @@ export function createApp({
         },
         readPlants,
         batchesInFlight,
+        readsInFlight,
         bodyTimeoutMs,
       }),
     )

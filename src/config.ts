@@ -10,6 +10,8 @@ export type Config = {
   requestTimeoutMs: number
   // 'auto': human-readable lines when stdout is a terminal, JSON lines otherwise.
   logFormat: 'auto' | 'json' | 'pretty'
+  // Request lines name the caller's subject (LOG_SUBJECT=true), which an erasure cannot take back.
+  logSubject: boolean
   storage:
     | { kind: 'postgres'; url: string; poolSize: number; statementTimeoutMs: number }
     | { kind: 'embedded'; dataDir: string }
@@ -89,6 +91,7 @@ export function loadConfig(env: Env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS),
     logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS),
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 100, 600_000),
+    logSubject: oneOf(env, 'LOG_SUBJECT', ['true', 'false']) === 'true',
     dataDir,
     storage:
       databaseUrl === undefined

@@ -1,5 +1,6 @@
 import process from 'node:process'
 import pino from 'pino'
+import { type LoggedError, loggedError } from './logged-error.ts'
 
 export type Logger = Pick<pino.Logger, 'info' | 'warn' | 'error' | 'debug' | 'fatal' | 'child'>
 
@@ -15,12 +16,22 @@ export function createLogger(level: string, { pretty = false, write }: LoggerOpt
     level,
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
-    // Errors keep their cause chain (Drizzle puts the driver's error there) as nested objects.
-    serializers: { err: pino.stdSerializers.errWithCause },
+    // Errors keep their cause chain (Drizzle puts the driver's error there) as nested objects,
+    // each only its kind, code and stack: what an error carries may be people (logged-error.ts).
+    serializers: { err: loggedError },
   }
-  if (!pretty && !write) return pino(options)
+  if (!pretty && !write) return pino(options, bufferedStdout())
   const out = write ?? ((line: string) => void process.stdout.write(line))
   return pino(options, { write: (line: string) => out(pretty ? prettyLine(line) : line) })
+}
+
+// Lines go to stdout in chunks of 4 KiB, or every 100 ms, rather than a write each: every write
+// wakes whoever reads the other end (a log collector), which on a busy server costs more than the
+// line. The chunk not yet written is written when the process exits; a SIGKILL loses it.
+function bufferedStdout() {
+  const stdout = pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 100 })
+  process.on('exit', () => stdout.flushSync())
+  return stdout
 }
 
 export function silentLogger(): Logger {
@@ -40,8 +51,14 @@ export function prettyLine(jsonLine: string): string {
   const pairs = Object.entries(fields).map(([key, value]) => `${key}=${formatValue(value)}`)
   const label = pino.levels.labels[Number(level)]?.toUpperCase().padEnd(5) ?? String(level)
   const head = [clock, label, String(msg ?? ''), ...pairs].join(' ')
-  const stack = (err as { stack?: unknown } | undefined)?.stack
-  return `${head}${err ? `\n  ${typeof stack === 'string' ? stack : JSON.stringify(err)}` : ''}\n`
+  return `${head}${err ? `\n  ${describeError(err as LoggedError)}` : ''}\n`
+}
+
+// An error as loggedError wrote it: `Type code: message`, its frames, then its cause the same way.
+function describeError({ type, code, message, stack, cause }: LoggedError): string {
+  const head = `${[type, code].filter(Boolean).join(' ')}${message ? `: ${message}` : ''}`
+  const text = [head, stack].filter(Boolean).join('\n')
+  return cause ? `${text}\n  caused by ${describeError(cause)}` : text
 }
 
 function formatValue(value: unknown): string {

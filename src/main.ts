@@ -13,6 +13,7 @@ import { openStorage } from './log/open-store.ts'
 import { describeUpgrade } from './log/upgrade.ts'
 import { createLogger } from './logger.ts'
 import { watchLogReadersHeld } from './observability/log-readers-held.ts'
+import { collectProcessMetrics } from './observability/process-metrics.ts'
 import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { describeMove, moveFromPglite } from './replay/pglite-move.ts'
 import { serve } from './serve.ts'
@@ -22,6 +23,9 @@ import { findUnknownSettings } from './unknown-settings.ts'
 // Group commit: a second batch goes in while one is in the database (measured: more creates/s than
 // one at a time at 64 connections, as many as one per pooled connection, with larger batches).
 const BATCHES_IN_FLIGHT = 2
+// Listings that arrive together share a statement (plants/page-reads.ts); a few such statements
+// run side by side, so that a listing seldom waits for a batch ahead of it.
+const READS_IN_FLIGHT = 4
 // The log is read only while the feed publishes or a change stream is open, and this long after
 // the last one ends (a client reconnecting finds the follower still reading): a service nobody
 // follows does not read back what it writes (measured: two statements per create at 1 connection).
@@ -54,6 +58,7 @@ async function main(): Promise<void> {
   const database = { kind: 'postgres' as const, ...storage.settings }
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
+  collectProcessMetrics({ registry, databaseProcessIds: storage.processIds })
   // The one reader of the log in this process: the feed and the change streams both take from it.
   const log = followLog({
     db: storage.db,
@@ -92,6 +97,8 @@ async function main(): Promise<void> {
     changes,
     readPlants: replicaReads?.readPlants,
     batchesInFlight: BATCHES_IN_FLIGHT,
+    readsInFlight: READS_IN_FLIGHT,
+    logSubject: config.logSubject,
     // A stalled body must get its 408 before the request deadline answers 503 for it.
     bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
     cors: config.cors,

@@ -80,6 +80,12 @@ export const SETTINGS = {
     meaning: '`json` (one JSON object per line), `pretty` (for people), `auto` (pretty on a terminal)',
     part: 'log',
   },
+  LOG_SUBJECT: {
+    fallback: 'false',
+    meaning:
+      "`true` adds the caller's `subject` to each request line; an erasure cannot take it back from your logs (see Erasure)",
+    part: 'log',
+  },
   EVENTS_NATS_URL: {
     meaning: 'turns the event feed on: `nats://` or `tls://` URLs with host and port, comma-separated',
     part: 'feed',

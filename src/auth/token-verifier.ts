@@ -47,8 +47,12 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
     requiredClaims: ['exp', 'sub'],
   }
   const verified = verifiedTokens<unknown>({ maxEntries: cacheSize, now })
+  // The secret does not change while the process runs: a token it verified stays verified until it
+  // expires, without reading its header again. A key set's key is current only while it hands it out.
+  const isCurrent = async (token: string, key: unknown) =>
+    (hmacKey !== undefined && key === (await hmacKey)) || (await currentKey(getKey, token)) === key
   return async (token) => {
-    const remembered = await verified.find(token, async (key) => (await currentKey(getKey, token)) === key)
+    const remembered = await verified.find(token, (key) => isCurrent(token, key))
     if (remembered !== undefined) return { subject: remembered.subject, expiresAt: remembered.expiresAtMs }
     const at = { ...options, currentDate: new Date(now()) }
     const { payload, key } = await jwtVerify(token, getKey, at).catch((error: unknown) => {

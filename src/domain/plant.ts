@@ -167,5 +167,6 @@ function isPlantCreatedV1(data: Record<string, unknown>): data is PlantCreatedDa
 }
 
 function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`)
+  // Only its type: the value may be a command or an event, whose plant a log must not show.
+  throw new Error(`unhandled case: ${String((value as { type?: unknown } | null)?.type)}`)
 }

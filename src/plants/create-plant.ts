@@ -133,6 +133,7 @@ async function readStoredPlant(db: Database, { owner, plant }: CreatePlant): Pro
   const history = await readPlantStream(db, owner, plant.id)
   const last = history.at(-1)
   // The append was skipped only because the stream's first event is committed.
-  if (!last) throw new Error(`the stream of plant ${plant.id} was taken but holds no event`)
+  // The error names no plant: it is logged, and logs hold no person's data.
+  if (!last) throw new Error('a stream the append found taken holds no event')
   return { state: history.map(decodePlantEvent).reduce(evolve, initialState), position: last.position }
 }

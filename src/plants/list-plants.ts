@@ -3,6 +3,7 @@ import { events, ownerGenerations, plants } from '../log/schema.ts'
 import { currentPseudonym } from '../log/sealing.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import type { ListingVersion } from './etag.ts'
+import { type PlainReads, singleReads } from './page-reads.ts'
 import type { PlantView } from './schemas.ts'
 
 // `unchanged`, for a conditional request: told the owner's version (head and generation, etag.ts)
@@ -34,9 +35,15 @@ export type Uncovered = { kind: 'uncovered'; event: 'absent' | 'other' }
 const BATCH_SIZE = 1000
 
 // Work grows with the page, not with the store: every query is a range scan of the
-// (owner, position) index. Long listings are read in batches so memory stays flat.
-export async function listPlants(db: Executor, request: ListRequest): Promise<PlantListing> {
-  const listing = await readListing(db, request, 0n)
+// (owner, position) index. Long listings are read in batches so memory stays flat. A page and a
+// conditional request's version are read by `reads` (page-reads.ts: shared with the reads of other
+// requests in flight, or each by a statement of its own).
+export async function listPlants(
+  db: Executor,
+  request: ListRequest,
+  reads: PlainReads = singleReads(db),
+): Promise<PlantListing> {
+  const listing = await readListing(db, request, 0n, reads)
   if (listing.kind === 'uncovered') throw new Error('a listing that asks for no position is always covered')
   return listing
 }
@@ -48,22 +55,29 @@ export function listPlantsCovering(
   request: ListRequest,
   covering: bigint,
 ): Promise<PlantListing | Uncovered> {
-  return readListing(db, request, covering)
+  return readListing(db, request, covering, covering > 0n ? undefined : singleReads(db))
 }
 
+// `reads`: how a version and a page are read when no position is to be checked (`covering` 0).
 async function readListing(
   db: Executor,
   { owner, limit, from = 0n, unchanged }: ListRequest,
   covering: bigint,
+  reads?: PlainReads,
 ): Promise<PlantListing | Uncovered> {
   if (unchanged !== undefined) {
-    const { event, ...version } = await readVersion(db, owner, covering)
+    const { event, ...version } = reads
+      ? { event: 'seen' as const, ...(await reads.version(owner)) }
+      : await readVersion(db, owner, covering)
     if (event !== 'seen') return { kind: 'uncovered', event }
     if (unchanged(version)) return { kind: 'unchanged', ...version }
   }
   const read = (start: bigint, until: bigint | undefined, count: number) =>
     readBatch(db, { owner, from: start, until, count, covering })
-  if (limit !== undefined && limit <= BATCH_SIZE) return readPage(db, { owner, from, count: limit, covering })
+  if (limit !== undefined && limit <= BATCH_SIZE) {
+    if (!reads) return readPage(db, { owner, from, count: limit, covering })
+    return { kind: 'page', ...(await reads.page({ owner, from, count: limit })) }
+  }
   // Where a bounded listing ends is read only once the caller's writes are seen, or it could
   // end too late and hold more than `limit` plants.
   if (covering > 0n && limit !== undefined) {
@@ -181,37 +195,31 @@ const versionColumns = {
   event: sql<Covered>`event`.as('event'),
 }
 
-// What a conditional request reads before it reads any row.
-const versionStatement = (covering: boolean) =>
-  preparedQuery((db) => {
-    const version = db
-      .$with('version', versionColumns)
-      .as(versionOf(sql`${sql.placeholder('owner')}::text`, covering))
-    return db
-      .with(version)
-      .select()
-      .from(version)
-      .prepare(`plants_version${covering ? '_covering' : ''}`)
-  })
-const versionStatements = { plain: versionStatement(false), covering: versionStatement(true) }
+// What a conditional request that names a position reads before it reads any row (page-reads.ts
+// reads it for those that do not).
+const versionStatement = preparedQuery((db) => {
+  const version = db
+    .$with('version', versionColumns)
+    .as(versionOf(sql`${sql.placeholder('owner')}::text`, true))
+  return db.with(version).select().from(version).prepare('plants_version_covering')
+})
 
-// A page, in one row: the version and, when the caller's event is seen, the page's JSON text,
-// written by PostgreSQL as JSON.stringify would write it (to_json escapes as it does), and where
-// the next page starts. One row to decode instead of a row per plant, and nothing to serialise.
-const pageStatement = (covering: boolean) =>
-  preparedQuery((db) => {
-    const owner = sql`${sql.placeholder('owner')}::text`
-    const count = sql`${sql.placeholder('count')}::int`
-    const plant = sql`'{"name":' || to_json(found.name)::text || coalesce(',"tag":' || to_json(found.tag)::text, '') || '}'`
-    const page = db
-      .$with('page', {
-        ...versionColumns,
-        body: sql<string | null>`body`.as('body'),
-        next: sql<string | null>`next`.as('next'),
-      })
-      .as(sql`
+// A page that names a position, in one row: the version and, when the caller's event is seen, the
+// page's JSON text, written by PostgreSQL as JSON.stringify would write it (to_json escapes as it
+// does), and where the next page starts (page-reads.ts reads pages that name none).
+const pageStatement = preparedQuery((db) => {
+  const owner = sql`${sql.placeholder('owner')}::text`
+  const count = sql`${sql.placeholder('count')}::int`
+  const plant = sql`'{"name":' || to_json(found.name)::text || coalesce(',"tag":' || to_json(found.tag)::text, '') || '}'`
+  const page = db
+    .$with('page', {
+      ...versionColumns,
+      body: sql<string | null>`body`.as('body'),
+      next: sql<string | null>`next`.as('next'),
+    })
+    .as(sql`
         select version.head, version.generation, version.event, page.body, page.next
-        from (${versionOf(owner, covering)}) as version
+        from (${versionOf(owner, true)}) as version
         left join lateral (
           select coalesce('[' || string_agg(${plant}, ',' order by found.position) filter (where found.n <= ${count}) || ']', '[]') as body,
                  (max(found.position) filter (where found.n > ${count}))::text as next
@@ -221,13 +229,8 @@ const pageStatement = (covering: boolean) =>
                 where ${plants.owner} = ${owner} and ${plants.position} >= ${sql.placeholder('from')}::bigint
                 order by ${plants.position}
                 limit ${count} + 1) as found) as page on version.event = 'seen'`)
-    return db
-      .with(page)
-      .select()
-      .from(page)
-      .prepare(`plants_page${covering ? '_covering' : ''}`)
-  })
-const pageStatements = { plain: pageStatement(false), covering: pageStatement(true) }
+  return db.with(page).select().from(page).prepare('plants_page_covering')
+})
 
 type PageRequest = { owner: string; from: bigint; count: number; covering: bigint }
 
@@ -235,9 +238,8 @@ async function readPage(
   db: Executor,
   { owner, from, count, covering }: PageRequest,
 ): Promise<PlantListing | Uncovered> {
-  const statement = covering > 0n ? pageStatements.covering : pageStatements.plain
   const values = { owner, from: from.toString(), count, covering: covering.toString() }
-  const [found] = await statement(db).execute(values)
+  const [found] = await pageStatement(db).execute(values)
   const event = found?.event ?? 'absent'
   if (event !== 'seen') return { kind: 'uncovered', event }
   return {
@@ -254,8 +256,7 @@ async function readVersion(
   owner: string,
   covering: bigint,
 ): Promise<ListingVersion & { event: Covered }> {
-  const statement = covering > 0n ? versionStatements.covering : versionStatements.plain
-  const [found] = await statement(db).execute({ owner, covering: covering.toString() })
+  const [found] = await versionStatement(db).execute({ owner, covering: covering.toString() })
   return {
     event: found?.event ?? 'absent',
     position: BigInt(found?.head ?? '0'),

@@ -1,6 +1,7 @@
 import type { Executor } from '../store/database.ts'
 import { askReplicas, type ReplicaAnswer, type ReplicaChoiceDeps } from '../store/replica-choice.ts'
 import { type ListRequest, listPlants, listPlantsCovering, type PlantListing } from './list-plants.ts'
+import { groupedReads } from './page-reads.ts'
 
 // A listing wherever it is best read. `covering` (the request's Plant-Store-Position) is a
 // position the read must see, when it is one of the caller's; 0 or undefined asks for nothing.
@@ -19,9 +20,11 @@ export type PlantReadsDeps = ReplicaChoiceDeps & {
 
 export const PRIMARY = 'primary'
 
-// The primary alone: it sees every committed write, so it needs no position.
-export function primaryReads(primary: Executor): ReadPlants {
-  return (request) => listPlants(primary, request)
+// The primary alone: it sees every committed write, so it needs no position. Pages and versions of
+// concurrent listings share statements, `inFlight` of them in the database at once.
+export function primaryReads(primary: Executor, inFlight = 1): ReadPlants {
+  const reads = groupedReads(primary, inFlight)
+  return (request) => listPlants(primary, request, reads)
 }
 
 // Reads go to a replica that is up and not far behind (store/replica-choice.ts). A read that

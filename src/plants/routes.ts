@@ -34,6 +34,8 @@ export type PlantRoutesDeps = {
   readPlants?: ReadPlants
   // How many batches of creates may be in the database at once (group commit); 1 by default.
   batchesInFlight?: number
+  // How many statements of grouped listings may be in the database at once; 1 by default.
+  readsInFlight?: number
   // How long a create's body may take to arrive before it is answered 408.
   bodyTimeoutMs?: number
 }
@@ -92,7 +94,7 @@ const listed = replies({
 })
 
 export function plantRoutes(deps: PlantRoutesDeps) {
-  const readPlants = deps.readPlants ?? primaryReads(deps.db)
+  const readPlants = deps.readPlants ?? primaryReads(deps.db, deps.readsInFlight)
   const createPlant = plantCreator(deps.db, deps.batchesInFlight)
   return new Elysia({ name: 'plants' })
     .use(authentication(deps.verifyToken))

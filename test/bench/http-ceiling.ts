@@ -14,6 +14,8 @@ const page = JSON.stringify(
   Array.from({ length: 20 }, (_, index) => ({ name: `plant ${index}`, tag: 'bench' })),
 )
 
+const validators = { etag: '"20.0.20.0"', 'cache-control': 'private, no-cache', 'plant-store-position': '20' }
+
 registerSchemaKinds()
 const app = new Elysia()
   .use(authentication(createTokenVerifier({ secret })))
@@ -29,10 +31,19 @@ const app = new Elysia()
       response: { 200: PlantView },
     },
   )
-  .get('/plants', () => new Response(page, { headers: { 'content-type': 'application/json' } }), {
-    query: ListQuery,
-    response: { 200: Type.Array(PlantView) },
-  })
+  // A page carries the service's validators; a request that sends an ETag gets a 304, as if the
+  // tag were current.
+  .get(
+    '/plants',
+    ({ request }) =>
+      request.headers.has('if-none-match')
+        ? new Response(null, { status: 304, headers: validators })
+        : new Response(page, { headers: { 'content-type': 'application/json', ...validators } }),
+    {
+      query: ListQuery,
+      response: { 200: Type.Array(PlantView) },
+    },
+  )
   .listen({ hostname: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 
 console.log(

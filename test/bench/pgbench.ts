@@ -79,10 +79,16 @@ COMMIT;
 \\set reader random(0, 199)
 SELECT name, tag, position FROM plants WHERE owner = 'reader-' || CAST(:reader AS text) AND position >= 0 ORDER BY position LIMIT 21;
 `,
+  // What a 304 must read at least: the reader's head and generation, two index probes.
+  version: `
+\\set reader random(0, 199)
+SELECT (SELECT max(position) FROM plants WHERE owner = 'reader-' || CAST(:reader AS text)),
+       (SELECT generation FROM owner_generations WHERE owner = 'reader-' || CAST(:reader AS text));
+`,
 }
 
 export type CeilingRun = {
-  mode: 'create' | 'createBatch' | 'page'
+  mode: 'create' | 'createBatch' | 'page' | 'version'
   url: string
   clients: number
   seconds: number

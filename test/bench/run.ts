@@ -12,7 +12,7 @@ import { ensureWrk } from './load.ts'
 import { measureReplicas } from './replicas.ts'
 import { printReport } from './report.ts'
 import type { Bench } from './services.ts'
-import { measureThroughput } from './throughput.ts'
+import { measureThroughput, READ_SCENARIOS } from './throughput.ts'
 
 // `bun run bench`: the service on a fresh PostgreSQL database, side by side with its ceilings.
 const { values: flags } = parseArgs({
@@ -44,6 +44,9 @@ const { values: flags } = parseArgs({
     // Synchronous replication's cost to a create (failover.ts): only it, or all but it.
     'failover-only': { type: 'boolean', default: false },
     'skip-failover': { type: 'boolean', default: false },
+    // The read side only: pages and 304s at 32, 4 and 1 connections beside the CRUD peer and the
+    // ceilings, then a page's cost as the store grows and a full listing's memory (--skip-growth).
+    'reads-only': { type: 'boolean', default: false },
   },
 })
 
@@ -100,6 +103,25 @@ if (flags['changes-only']) {
   process.exit(0)
 }
 
+if (flags['reads-only']) {
+  const started = runStamp()
+  console.log(`reads: ${rounds} rounds of ${seconds} s, pool ${bench.poolSize}; ${describeRun(started)}`)
+  const throughput = await withDatabase('bench_reads', (url, sql) =>
+    measureThroughput(bench, url, sql, {
+      rounds,
+      seconds,
+      connections: Number(flags.connections),
+      ceilingBatch: Number(flags['ceiling-batch']),
+      scenarios: READ_SCENARIOS,
+    }),
+  )
+  const growth = flags['skip-growth'] ? undefined : await runGrowthBench()
+  const results = { ...started, machine: await describeMachine(), flags, throughput, growth }
+  printReport(results)
+  await writeResults('reads-', results)
+  process.exit(0)
+}
+
 const onlyReplicas = flags['replicas-only'] === true
 let throughput: Awaited<ReturnType<typeof measureThroughput>> | undefined
 if (!onlyReplicas) {
@@ -115,18 +137,7 @@ if (!onlyReplicas) {
     }),
   )
 }
-let growth: Awaited<ReturnType<typeof measureGrowth>> | undefined
-if (!flags['skip-growth'] && !onlyReplicas) {
-  console.log('growth: page latency by store size, full streamed listing')
-  growth = await withDatabase('bench_growth', (url, sql) =>
-    measureGrowth(bench, url, sql, {
-      rounds,
-      seconds: Math.max(3, Math.round(seconds / 2)),
-      largeStore: Number(flags['large-store']),
-      listingPlants: Number(flags['listing-plants']),
-    }),
-  )
-}
+const growth = flags['skip-growth'] || onlyReplicas ? undefined : await runGrowthBench()
 let embedded: Awaited<ReturnType<typeof measureEmbedded>> | undefined
 if (!flags['skip-embedded'] && !onlyReplicas) {
   console.log('embedded default: POST and GET')
@@ -154,20 +165,9 @@ if (!flags['skip-failover'] && !onlyReplicas) {
 }
 const changes = flags['skip-changes'] || onlyReplicas ? undefined : await runChangesBench()
 
-const machine = {
-  cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
-  memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-  kernel: os.release(),
-  bun: Bun.version,
-  postgres: await withDatabase('bench_version', async (_url, sql) => {
-    const [row] = await sql.unsafe('show server_version')
-    return String(row?.server_version ?? '')
-  }),
-  loadAverage: os.loadavg().map((load) => Number(load.toFixed(2))),
-}
 const results = {
-  at: new Date().toISOString(),
-  machine,
+  ...runStamp(),
+  machine: await describeMachine(),
   flags,
   throughput,
   growth,
@@ -178,11 +178,65 @@ const results = {
   changes,
 }
 if (throughput) printReport({ ...results, throughput })
-const directory = new URL('./results/', import.meta.url).pathname
-mkdirSync(directory, { recursive: true })
-const file = `${directory}${results.at.replaceAll(':', '-')}.json`
-await Bun.write(file, `${JSON.stringify(results, null, 2)}\n`)
-console.log(`\nfigures written to ${file}`)
+await writeResults('', results)
+
+// When, on what and of which commit a run was made: its figures are compared with no others.
+function runStamp() {
+  return { at: new Date().toISOString(), commit: commitOf(bench.serviceRoot ?? '.') }
+}
+
+function commitOf(root: string): string {
+  const run = (args: string[]) =>
+    Bun.spawnSync(['git', '-C', root, ...args])
+      .stdout.toString()
+      .trim()
+  const head = run(['rev-parse', '--short=12', 'HEAD'])
+  return head === ''
+    ? 'unknown'
+    : `${head}${run(['status', '--porcelain', '--untracked-files=no']) ? ' (modified)' : ''}`
+}
+
+function describeRun({ at, commit }: { at: string; commit: string }): string {
+  return `${at}, commit ${commit}, load average ${os
+    .loadavg()
+    .map((load) => load.toFixed(2))
+    .join(' ')}`
+}
+
+async function describeMachine() {
+  return {
+    cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    kernel: os.release(),
+    bun: Bun.version,
+    postgres: await withDatabase('bench_version', async (_url, sql) => {
+      const [row] = await sql.unsafe('show server_version')
+      return String(row?.server_version ?? '')
+    }),
+    // At the end of the run: what else the machine was doing meanwhile.
+    loadAverage: os.loadavg().map((load) => Number(load.toFixed(2))),
+  }
+}
+
+async function writeResults(prefix: string, results: { at: string }) {
+  const directory = new URL('./results/', import.meta.url).pathname
+  mkdirSync(directory, { recursive: true })
+  const file = `${directory}${prefix}${results.at.replaceAll(':', '-')}.json`
+  await Bun.write(file, `${JSON.stringify(results, null, 2)}\n`)
+  console.log(`\nfigures written to ${file}`)
+}
+
+function runGrowthBench() {
+  console.log('growth: page latency by store size, full streamed listing')
+  return withDatabase('bench_growth', (url, sql) =>
+    measureGrowth(bench, url, sql, {
+      rounds,
+      seconds: Math.max(3, Math.round(seconds / 2)),
+      largeStore: Number(flags['large-store']),
+      listingPlants: Number(flags['listing-plants']),
+    }),
+  )
+}
 
 function runChangesBench() {
   const streams = Number(flags['change-streams'])

@@ -12,16 +12,18 @@ export type Bench = {
 }
 
 // The service on PostgreSQL.
+// `runtimeFlags` go to Bun before the entry (a CPU profile, say).
 export async function startService(
   bench: Bench,
   databaseUrl: string,
   extra: Env = {},
+  runtimeFlags: string[] = [],
 ): Promise<ServerProcess> {
-  return startServiceWith(bench, {
-    DATABASE_URL: databaseUrl,
-    DATABASE_POOL_SIZE: String(bench.poolSize),
-    ...extra,
-  })
+  return startServiceWith(
+    bench,
+    { DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: String(bench.poolSize), ...extra },
+    runtimeFlags,
+  )
 }
 
 // The service on the embedded default, in `dataDir`.
@@ -29,10 +31,11 @@ export async function startEmbeddedService(bench: Bench, dataDir: string): Promi
   return startServiceWith(bench, { DATA_DIR: dataDir })
 }
 
-async function startServiceWith(bench: Bench, env: Env): Promise<ServerProcess> {
-  const command = bench.serviceRoot
+async function startServiceWith(bench: Bench, env: Env, runtimeFlags: string[] = []): Promise<ServerProcess> {
+  const [runtime = 'bun', ...rest] = bench.serviceRoot
     ? SERVER_COMMAND.map((part) => (part === 'src/main.ts' ? join(bench.serviceRoot ?? '', part) : part))
     : SERVER_COMMAND
+  const command = [runtime, ...runtimeFlags, ...rest]
   return drained(
     await startServer({ AUTH_JWT_SECRET: bench.secret, LOG_LEVEL: bench.logLevel, ...env }, command),
   )

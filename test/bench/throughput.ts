@@ -13,6 +13,8 @@ export type ThroughputOptions = {
   connections: number
   // Creates per transaction in the batched database ceiling.
   ceilingBatch: number
+  // The scenarios to measure; all unless given.
+  scenarios?: ScenarioName[]
 }
 
 export type Measured = {
@@ -31,20 +33,39 @@ export type Scenario = Partial<Record<Side, Measured>> & { rounds: unknown[] }
 
 // Each scenario: what it loads, with how many connections, and the sides measured on it.
 type ScenarioPlan = { mode: WrkRun['mode']; connections: number; sides: Side[] }
-export type ScenarioName = 'create' | 'page' | 'createFew' | 'createOne' | 'pageFew' | 'revalidate'
+export type ScenarioName =
+  | 'create'
+  | 'page'
+  | 'createFew'
+  | 'createOne'
+  | 'pageFew'
+  | 'pageOne'
+  | 'revalidate'
+  | 'revalidateFew'
+  | 'revalidateOne'
+
+export const READ_SCENARIOS: ScenarioName[] = [
+  'page',
+  'pageFew',
+  'pageOne',
+  'revalidate',
+  'revalidateFew',
+  'revalidateOne',
+]
 
 const READERS = 200
 const PLANTS_PER_READER = 50
 
 // POST /plants and GET /plants?limit=20 against the service, the CRUD peer and the ceilings, round
 // after round (A B C, A B C, …) so that noise from other work on the machine falls on all alike;
-// then POST at 4 connections and at 1, the service beside the CRUD peer.
+// then POST and GET at 4 connections and at 1, the service beside the CRUD peer; then 304s at 32, 4
+// and 1, beside the HTTP ceiling's 304 and the database's least read for one.
 export async function measureThroughput(
   bench: Bench,
   databaseUrl: string,
   sql: postgres.Sql,
   options: ThroughputOptions,
-): Promise<Record<ScenarioName, Scenario>> {
+): Promise<Partial<Record<ScenarioName, Scenario>>> {
   await seedEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)
   // The CRUD peer lists the same plants from its own table.
   await sql`create table if not exists crud_plants (
@@ -81,9 +102,33 @@ export async function measureThroughput(
     // transaction allows when there is little or nothing to batch.
     createFew: { mode: 'create', connections: 4, sides: ['service', 'crudPeer', 'databaseCeiling'] },
     createOne: { mode: 'create', connections: 1, sides: ['service', 'crudPeer', 'databaseCeiling'] },
-    pageFew: { mode: 'page', connections: 4, sides: ['service', 'crudPeer', 'databaseCeiling'] },
-    // The same page asked again with its ETag: 304s (load.lua keeps each owner's tag).
-    revalidate: { mode: 'revalidate', connections: options.connections, sides: ['service'] },
+    pageFew: {
+      mode: 'page',
+      connections: 4,
+      sides: ['service', 'crudPeer', 'httpCeiling', 'databaseCeiling'],
+    },
+    pageOne: {
+      mode: 'page',
+      connections: 1,
+      sides: ['service', 'crudPeer', 'httpCeiling', 'databaseCeiling'],
+    },
+    // The same page asked again with its ETag: 304s (load.lua keeps each owner's tag). The
+    // ceilings: the HTTP ceiling's 304, and the two index probes of the owner's version.
+    revalidate: {
+      mode: 'revalidate',
+      connections: options.connections,
+      sides: ['service', 'httpCeiling', 'databaseCeiling'],
+    },
+    revalidateFew: {
+      mode: 'revalidate',
+      connections: 4,
+      sides: ['service', 'httpCeiling', 'databaseCeiling'],
+    },
+    revalidateOne: {
+      mode: 'revalidate',
+      connections: 1,
+      sides: ['service', 'httpCeiling', 'databaseCeiling'],
+    },
   }
   const database = new URL(databaseUrl).pathname.slice(1)
   const service = await startService(bench, databaseUrl)
@@ -96,7 +141,7 @@ export async function measureThroughput(
       const batch = side === 'batchedCeiling' ? options.ceilingBatch : 1
       const result = await runPgbench(
         {
-          mode: batch > 1 ? 'createBatch' : plan.mode === 'revalidate' ? 'page' : plan.mode,
+          mode: batch > 1 ? 'createBatch' : plan.mode === 'revalidate' ? 'version' : plan.mode,
           batch,
           url: databaseUrl,
           // The batched ceiling has as many creates in flight as the load has connections.
@@ -129,10 +174,10 @@ export async function measureThroughput(
     })
     return withCpu(load, await meter.stop())
   }
-  const names = Object.keys(plans) as ScenarioName[]
+  const names = options.scenarios ?? (Object.keys(plans) as ScenarioName[])
   try {
     const warm = Math.min(3, options.seconds)
-    for (const name of ['create', 'page'] as const)
+    for (const name of (['create', 'page'] as const).filter((name) => names.includes(name)))
       for (const side of plans[name].sides) await run(side, plans[name], warm)
     const rounds = Object.fromEntries(names.map((name) => [name, []])) as unknown as Record<
       ScenarioName,
@@ -152,7 +197,7 @@ export async function measureThroughput(
     }
     return Object.fromEntries(
       names.map((name) => [name, summarise(rounds[name] as Record<Side, Measured>[])]),
-    ) as Record<ScenarioName, Scenario>
+    ) as Partial<Record<ScenarioName, Scenario>>
   } finally {
     await service.stop()
     await crudPeer.stop()

@@ -66,7 +66,15 @@ describe.each(Object.keys(storages))('the server on Deno, %s storage', (kind) =>
     expect((await call('/ready')).status).toBe(200)
     const metrics = await call('/metrics')
     expect(metrics.headers.get('content-type')).toContain('text/plain')
-    expect(await metrics.text()).toContain('plant_store_http_requests_total')
+    const text = await metrics.text()
+    expect(text).toContain('plant_store_http_requests_total')
+    // The process's own figures, measured by Deno too (where /proc/self is closed to it, the
+    // resident memory comes from the runtime rather than a 0).
+    const figure = (name: string) => Number(new RegExp(`^${name} (.+)$`, 'm').exec(text)?.[1])
+    expect(figure('process_resident_memory_bytes')).toBeGreaterThan(10_000_000)
+    expect(figure('process_cpu_seconds_total')).toBeGreaterThan(0)
+    // Right after the start the delay histogram may hold no sample yet: a number, 0 or more.
+    expect(figure('nodejs_eventloop_lag_p99_seconds')).toBeGreaterThanOrEqual(0)
     const document = (await (await call('/openapi.json')).json()) as { openapi: string; paths: object }
     expect(document.openapi).toStartWith('3.1')
     expect(Object.keys(document.paths)).toContain('/plants')

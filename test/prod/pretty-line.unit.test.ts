@@ -22,3 +22,24 @@ test('given an error line, then its stack follows on the next line', () => {
   })
   expect(prettyLine(line)).toBe('12:34:56.789 ERROR unexpected error\n  Error: boom\n    at x\n')
 })
+
+test('given an error with a cause, then each is named by its kind, code and message, above its frames', () => {
+  const line = JSON.stringify({
+    level: 40,
+    time: '2026-01-02T12:34:56.789Z',
+    msg: 'database unavailable',
+    err: {
+      type: 'DrizzleQueryError',
+      stack: '    at query',
+      cause: {
+        type: 'Error',
+        code: 'ECONNREFUSED',
+        message: 'connect ECONNREFUSED',
+        stack: '    at connect',
+      },
+    },
+  })
+  expect(prettyLine(line)).toBe(
+    '12:34:56.789 WARN  database unavailable\n  DrizzleQueryError\n    at query\n  caused by Error ECONNREFUSED: connect ECONNREFUSED\n    at connect\n',
+  )
+})

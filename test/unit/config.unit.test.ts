@@ -16,6 +16,12 @@ describe('loadConfig', () => {
     expect(config.changeStreamsPerOwner).toBe(100)
   })
 
+  test('request lines name the subject only with LOG_SUBJECT=true', () => {
+    expect(loadConfig({}).logSubject).toBe(false)
+    expect(loadConfig({ LOG_SUBJECT: 'false' }).logSubject).toBe(false)
+    expect(loadConfig({ LOG_SUBJECT: 'true' }).logSubject).toBe(true)
+  })
+
   test('CHANGE_STREAMS_PER_OWNER caps the change streams of one owner', () => {
     expect(loadConfig({ CHANGE_STREAMS_PER_OWNER: '3' }).changeStreamsPerOwner).toBe(3)
   })
@@ -77,6 +83,7 @@ describe('loadConfig', () => {
     [{ AUTH_JWT_SECRET: 'short' }, 'AUTH_JWT_SECRET'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ LOG_SUBJECT: 'yes' }, 'LOG_SUBJECT'],
     [{ CHANGE_STREAMS_PER_OWNER: '0' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ CHANGE_STREAMS_PER_OWNER: 'many' }, 'CHANGE_STREAMS_PER_OWNER'],
     [{ CHANGE_STREAMS_PER_OWNER: '1.5' }, 'CHANGE_STREAMS_PER_OWNER'],

@@ -28,10 +28,10 @@ test('a name a letter or two from a known one, in any case, is named with the kn
 })
 
 test('a name with one of the service prefixes is named whatever its distance, with the nearest known one', () => {
-  const [found] = findUnknownSettings({ LOG_SUBJECTS: 'true' })
-  expect(found?.nearest).toBe('LOG_LEVEL')
+  const [found] = findUnknownSettings({ EVENTS_NATS_TOKEN: 's3cret' })
+  expect(found?.nearest).toBe('EVENTS_NATS_URL')
   expect(found?.message).toBe(
-    'LOG_SUBJECTS is not a setting of this service and is ignored; the nearest known name is LOG_LEVEL',
+    'EVENTS_NATS_TOKEN is not a setting of this service and is ignored; the nearest known name is EVENTS_NATS_URL',
   )
   expect(named({ CORS_ORIGIN: 'https://a.example' })).toEqual([['CORS_ORIGIN', 'CORS_ORIGINS']])
   expect(named({ DATA_DIRECTORY: '/srv' })).toEqual([['DATA_DIRECTORY', 'DATA_DIR']])

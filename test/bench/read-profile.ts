@@ -1,0 +1,94 @@
+import { parseArgs } from 'node:util'
+import postgres from 'postgres'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { meterCpu } from './cpu.ts'
+import { runWrk } from './load.ts'
+import { seedEvents } from './seed.ts'
+import { startService } from './services.ts'
+import { writeFixture } from './tokens.ts'
+
+// Where a read's CPU goes: the service under Bun's CPU profiler, one load of pages or 304s, and
+// what PostgreSQL's backends spent, per statement when pg_stat_statements is loaded.
+const { values: flags } = parseArgs({
+  options: {
+    admin: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
+    mode: { type: 'string', default: 'page' },
+    connections: { type: 'string', default: '32' },
+    seconds: { type: 'string', default: '8' },
+    profile: { type: 'string' },
+    env: { type: 'string', multiple: true, default: [] },
+  },
+})
+const admin = postgres(flags.admin ?? '', { max: 1, onnotice: () => {} })
+const name = `plant_store_profile_${Date.now().toString(36)}`
+await admin.unsafe(`create database ${name}`)
+const url = new URL(flags.admin ?? '')
+url.pathname = `/${name}`
+const sql = postgres(url.toString(), { max: 2, onnotice: () => {} })
+try {
+  await migratePostgresDatabase(url.toString())
+  await sql`create extension if not exists pg_stat_statements`.catch(() => {})
+  await seedEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)
+  await sql`analyze`
+  const secret = crypto.randomUUID() + crypto.randomUUID()
+  const readers = await writeFixture(secret, 'reader', 200)
+  const heads = await sql<{ owner: string; head: string }[]>`
+    select owner, max(position)::text as head from plants group by owner`
+  const headOf = new Map(heads.map((row) => [row.owner, row.head]))
+  const tagsFile = `${readers.tokensFile}.tags`
+  await Bun.write(
+    tagsFile,
+    `${readers.owners.map((owner) => `"${headOf.get(owner) ?? 0}.0.20.0"`).join('\n')}\n`,
+  )
+  const extra = Object.fromEntries((flags.env ?? []).map((pair) => pair.split('=', 2) as [string, string]))
+  const profile = flags.profile ? ['--cpu-prof-md', `--cpu-prof-dir=${flags.profile}`] : []
+  const bench = { secret, poolSize: 10, logLevel: 'info' }
+  const service = await startService(bench, url.toString(), extra, profile)
+  try {
+    const mode = flags.mode as 'page' | 'revalidate'
+    const load = (seconds: number) =>
+      runWrk({
+        url: service.url,
+        pid: service.process.pid,
+        mode,
+        tokensFile: readers.tokensFile,
+        tagsFile: mode === 'revalidate' ? tagsFile : undefined,
+        idBase: 0,
+        connections: Number(flags.connections),
+        seconds,
+      })
+    await load(2)
+    await sql.unsafe('select pg_stat_statements_reset()').catch(() => {})
+    const meter = await meterCpu(sql, name, service.process.pid)
+    const run = await load(Number(flags.seconds))
+    const cpu = await meter.stop()
+    console.log(
+      JSON.stringify({
+        mode,
+        connections: flags.connections,
+        requestsPerSecond: Math.round(run.requestsPerSecond),
+        errors: run.errors,
+        serviceCpuMsPerRequest: (cpu.processMs / run.requests).toFixed(4),
+        databaseCpuMsPerRequest: (cpu.databaseMs / run.requests).toFixed(4),
+      }),
+    )
+    const statements = await sql
+      .unsafe(
+        `select calls, round((total_exec_time / calls)::numeric, 4) as exec_ms,
+                round((total_plan_time / greatest(calls, 1))::numeric, 4) as plan_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) as query
+         from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+         order by total_exec_time desc limit 8`,
+      )
+      .catch((error) => {
+        console.log(`no pg_stat_statements: ${error}`)
+        return []
+      })
+    for (const row of statements) console.log(JSON.stringify(row))
+  } finally {
+    await service.stop()
+  }
+} finally {
+  await sql.end()
+  await admin.unsafe(`drop database ${name} with (force)`)
+  await admin.end()
+}
