@@ -24,7 +24,7 @@ test('misspelt variables are warned about at start, one line each naming the kno
     DATABSE_URL: 'postgres://nobody@127.0.0.1:1/elsewhere',
     database_url: 'postgres://nobody@127.0.0.1:1/elsewhere',
     EVENT_NATS_URL: 'nats://127.0.0.1:4222',
-    LOG_SUBJECTS: 'true',
+    LOG_LEVELS: 'debug',
   })
   try {
     // when it has started
@@ -35,7 +35,7 @@ test('misspelt variables are warned about at start, one line each naming the kno
     ).toEqual([
       ['DATABSE_URL', 'DATABASE_URL'],
       ['EVENT_NATS_URL', 'EVENTS_NATS_URL'],
-      ['LOG_SUBJECTS', 'LOG_LEVEL'],
+      ['LOG_LEVELS', 'LOG_LEVEL'],
       ['database_url', 'DATABASE_URL'],
     ])
     const listening = lines.at(-1)
