@@ -5,7 +5,7 @@ import { createTestFeed, type TestFeed } from '../support/nats.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
 
 const SECRET = 'tracing-e2e-secret-of-at-least-32-bytes'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
@@ -35,8 +35,12 @@ describe('traces over OTLP/HTTP', () => {
       select e.metadata, plant_store_open(e.metadata, k.key) as opened
       from events as e left join owner_keys as k on k.pseudonym = e.metadata->>'pseudonym'
       where e.type = 'PlantCreated' order by e.position`
-  const cloudEvents = async (count: number) =>
-    (await feed.waitFor(count)).map((message) => JSON.parse(message.body) as Record<string, unknown>)
+  // The stream's CloudEvents once it holds the whole log (a stream per test, the log shared).
+  const cloudEvents = async () => {
+    const [log] = await sql<{ events: number }[]>`select count(*)::int as events from events`
+    const messages = await feed.waitFor(log?.events ?? 0)
+    return messages.map((message) => JSON.parse(message.body) as Record<string, unknown>)
+  }
 
   beforeAll(async () => {
     database = await createTestDatabase('tracing')
@@ -69,7 +73,7 @@ describe('traces over OTLP/HTTP', () => {
       },
       body: JSON.stringify({ id: 1, name: 'Fern' }),
     })
-    const [message] = await cloudEvents(1)
+    const message = (await cloudEvents()).at(-1)
     // SIGTERM flushes the spans still buffered
     expect(await server.stop('SIGTERM')).toBe(0)
     // then the request's span is the child of the caller's
@@ -114,7 +118,7 @@ describe('traces over OTLP/HTTP', () => {
     server = await startServer({ ...env(), ...tracingEnv() })
     // when
     const response = await postPlant(server.url, await token('untraced-caller'), { id: 2, name: 'Ivy' })
-    const messages = await cloudEvents(2)
+    const messages = await cloudEvents()
     expect(await server.stop('SIGTERM')).toBe(0)
     // then
     expect(response.status).toBe(200)
@@ -139,7 +143,7 @@ describe('traces over OTLP/HTTP', () => {
       },
       body: JSON.stringify({ id: 3, name: 'Moss' }),
     })
-    const messages = await cloudEvents(3)
+    const messages = await cloudEvents()
     expect(await server.stop('SIGTERM')).toBe(0)
     // then
     expect(response.status).toBe(200)
@@ -147,6 +151,24 @@ describe('traces over OTLP/HTTP', () => {
     expect(messages.at(-1)?.traceparent).toBeUndefined()
     expect(messages.at(-1)?.data).toEqual({ id: '3', name: 'Moss' })
     expect((await openedMetadata()).at(-1)?.opened).toEqual({ requestId: expect.any(String) })
+  })
+
+  test('a bad OTEL_* value: one line naming it, and nothing sent', async () => {
+    // given
+    receiver = startOtlpReceiver()
+    feed = await createTestFeed('tracing_bad')
+    // when
+    const refused = await runServerToExit({
+      ...env(),
+      ...tracingEnv(),
+      OTEL_TRACES_SAMPLER: 'sometimes',
+    })
+    // then
+    expect(refused.exitCode).toBe(1)
+    expect(refused.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^plant store cannot start: OTEL_TRACES_SAMPLER must be one of always_on, /),
+    ])
+    expect(receiver.posts()).toBe(0)
   })
 
   test('given OTEL_* set, owners erase sends a span for the erasure and one for each of its steps', async () => {
@@ -157,7 +179,7 @@ describe('traces over OTLP/HTTP', () => {
     expect((await postPlant(server.url, await token('erased-owner'), { id: 4, name: 'Sage' })).status).toBe(
       200,
     )
-    await cloudEvents(1)
+    await cloudEvents()
     // when
     const erased = await runCli(['owners', 'erase', 'erased-owner'], { ...env(), ...tracingEnv() })
     // then
