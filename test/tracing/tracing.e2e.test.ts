@@ -111,6 +111,46 @@ describe('traces over OTLP/HTTP', () => {
     expect(stored?.opened?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
   })
 
+  test('given OTEL_* set, creates that share a batch: its span is the child of one and links the others', async () => {
+    // given
+    receiver = startOtlpReceiver()
+    feed = await createTestFeed('tracing_batch')
+    server = await startServer({ ...env(), ...tracingEnv() })
+    const url = server.url
+    const bearer = `Bearer ${await token('batched-owner')}`
+    // when a burst of creates arrives at once, each from a trace of its own
+    const traces = Array.from({ length: 40 }, (_, index) => `${(index + 1).toString(16).padStart(32, 'a')}`)
+    const answers = await Promise.all(
+      traces.map((trace, index) =>
+        fetch(`${url}/plants`, {
+          method: 'POST',
+          headers: {
+            authorization: bearer,
+            'content-type': 'application/json',
+            traceparent: `00-${trace}-${CALLER_SPAN}-01`,
+          },
+          body: JSON.stringify({ id: 100 + index, name: `Burst ${index}` }),
+        }),
+      ),
+    )
+    expect(await server.stop('SIGTERM')).toBe(0)
+    // then every request was answered, and at least one batch carried several of them
+    expect(answers.map((answer) => answer.status)).toEqual(traces.map(() => 200))
+    const spans = receiver.spans()
+    const requests = spans.filter((span) => span.name === 'POST /plants' && traces.includes(span.traceId))
+    expect(requests).toHaveLength(traces.length)
+    const batches = spans.filter((span) => span.name === 'append_events')
+    expect(batches.some((batch) => Number(batch.attributes['db.operation.batch.size']) > 1)).toBe(true)
+    // and each batch is the child of one request and links every other one it carried
+    const served = batches.flatMap((batch) => {
+      const parent = requests.find((request) => request.spanId === batch.parentSpanId)
+      expect(parent?.traceId).toBe(batch.traceId)
+      expect(batch.links).toHaveLength(Number(batch.attributes['db.operation.batch.size']) - 1)
+      return [batch.parentSpanId, ...batch.links.map((link) => link.spanId)]
+    })
+    expect(served.sort()).toEqual(requests.map((request) => request.spanId).sort())
+  })
+
   test('given OTEL_* set, a create without a traceparent starts a trace of its own', async () => {
     // given
     receiver = startOtlpReceiver()
