@@ -1,11 +1,18 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { denoServerCommand } from '../support/deno.ts'
 import { createTestFeed, type TestFeed } from '../support/nats.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
+import {
+  runCli,
+  runServerToExit,
+  SERVER_COMMAND,
+  type ServerProcess,
+  startServer,
+} from '../support/server-process.ts'
 
 const SECRET = 'tracing-e2e-secret-of-at-least-32-bytes'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
@@ -58,58 +65,66 @@ describe('traces over OTLP/HTTP', () => {
     await database.drop()
   })
 
-  test('given OTEL_* set, a create with a traceparent: request, batch and publish spans, and the CloudEvent continues the trace', async () => {
-    // given
-    receiver = startOtlpReceiver()
-    feed = await createTestFeed('tracing_on')
-    server = await startServer({ ...env(), ...tracingEnv() })
-    // when
-    const response = await fetch(`${server.url}/plants`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${await token('traced-owner')}`,
-        'content-type': 'application/json',
-        traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
-      },
-      body: JSON.stringify({ id: 1, name: 'Fern' }),
-    })
-    const message = (await cloudEvents()).at(-1)
-    // SIGTERM flushes the spans still buffered
-    expect(await server.stop('SIGTERM')).toBe(0)
-    // then the request's span is the child of the caller's
-    expect(response.status).toBe(200)
-    expect(response.headers.get('traceparent')).toBeNull()
-    const spans = receiver.spans()
-    const request = spans.find((span) => span.name === 'POST /plants')
-    expect(request).toMatchObject({
-      traceId: CALLER_TRACE,
-      parentSpanId: CALLER_SPAN,
-      kind: SERVER,
-      serviceName: 'plants-under-test',
-      attributes: {
-        'http.route': '/plants',
-        'http.response.status_code': 200,
-        'http.request.method': 'POST',
-      },
-    })
-    // and the batch statement it opened is its child
-    expect(spans.find((span) => span.name === 'append_events')).toMatchObject({
-      traceId: CALLER_TRACE,
-      parentSpanId: request?.spanId,
-      kind: CLIENT,
-      attributes: { 'db.operation.batch.size': 1 },
-    })
-    // and so is the feed's publish of its event
-    const publish = spans.find((span) => span.kind === PRODUCER)
-    expect(publish).toMatchObject({ traceId: CALLER_TRACE, parentSpanId: request?.spanId })
-    // and the CloudEvent carries the request's context for a consumer to continue
-    expect(message?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
-    // and the event keeps it sealed: not in its metadata's plain text, only once opened with the key
-    const [stored] = await openedMetadata()
-    expect(Object.keys(stored?.metadata ?? {}).sort()).toEqual(['pseudonym', 'sealed'])
-    expect(JSON.stringify(stored?.metadata)).not.toContain(CALLER_TRACE)
-    expect(stored?.opened?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
-  })
+  test.each([
+    ['Bun', SERVER_COMMAND],
+    ['Deno', denoServerCommand()],
+  ])(
+    'given OTEL_* set, under %s, a create with a traceparent: request, batch and publish spans, and the CloudEvent continues the trace',
+    async (runtime, command) => {
+      // given
+      receiver = startOtlpReceiver()
+      feed = await createTestFeed('tracing_on')
+      server = await startServer({ ...env(), ...tracingEnv() }, command)
+      // when
+      const response = await fetch(`${server.url}/plants`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${await token(`traced-owner-on-${runtime}`)}`,
+          'content-type': 'application/json',
+          traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
+        },
+        body: JSON.stringify({ id: 1, name: 'Fern' }),
+      })
+      const message = (await cloudEvents()).at(-1)
+      // SIGTERM flushes the spans still buffered
+      expect(await server.stop('SIGTERM')).toBe(0)
+      // then the request's span is the child of the caller's
+      expect(response.status).toBe(200)
+      expect(response.headers.get('traceparent')).toBeNull()
+      const spans = receiver.spans()
+      const request = spans.find((span) => span.name === 'POST /plants')
+      expect(request).toMatchObject({
+        traceId: CALLER_TRACE,
+        parentSpanId: CALLER_SPAN,
+        kind: SERVER,
+        serviceName: 'plants-under-test',
+        attributes: {
+          'http.route': '/plants',
+          'http.response.status_code': 200,
+          'http.request.method': 'POST',
+        },
+      })
+      // and the batch statement it opened is its child
+      expect(spans.find((span) => span.name === 'append_events')).toMatchObject({
+        traceId: CALLER_TRACE,
+        parentSpanId: request?.spanId,
+        kind: CLIENT,
+        attributes: { 'db.operation.batch.size': 1 },
+      })
+      // and so is the feed's publish of its event
+      const publish = spans.find(
+        (span) => span.kind === PRODUCER && span.attributes['messaging.message.id'] === message?.id,
+      )
+      expect(publish).toMatchObject({ traceId: CALLER_TRACE, parentSpanId: request?.spanId })
+      // and the CloudEvent carries the request's context for a consumer to continue
+      expect(message?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
+      // and the event keeps it sealed: not in its metadata's plain text, only once opened with the key
+      const stored = (await openedMetadata()).at(-1)
+      expect(Object.keys(stored?.metadata ?? {}).sort()).toEqual(['pseudonym', 'sealed'])
+      expect(JSON.stringify(stored?.metadata)).not.toContain(CALLER_TRACE)
+      expect(stored?.opened?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
+    },
+  )
 
   test('given OTEL_* set, creates that share a batch: its span is the child of one and links the others', async () => {
     // given
