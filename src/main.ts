@@ -59,6 +59,13 @@ async function main(): Promise<void> {
   const database = { kind: 'postgres' as const, ...storage.settings }
   // Loads the OpenTelemetry SDK only when an endpoint is set.
   const tracing = config.tracing && (await startTracing(config.tracing, logger))
+  if (config.tracing) {
+    const { serviceName, sampler } = config.tracing
+    // Without any user, password or query the URL may hold.
+    const url = new URL(config.tracing.url)
+    const traces = `${url.origin}${url.pathname}`
+    logger.info({ traces, serviceName, sampler }, `tracing on: spans go to ${traces}`)
+  }
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
   collectProcessMetrics({ registry, databaseProcessIds: storage.processIds })

@@ -1,7 +1,7 @@
 import type { LogFollower } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
-import type { Span, Tracing } from '../tracing/tracing.ts'
-import { type FeedMessage, legacyPlantSubject, type MessageSettings, toFeedMessage } from './cloud-event.ts'
+import type { Tracing } from '../tracing/tracing.ts'
+import { type FeedMessage, type MessageSettings, toFeedMessage } from './cloud-event.ts'
 import type { Leadership } from './leadership.ts'
 import type { FeedStream, Tail } from './nats-stream.ts'
 
@@ -135,30 +135,23 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
   release?.()
 }
 
-// A span per message that carries a trace context; the returned function ends them once the
-// stream has answered: those up to `stored` went in, the others failed with `failure`.
+// A span per message that carries a trace context, the child of that context; the returned
+// function ends them once the stream has answered: those up to `stored` went in, the others failed.
 function publishSpans(tracing: Tracing, publishable: FeedMessage[], { subjectPrefix }: MessageSettings) {
-  const spans: [bigint, Span][] = publishable.flatMap(({ id, traceparent }) =>
-    traceparent === undefined
-      ? []
-      : [
-          [
-            BigInt(id),
-            tracing.startSpan(`send ${legacyPlantSubject(subjectPrefix)}`, {
-              kind: 'producer',
-              parent: traceparent,
-              attributes: {
-                'messaging.system': 'nats',
-                'messaging.operation.type': 'send',
-                'messaging.message.id': id,
-              },
-            }),
-          ],
-        ],
-  )
+  const name = `send ${subjectPrefix}.events.PlantCreated`
+  const spans = publishable.flatMap(({ id, traceparent }) => {
+    if (traceparent === undefined) return []
+    const attributes = {
+      'messaging.system': 'nats',
+      'messaging.operation.type': 'send',
+      'messaging.message.id': id,
+    }
+    const span = tracing.startSpan(name, { kind: 'producer', parent: traceparent, attributes })
+    return [{ position: BigInt(id), span }]
+  })
   return (stored: bigint, failure: unknown) => {
-    for (const [position, span] of spans)
-      span.end(position <= stored ? {} : { error: failure ?? 'not stored' })
+    for (const { position, span } of spans)
+      span.end(position <= stored ? {} : { error: failure ?? 'the stream did not take it' })
   }
 }
 

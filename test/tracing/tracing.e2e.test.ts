@@ -203,6 +203,7 @@ describe('traces over OTLP/HTTP', () => {
     // then
     expect(response.status).toBe(200)
     expect(receiver.posts()).toBe(0)
+    expect(server.startLines.join('\n')).not.toContain('tracing on')
     expect(messages.at(-1)?.traceparent).toBeUndefined()
     expect(messages.at(-1)?.data).toEqual({ id: '3', name: 'Moss' })
     expect((await openedMetadata()).at(-1)?.opened).toEqual({ requestId: expect.any(String) })
