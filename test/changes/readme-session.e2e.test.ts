@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { postPlant } from '../support/plant-client.ts'
-import { docSection } from '../support/readme.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { docSection } from '../support/readme.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 
 // The README's curl session and its sequel in docs/live-changes.md, run as written against a fresh

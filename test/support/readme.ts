@@ -13,7 +13,10 @@ export async function docFiles(): Promise<DocFile[]> {
     .sort()
     .map((name) => `docs/${name}`)
   return Promise.all(
-    ['README.md', ...pages].map(async (path) => ({ path, text: await readFile(new URL(path, ROOT), 'utf8') })),
+    ['README.md', ...pages].map(async (path) => ({
+      path,
+      text: await readFile(new URL(path, ROOT), 'utf8'),
+    })),
   )
 }
 
@@ -40,7 +43,10 @@ export async function docSection(section: string): Promise<string> {
     headings.forEach((heading, at) => {
       if (heading.title !== section) return
       const next = headings.slice(at + 1).find(({ level }) => level <= heading.level)
-      found.push({ level: heading.level, text: lines.slice(heading.line, next?.line ?? lines.length).join('\n') })
+      found.push({
+        level: heading.level,
+        text: lines.slice(heading.line, next?.line ?? lines.length).join('\n'),
+      })
     })
   }
   const best = found.sort((a, b) => a.level - b.level)[0]

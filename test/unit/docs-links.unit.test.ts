@@ -82,7 +82,8 @@ test('given the README and docs/, then none points outside the repository at the
 })
 
 test('given headings, then their anchors are the ones GitHub makes', () => {
-  const text = "# Plant Store\n## Reads: where a page's CPU goes\n```sh\n# not a heading\n```\n## `304`s\n## Reads: where a page's CPU goes"
+  const text =
+    "# Plant Store\n## Reads: where a page's CPU goes\n```sh\n# not a heading\n```\n## `304`s\n## Reads: where a page's CPU goes"
   expect([...anchorsOf(text)]).toEqual([
     'plant-store',
     'reads-where-a-pages-cpu-goes',
