@@ -75,7 +75,7 @@ export function createApp({
   registerSchemaKinds()
   // Elysia finds the path at index 11 of the URL unless told otherwise, which assumes a host of
   // four characters or more (`Host: api` would 404 everywhere); its dynamic router, which
-  // ELYSIA_AOT=false would pick, always does. Routing must not depend on the Host (CONTRACT §1):
+  // ELYSIA_AOT=false would pick, always does. Routing must not depend on the Host (docs/api.md):
   // test/http/host-header.e2e.test.ts tries both.
   const app = new Elysia({ aot: true, handler: { standardHostname: false } })
   const allowedMethods = (path: string) => methodsServing(app, path)

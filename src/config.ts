@@ -30,13 +30,13 @@ export type Config = {
     audience?: string
     useLocalSecret: boolean
   }
-  // The most change streams one owner holds open on this instance (CONTRACT §9).
+  // The most change streams one owner holds open on this instance (docs/live-changes.md).
   changeStreamsPerOwner: number
   // The origins whose pages may call the API from a browser; undefined when CORS_ORIGINS is unset.
   cors?: CorsConfig
-  // The event feed to NATS JetStream (CONTRACT §8); undefined when EVENTS_NATS_URL is unset.
+  // The event feed to NATS JetStream (docs/feed.md); undefined when EVENTS_NATS_URL is unset.
   feed?: FeedConfig
-  // Streaming replicas that serve listings (CONTRACT §10); undefined when DATABASE_READ_URLS is unset.
+  // Streaming replicas that serve listings (docs/operating.md, Scaling out); undefined when DATABASE_READ_URLS is unset.
   readReplicas?: ReadReplicasConfig
   // Spans over OTLP/HTTP; undefined when no endpoint is set or OTEL_SDK_DISABLED=true.
   tracing?: TracingConfig

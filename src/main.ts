@@ -21,15 +21,15 @@ import { within } from './time-limit.ts'
 import { startTracing } from './tracing/start-tracing.ts'
 import { findUnknownSettings } from './unknown-settings.ts'
 
-// Group commit: a second batch goes in while one is in the database (measured: more creates/s than
-// one at a time at 64 connections, as many as one per pooled connection, with larger batches).
+// Group commit: a second batch goes in while one is in the database, which measured best
+// (docs/architecture.md, Design notes).
 const BATCHES_IN_FLIGHT = 2
 // Listings that arrive together share a statement (plants/page-reads.ts); a few such statements
 // run side by side, so that a listing seldom waits for a batch ahead of it.
 const READS_IN_FLIGHT = 4
 // The log is read only while the feed publishes or a change stream is open, and this long after
 // the last one ends (a client reconnecting finds the follower still reading): a service nobody
-// follows does not read back what it writes (measured: two statements per create at 1 connection).
+// follows does not read back what it writes (docs/architecture.md, Design notes).
 const FOLLOWER_IDLE_MS = 10_000
 
 async function main(): Promise<void> {

@@ -1,7 +1,7 @@
 // Every environment variable the service reads, once: its default (absent: unset), what it means,
 // and which part of the service reads it (a command's help lists the variables of the parts it
 // uses). loadConfig takes its defaults from here, the start warns about any variable near one of
-// these names, the CLI's help prints them, and the README's configuration table shows exactly
+// these names, the CLI's help prints them, and the table in docs/configuration.md shows exactly
 // these rows (test/unit/readme-configuration.unit.test.ts). A new variable is one more row.
 // A name ending in `*` stands for a family the service hands on whole (standard variables of a
 // library it uses): any name with that prefix is known.

@@ -30,7 +30,7 @@ export const ownersEraseCommand = command({
   run: ({ positionals, values }, config) => eraseCommand(positionals, values.wait, config),
 })
 
-// CONTRACT §12: prints the number of plants the owner had when the erasure began; what it waits
+// Erasure (docs/erasure.md): prints the number of plants the owner had when the erasure began; what it waits
 // for, and an owner it does not know, are said on stderr. `--wait` bounds how long the OwnerErased
 // notice may take to reach the stream of the store's recorded feed, and an import running may take
 // to end (past it: exit 1, the owner hidden and the erasure pending until a rerun).

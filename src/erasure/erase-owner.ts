@@ -10,7 +10,7 @@ import { awaitImports } from './leftovers.ts'
 // An owner whose erasure has begun: their pseudonym, and the position of the OwnerErased notice.
 export type PendingErasure = { pseudonym: string; notice: bigint }
 
-// Steps 2 and 3 of an erasure (CONTRACT §12), when the store has a feed (feed/erasure-feed.ts).
+// Steps 2 and 3 of an erasure (docs/erasure.md), when the store has a feed (feed/erasure-feed.ts).
 export type ErasureFeed = {
   // Resolves once the stream holds the log up to `position` (the notice), publishing it itself if
   // no instance does; rejects after a bounded wait.

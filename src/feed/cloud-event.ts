@@ -23,7 +23,7 @@ export function feedFilter(prefix: string): string {
   return `${prefix}.events.>`
 }
 
-// Where an owner's PlantCreated messages go: CONTRACT §8 allows one opaque token after the type,
+// Where an owner's PlantCreated messages go: the feed allows one token after the type (docs/feed.md), opaque to consumers,
 // and the pseudonym (random, never derived from the subject) is the one an erasure purges by.
 export function plantSubject(prefix: string, pseudonym: string): string {
   return `${legacyPlantSubject(prefix)}.${pseudonym}`
@@ -34,7 +34,7 @@ export function legacyPlantSubject(prefix: string): string {
   return `${prefix}.events.PlantCreated`
 }
 
-// A logged event as a CloudEvents 1.0 structured JSON message (CONTRACT §8, §12), in its current
+// A logged event as a CloudEvents 1.0 structured JSON message (docs/feed.md; docs/erasure.md), in its current
 // shape whatever shape it was stored in; undefined for an event that is never published: an
 // OwnerErased whose erasure has completed names no one (a stream created after it holds nothing
 // of the owner, and no notice), nor does a PlantCreated whose owner's key is gone.

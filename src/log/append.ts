@@ -10,7 +10,7 @@ export type NewEvent = { type: string; schemaVersion: number; data: unknown; rec
 export type RecordedEvent = NewEvent & { position: bigint; streamVersion: number }
 
 // What decoding an event needs; the feed reads only this much of each event. `owner` is the
-// token's subject, read from the owner's key (CONTRACT §12).
+// token's subject, read from the owner's key (docs/erasure.md).
 export type FoldableEvent = Pick<
   RecordedEvent,
   'position' | 'type' | 'schemaVersion' | 'data' | 'recordedAt'
