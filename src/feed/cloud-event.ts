@@ -10,6 +10,9 @@ export type FeedMessage = {
   // The writing transaction, decimal: with the id, where in the log the message stands.
   transactionId: string
   body: string
+  // The W3C trace context of the request that made the event, when it was traced: the CloudEvent's
+  // distributed-tracing extension attribute, and the parent of the publish's span.
+  traceparent?: string
 }
 
 export type MessageSettings = { subjectPrefix: string; source: string }
@@ -52,6 +55,7 @@ function plantCreatedMessage(
   const { type, data } = decodePlantEvent(event)
   const id = event.position.toString()
   const plantId = data.id.toString()
+  const { traceparent } = event.metadata
   const cloudEvent = {
     specversion: '1.0',
     id,
@@ -61,6 +65,7 @@ function plantCreatedMessage(
     time: event.time,
     datacontenttype: 'application/json',
     owner,
+    ...(traceparent === undefined ? {} : { traceparent }),
     data:
       data.tag === null ? { id: plantId, name: data.name } : { id: plantId, name: data.name, tag: data.tag },
   }
@@ -69,6 +74,7 @@ function plantCreatedMessage(
     id,
     transactionId: event.transactionId.toString(),
     body: JSON.stringify(cloudEvent),
+    ...(traceparent === undefined ? {} : { traceparent }),
   }
 }
 
