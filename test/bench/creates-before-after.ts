@@ -32,7 +32,15 @@ try {
   try {
     const results: string[] = []
     for (const connections of connectionCounts) {
-      const meter = await meterCpu(sql, new URL(database.url).pathname.slice(1), service.process.pid)
+      const name = new URL(database.url).pathname.slice(1)
+      const commits = () =>
+        sql<
+          { n: string }[]
+        >`select xact_commit::text as n from pg_stat_database where datname = ${name}`.then(([row]) =>
+          Number(row?.n ?? 0),
+        )
+      const committedBefore = await commits()
+      const meter = await meterCpu(sql, name, service.process.pid)
       const run = await runWrk({
         url: service.url,
         pid: service.process.pid,
@@ -43,9 +51,10 @@ try {
         idBase: connections * 10_000_000_000,
       })
       const cpu = await meter.stop()
-      const perRequest = (ms: number) => (ms / run.requests).toFixed(3)
+      const perRequest = (value: number) => (value / run.requests).toFixed(3)
+      const transactions = (await commits()) - committedBefore
       results.push(
-        `${connections} connections ${Math.round(run.requestsPerSecond)}/s, CPU ms a create ${perRequest(cpu.processMs)} + ${perRequest(cpu.databaseMs)}`,
+        `${connections} connections ${Math.round(run.requestsPerSecond)}/s, CPU ms a create ${perRequest(cpu.processMs)} + ${perRequest(cpu.databaseMs)}, transactions a create ${perRequest(transactions)}`,
       )
     }
     console.log(`${root}: ${results.join(', ')}`)

@@ -62,9 +62,16 @@ try {
       })
     await load(2)
     await sql.unsafe('select pg_stat_statements_reset()').catch(() => {})
+    const commits = () =>
+      sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${name}`.then(
+        ([row]) => Number(row?.n ?? 0),
+      )
+    const committedBefore = await commits()
     const meter = await meterCpu(sql, name, service.process.pid)
     const run = await load(Number(flags.seconds))
     const cpu = await meter.stop()
+    // The database's transactions (each statement outside one is one) a request, the meter's polls included.
+    const transactionsPerRequest = ((await commits()) - committedBefore) / run.requests
     console.log(
       JSON.stringify({
         mode,
@@ -73,6 +80,7 @@ try {
         errors: run.errors,
         serviceCpuMsPerRequest: (cpu.processMs / run.requests).toFixed(4),
         databaseCpuMsPerRequest: (cpu.databaseMs / run.requests).toFixed(4),
+        transactionsPerRequest: transactionsPerRequest.toFixed(3),
       }),
     )
     const statements = await sql
