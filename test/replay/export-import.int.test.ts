@@ -13,7 +13,7 @@ import {
   rowsOf,
   type StorageKind,
   type TestStorage,
-} from './storage.ts'
+} from '../support/storage.ts'
 
 async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
   let text = ''

@@ -14,7 +14,7 @@ import {
   streamIdOf,
   testKey,
 } from './sealed-lines.ts'
-import { count, create, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
+import { count, create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 
 // A new owner's key: the store's own owners cannot come in by --append.
 const trudy = testKey('trudy')

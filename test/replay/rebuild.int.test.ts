@@ -13,7 +13,7 @@ import {
   rowsOf,
   STORAGE_KINDS,
   type TestStorage,
-} from './storage.ts'
+} from '../support/storage.ts'
 
 const INDEXES = `select indexname, indexdef from pg_indexes where tablename = 'plants' order by indexname`
 const CONSTRAINTS = `select conname, contype from pg_constraint where conrelid = 'plants'::regclass order by conname`

@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { createTrickyPlants } from './fixtures.ts'
-import { count, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
+import { count, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 
 for (const kind of STORAGE_KINDS) {
   describe(`projection verify on ${kind}`, () => {

@@ -4,7 +4,7 @@ import { Registry } from 'prom-client'
 import { startLogFollower } from '../../src/log/follower.ts'
 import { createLogger, silentLogger } from '../../src/logger.ts'
 import { watchLogReadersHeld } from '../../src/observability/log-readers-held.ts'
-import { create, openTestStorage, type TestStorage } from '../replay/storage.ts'
+import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 
