@@ -44,7 +44,13 @@ export type Service = {
 
 export const SERVICE_SECRET = 'service-fixture-secret-of-at-least-32-bytes'
 
+export type ReplicatedService = Service & { pair: PrimaryWithReplica }
+
 // One running service over real parts, as a test needs it: storage, replicas and feed are options.
+export async function startService(
+  options: ServiceOptions & { replicas: true | ReplicaOptions },
+): Promise<ReplicatedService>
+export async function startService(options?: ServiceOptions): Promise<Service>
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const { storage = 'postgres', label = 'service', secret = SERVICE_SECRET } = options
   if (storage === 'embedded' && options.replicas) throw new Error('replicas need storage: postgres')
@@ -88,6 +94,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     Object.assign(env, options.env)
     const startAnother = async (more: Env = {}, command = options.command) => {
       const server = await startServer({ ...env, ...more }, command)
+      // Its warnings are not read here; drained, they never fill the pipe and stall it.
+      void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
       // Killed with the test process even if afterAll never runs.
       const forget = stopOnExit(() => server.process.kill('SIGKILL'), `kill -9 ${server.process.pid}`)
       void server.process.exited.then(forget)
