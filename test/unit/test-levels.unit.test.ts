@@ -27,5 +27,27 @@ test('given the package scripts, when each level is run, then it selects exactly
     expect(selected.length).toBeGreaterThan(0)
     expect(selected.every((path) => path.endsWith(`.${level}.test.ts`))).toBe(true)
   }
-  expect(scripts.test).not.toMatch(/\.(unit|int|e2e)\.test\./)
+})
+
+test('given the test script, when it runs, then every test file runs: what its parallel run leaves out, its serial run names', async () => {
+  const { scripts } = JSON.parse(await readFile(`${root}package.json`, 'utf8')) as {
+    scripts: Record<string, string>
+  }
+  const [everything = '', ...afterwards] = (scripts.test ?? '').split('&&').map((command) => command.trim())
+  const argumentsOf = (command: string) => command.split(/\s+/).slice(2)
+  // The first run names no file: it finds them all, less the ones it is told to ignore.
+  expect(everything).toStartWith('bun test ')
+  expect(argumentsOf(everything).filter((argument) => !argument.startsWith('--'))).toEqual([])
+  const ignored = argumentsOf(everything)
+    .filter((argument) => argument.startsWith('--path-ignore-patterns='))
+    .map((argument) => new Glob(argument.slice(argument.indexOf('=') + 1).replaceAll("'", '')))
+  const named = afterwards.flatMap((command) =>
+    argumentsOf(command).filter((argument) => !argument.startsWith('--')),
+  )
+  for (const glob of ignored) {
+    const left = discovered.filter((path) => glob.match(path))
+    expect(left.length).toBeGreaterThan(0)
+    for (const path of left)
+      expect({ path, named: named.some((name) => path.startsWith(name)) }).toEqual({ path, named: true })
+  }
 })
