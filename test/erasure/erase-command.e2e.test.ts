@@ -3,6 +3,7 @@ import postgres from 'postgres'
 import { postPlant } from '../support/plant-client.ts'
 import { runCli } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
+
 // The same name in its two Unicode forms: é as one code point, and as e with a combining accent.
 const NFC = 'Jos\u00e9'
 const NFD = 'Jose\u0301'
