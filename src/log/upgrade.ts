@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm'
 import { type Database, rowsOf } from '../store/database.ts'
 import { events, ownerKeys } from './schema.ts'
 
-// Where the upgrade of a log written before erasure is (CONTRACT §12): sealing its events, batch
+// Where the upgrade of a log written before erasure is (docs/erasure.md): sealing its events, batch
 // by batch, then rewriting the table and its statistics, then closing the fence.
 export type UpgradeProgress = {
   step: 'seal' | 'wait' | 'held' | 'vacuum' | 'analyze' | 'validate' | 'done'

@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 
-// CONTRACT §6: an import never stalls the service, even one waiting on its input. PostgreSQL only:
+// The event log (docs/operating.md): an import never stalls the service, even one waiting on its input. PostgreSQL only:
 // the embedded store serves one process, so no import runs beside its service.
 const ROOT = new URL('../..', import.meta.url).pathname
 const BEFORE_PAUSE = 5_200

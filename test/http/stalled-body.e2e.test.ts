@@ -3,7 +3,7 @@ import { rawExchange } from '../support/raw-http.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 
-// CONTRACT §3: a body that stops arriving is answered 408 (or the connection closed) within 30 s.
+// The API (docs/api.md): a body that stops arriving is answered 408 (or the connection closed) within 30 s.
 const ANSWER_BOUND_MS = 30_000
 
 // A create whose body promises 1000 bytes and stops after 9, or a chunked one that stops after a

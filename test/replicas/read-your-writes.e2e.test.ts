@@ -5,7 +5,7 @@ import type { ServerProcess } from '../support/server-process.ts'
 import { type ReplicatedService, startService } from '../support/service.ts'
 import { create, eventually, list, metric, readsFrom, SECRET, tokenFor } from './replica-client.ts'
 
-// A real primary and streaming replica, and the server reading from the replica (CONTRACT §10).
+// A real primary and streaming replica, and the server reading from the replica (docs/operating.md, Scaling out).
 const READ_WAIT_MS = 1500
 let service: ReplicatedService
 let pair: PrimaryWithReplica
