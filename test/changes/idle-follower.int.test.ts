@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type LogFollower, startLogFollower } from '../../src/log/follower.ts'
 import type { LoggedEvent } from '../../src/log/reading.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { create, openTestStorage, type TestStorage } from '../replay/storage.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
 
 // A follower with `idleAfterMs` reads the log only while held (an open change stream, a feed that
 // leads), and starts afresh when held again.

@@ -61,7 +61,11 @@ describe("an import's commit releasing a burst into a stream that catches up (a 
     return `${lines.join('\n')}\n`
   }
   const locks = (where: string) =>
-    sql.unsafe(`select 1 from pg_locks where ${where}`).then((rows) => rows.length > 0)
+    sql
+      .unsafe(
+        `select 1 from pg_locks where ${where} and database = (select oid from pg_database where datname = current_database())`,
+      )
+      .then((rows) => rows.length > 0)
 
   beforeAll(async () => {
     database = await createTestDatabase('import_burst')

@@ -34,8 +34,10 @@ describe.each(Object.entries(RUNTIMES))('a test process on %s', (_runtime, comma
     const [postmaster] = pids
     if (postmaster === undefined) throw new Error('no server process ids')
     const folder = dirname(readlinkSync(`/proc/${postmaster}/cwd`))
-    expect(pids.length).toBeGreaterThan(3)
-    expect(pids.every(isRunning)).toBe(true)
+    // The list is a moment's children of the server: a backend or autovacuum worker among them may
+    // have ended since, so the server itself and its resident helpers are what must be running.
+    expect(isRunning(postmaster)).toBe(true)
+    expect(pids.filter(isRunning).length).toBeGreaterThan(3)
     // then it and its server hold at most 250 MB together
     expect(treePssMb(child.pid)).toBeLessThan(250)
     // when the test process is killed

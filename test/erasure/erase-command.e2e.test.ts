@@ -1,39 +1,32 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
-const SECRET = 'erase-command-e2e-secret-of-32-bytes!'
 // The same name in its two Unicode forms: é as one code point, and as e with a combining accent.
 const NFC = 'Jos\u00e9'
 const NFD = 'Jose\u0301'
 
 // What `owners erase` says, as an operator runs it beside a service (PostgreSQL).
 describe('owners erase, its answers', () => {
-  let database: TestDatabase
   let sql: postgres.Sql
-  let server: ServerProcess
-  const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
-  const token = (subject: string) =>
-    issueToken(new TextEncoder().encode(SECRET), { subject, ttlSeconds: 3600, now: new Date() })
+  let server: Service
+  const env = () => server.env
+  const token = (subject: string) => server.tokenFor(subject)
   const lag = async () => {
     const text = await (await fetch(`${server.url}/metrics`)).text()
     return Number(/^plant_store_projection_lag_events (\S+)$/m.exec(text)?.[1])
   }
 
   beforeAll(async () => {
-    database = await createTestDatabase('erase_command')
-    sql = postgres(database.url, { max: 1, onnotice: () => {} })
-    server = await startServer(env())
+    server = await startService({ label: 'erase_command' })
+    sql = postgres(server.env.DATABASE_URL ?? '', { max: 1, onnotice: () => {} })
     expect((await postPlant(server.url, await token(NFC), { id: 1, name: 'Fern' })).status).toBe(200)
   })
   afterAll(async () => {
-    server.process.kill('SIGKILL')
-    await server.process.exited
     await sql.end()
-    await database.drop()
+    await server.stop()
   })
 
   test('an unknown subject, a typo and another Unicode form of a known one: 0, and "no such owner" beside it', async () => {

@@ -13,7 +13,7 @@ import {
   rowsOf,
   STORAGE_KINDS,
   type TestStorage,
-} from '../replay/storage.ts'
+} from '../support/storage.ts'
 import { findTraces } from './traces.ts'
 
 const now = new Date('2026-03-04T05:06:07.089Z')

@@ -57,7 +57,10 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
     ).map((row) => row.name)
   // Whether a statement waits for a lock on `table`.
   const waitsOn = async (table: string) =>
-    (await sql`select 1 from pg_locks where relation = ${table}::regclass and not granted`).length > 0
+    (
+      await sql`select 1 from pg_locks where relation = ${table}::regclass and not granted
+        and database = (select oid from pg_database where datname = current_database())`
+    ).length > 0
   const carolKey = () => sql`select erasing from owner_keys where owner = 'carol'`.then((rows) => [...rows])
 
   beforeEach(async () => {

@@ -15,8 +15,8 @@ import { startLogFollower } from '../../src/log/follower.ts'
 import { countEventsAfter } from '../../src/log/reading.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { rowsOf } from '../../src/store/database.ts'
-import { create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from '../replay/storage.ts'
 import { createTestFeed, type FeedMessageSeen, positionsOf, type TestFeed } from '../support/nats.ts'
+import { create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 import { startTestRelay } from '../support/test-relay.ts'
 
 const logger = silentLogger()

@@ -1,29 +1,30 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { openPostgres } from '../../src/store/database.ts'
-import { create, list, readsFrom, SECRET, startReplicaServer, tokenFor } from '../replicas/replica-client.ts'
-import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
+import { create, list, readsFrom, SECRET, tokenFor } from '../replicas/replica-client.ts'
+import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import { runCli, type ServerProcess } from '../support/server-process.ts'
+import { type ReplicatedService, startService } from '../support/service.ts'
 import { findTraces } from './traces.ts'
 
 // An erasure reaches every instance and every read replica once it has replayed (docs/erasure.md):
 // two instances, one reading from a streaming replica, the command run beside them.
+let service: ReplicatedService
 let pair: PrimaryWithReplica
 let readingReplica: ServerProcess
 let onPrimary: ServerProcess
 
 beforeAll(async () => {
-  pair = await startPrimaryWithReplica()
-  readingReplica = await startReplicaServer({
-    DATABASE_URL: pair.primaryUrl,
-    DATABASE_READ_URLS: pair.replicaUrl,
-    READ_WAIT_MS: '1000',
+  service = await startService({
+    label: 'erasure_replica',
+    replicas: true,
+    secret: SECRET,
+    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: '1000' },
   })
-  onPrimary = await startReplicaServer({ DATABASE_URL: pair.primaryUrl })
+  ;({ pair, server: readingReplica } = service)
+  onPrimary = await service.startAnother({ DATABASE_READ_URLS: '' })
 }, 60_000)
 afterAll(async () => {
-  await readingReplica?.stop()
-  await onPrimary?.stop()
-  pair?.stop()
+  await service?.stop()
 }, 30_000)
 
 test('after owners erase, every instance and the replica answer [] for the owner, the others unchanged, and the replica holds nothing readable of them', async () => {

@@ -15,7 +15,7 @@ import {
   rowsOf,
   type StorageKind,
   type TestStorage,
-} from '../replay/storage.ts'
+} from '../support/storage.ts'
 
 // Erasure (docs/erasure.md): an export carries the keys of its owners and the record of erased pseudonyms, so
 // that a store moves and stays readable, and an erased owner stays erased; `--append` refuses an

@@ -6,7 +6,7 @@ import { type UpgradeProgress, upgradeLog } from '../../src/log/upgrade.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { count, listing } from '../replay/storage.ts'
+import { count, listing } from '../support/storage.ts'
 import {
   createLegacyStore,
   type LegacyStore,

@@ -6,7 +6,7 @@ import { type UpgradeProgress, upgradeLog } from '../../src/log/upgrade.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
-import { count, create, listing } from '../replay/storage.ts'
+import { count, create, listing } from '../support/storage.ts'
 import {
   createLegacyStore,
   type LegacyStore,

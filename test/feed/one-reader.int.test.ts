@@ -9,8 +9,8 @@ import { type LogFollower, startLogFollower } from '../../src/log/follower.ts'
 import type { LoggedEvent } from '../../src/log/reading.ts'
 import { createLogger } from '../../src/logger.ts'
 import type { Database } from '../../src/store/database.ts'
-import { create, openTestStorage, type TestStorage } from '../replay/storage.ts'
 import { createTestFeed, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
+import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
 
 // STYLE.md, issue 26: one reader of the log per process. The feed and the change streams both
 // take from the follower, so a wake-up costs one read of the events table, whoever consumes it.

@@ -1,10 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { rawExchange, rawRequest } from '../support/raw-http.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
-
-const SECRET = 'host-header-test-secret-of-32-bytes-or-more'
+import { type Service, startService } from '../support/service.ts'
 
 // The Host values a client, a proxy or a cluster sends (docs/api.md: routing ignores the Host).
 const HOSTS = [
@@ -28,25 +24,18 @@ describe.each([
   ['the default router', {}],
   ['ELYSIA_AOT=false', { ELYSIA_AOT: 'false' }],
 ])('with %s', (_name, extraEnv) => {
-  let database: TestDatabase
-  let server: ServerProcess
+  let service: Service
   let token: string
   beforeAll(async () => {
-    database = await createTestDatabase('edge')
-    server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...extraEnv })
-    token = await issueToken(new TextEncoder().encode(SECRET), {
-      subject: 'h',
-      ttlSeconds: 600,
-      now: new Date(),
-    })
+    service = await startService({ label: 'edge', env: extraEnv })
+    token = await service.tokenFor('h', 600)
   }, 30_000)
   afterAll(async () => {
-    await server?.stop('SIGTERM')
-    await database?.drop()
+    await service?.stop()
   })
 
   const ask = (method: string, path: string, host: string | null, headers: Record<string, string> = {}) =>
-    rawExchange(server.url, rawRequest(method, path, { host, headers }))
+    rawExchange(service.url, rawRequest(method, path, { host, headers }))
 
   test.each(HOSTS)('Host: %s reaches every route as localhost does', async (host) => {
     const health = await ask('GET', '/health', host)

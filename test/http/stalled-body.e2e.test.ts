@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { rawExchange } from '../support/raw-http.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
-const SECRET = 'stalled-body-test-secret-of-32-bytes-or-more'
 // The API (docs/api.md): a body that stops arriving is answered 408 (or the connection closed) within 30 s.
 const ANSWER_BOUND_MS = 30_000
 
@@ -39,33 +37,21 @@ describe.each([
   ['the default REQUEST_TIMEOUT_MS', {}],
   ['REQUEST_TIMEOUT_MS=3000, shorter than the body limit', { REQUEST_TIMEOUT_MS: '3000' }],
 ])('with %s', (_name, extraEnv) => {
-  let database: TestDatabase
-  let server: ServerProcess
+  let service: Service
   let token: string
   beforeAll(async () => {
-    database = await createTestDatabase('edge')
-    server = await startServer({
-      DATABASE_URL: database.url,
-      AUTH_JWT_SECRET: SECRET,
-      LOG_LEVEL: 'info',
-      ...extraEnv,
-    })
-    token = await issueToken(new TextEncoder().encode(SECRET), {
-      subject: 's',
-      ttlSeconds: 600,
-      now: new Date(),
-    })
+    service = await startService({ label: 'edge', env: { LOG_LEVEL: 'info', ...extraEnv } })
+    token = await service.tokenFor('s', 600)
   }, 30_000)
   afterAll(async () => {
-    await server?.stop('SIGTERM')
-    await database?.drop()
+    await service?.stop()
   })
 
   test('a body that stops half-way is a 408 with the Error body within 30 s, logged, and stores nothing', async () => {
     const answers = await Promise.all(
       stalledCreates(token).map(async (create) => ({
         create,
-        answer: await rawExchange(server.url, create.bytes, { waitMs: ANSWER_BOUND_MS + 5_000 }),
+        answer: await rawExchange(service.url, create.bytes, { waitMs: ANSWER_BOUND_MS + 5_000 }),
       })),
     )
     for (const { create, answer } of answers) {
@@ -80,14 +66,14 @@ describe.each([
       expect(answer.closed).toBe(true)
       expect(answer.elapsedMs).toBeLessThan(ANSWER_BOUND_MS)
       // and the answer is logged like any other 4xx, with its request id (once it has gone out)
-      expect(await loggedRequest(server, create.requestId)).toMatchObject({
+      expect(await loggedRequest(service.server, create.requestId)).toMatchObject({
         status: 408,
         msg: 'request',
         level: 30,
       })
     }
     // and nothing was created
-    const listed = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+    const listed = await fetch(`${service.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
     expect(await listed.json()).toEqual([])
   }, 60_000)
 })

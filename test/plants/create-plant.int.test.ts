@@ -8,7 +8,7 @@ import {
   rowsOf,
   STORAGE_KINDS,
   type TestStorage,
-} from '../replay/storage.ts'
+} from '../support/storage.ts'
 
 // The command handler appends optimistically, as if the plant were new, and reads the stream only
 // when that append finds the stream taken. These are the paths that start from such a failure.

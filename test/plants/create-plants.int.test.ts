@@ -17,7 +17,7 @@ import {
   rowsOf,
   STORAGE_KINDS,
   type TestStorage,
-} from '../replay/storage.ts'
+} from '../support/storage.ts'
 
 const now = new Date('2026-01-02T03:04:05.678Z')
 const request = (owner: string, id: bigint, name: string, tag: string | null = null): CreateRequest => ({

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { listPlants } from '../../src/plants/list-plants.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
-import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../replay/storage.ts'
+import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 
 // Text comes back from a listing exactly as it was stored, on both storages.
 const TEXTS = [

@@ -5,8 +5,8 @@ import { groupedReads, type PageFound, singleReads } from '../../src/plants/page
 import type { Database } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
-import { create, STORAGE_KINDS, type StorageKind } from '../replay/storage.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { create, STORAGE_KINDS, type StorageKind } from '../support/storage.ts'
 
 // Listings in flight together share statements (plants/page-reads.ts): each still gets exactly
 // its own owner's page and version, as a statement of its own would have read them.

@@ -6,7 +6,7 @@ import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { openStorage } from '../../src/log/open-store.ts'
 import { createLogger } from '../../src/logger.ts'
 import type { Database, DatabaseHandle } from '../../src/store/database.ts'
-import { appendAround } from '../replay/storage.ts'
+import { appendAround } from '../support/storage.ts'
 
 const SECRET = new TextEncoder().encode('observability-secret-at-least-32-bytes')
 type LogLine = Record<string, unknown>

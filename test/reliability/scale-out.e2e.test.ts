@@ -120,7 +120,8 @@ test('three instances on one database append exactly one event per owner+id and 
 async function waitForWaiters(sql: postgres.Sql, count: number): Promise<void> {
   for (let tries = 0; tries < 200; tries++) {
     const [row] = await sql<{ n: number }[]>`
-      select count(distinct pid)::int as n from pg_locks where locktype = 'advisory' and not granted`
+      select count(distinct pid)::int as n from pg_locks where locktype = 'advisory' and not granted
+        and database = (select oid from pg_database where datname = current_database())`
     if ((row?.n ?? 0) >= count) return
     await Bun.sleep(50)
   }

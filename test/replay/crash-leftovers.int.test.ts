@@ -4,7 +4,14 @@ import { claimWorkTable, clearDeadWorkTables } from '../../src/log/work-tables.t
 import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { appendAround, create, openTestStorage, rowsOf, STORAGE_KINDS, type TestStorage } from './storage.ts'
+import {
+  appendAround,
+  create,
+  openTestStorage,
+  rowsOf,
+  STORAGE_KINDS,
+  type TestStorage,
+} from '../support/storage.ts'
 
 // What a rebuild or an import killed half-way leaves: its work table, with nobody holding it.
 async function leaveDeadTables(db: Database, suffix: string) {

@@ -4,7 +4,6 @@ import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT, TRICKY_PLANTS } from './fixtures.ts'
 import {
   count,
   create,
@@ -13,7 +12,8 @@ import {
   rowsOf,
   type StorageKind,
   type TestStorage,
-} from './storage.ts'
+} from '../support/storage.ts'
+import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT, TRICKY_PLANTS } from './fixtures.ts'
 
 async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
   let text = ''

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents } from '../../src/replay/import-events.ts'
+import { create, openTestStorage, rowsOf, type TestStorage } from '../support/storage.ts'
 import { HEADER, keyLine, sealedLine, type TestKey, testKey } from './sealed-lines.ts'
-import { create, openTestStorage, rowsOf, type TestStorage } from './storage.ts'
 
 // The event log (docs/operating.md): successive `events export --after P`, each after the last position of the one
 // before, hold every event once, in position order, whatever commits meanwhile: creates of

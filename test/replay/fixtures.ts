@@ -1,5 +1,5 @@
 import type { Database } from '../../src/store/database.ts'
-import { create, listing } from './storage.ts'
+import { create, listing } from '../support/storage.ts'
 
 // Plants that stress exactness: ids beyond 2^53 and at the int64 edges, text well outside
 // ASCII (astral characters, combining marks, line separators, quotes and backslashes), and the

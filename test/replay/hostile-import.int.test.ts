@@ -5,6 +5,7 @@ import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
+import { count, create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 import {
   HEADER,
   keyLine,
@@ -14,7 +15,6 @@ import {
   streamIdOf,
   testKey,
 } from './sealed-lines.ts'
-import { count, create, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
 
 // A new owner's key: the store's own owners cannot come in by --append.
 const trudy = testKey('trudy')

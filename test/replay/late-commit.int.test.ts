@@ -4,7 +4,7 @@ import { type LogFollower, startLogFollower } from '../../src/log/follower.ts'
 import type { LoggedEvent } from '../../src/log/reading.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { eventually } from '../replicas/replica-client.ts'
-import { create, openTestStorage, type TestStorage } from './storage.ts'
+import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
 
 // Two writers on their own connections, so their transactions interleave as chosen here, and the
 // process's reader of the log (the follower the feed and the change streams take from).

@@ -3,7 +3,6 @@ import { sql } from 'drizzle-orm'
 import { projectionStatus } from '../../src/replay/projection-status.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
-import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
 import {
   appendAround,
   count,
@@ -13,7 +12,8 @@ import {
   rowsOf,
   STORAGE_KINDS,
   type TestStorage,
-} from './storage.ts'
+} from '../support/storage.ts'
+import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT } from './fixtures.ts'
 
 const INDEXES = `select indexname, indexdef from pg_indexes where tablename = 'plants' order by indexname`
 const CONSTRAINTS = `select conname, contype from pg_constraint where conrelid = 'plants'::regclass order by conname`

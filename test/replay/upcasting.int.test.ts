@@ -6,7 +6,14 @@ import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
 import { createLegacyStore, type LegacyStore, openAsIs } from '../erasure/upgrade-legacy-store.ts'
-import { count, create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
+import {
+  count,
+  create,
+  listing,
+  openTestStorage,
+  STORAGE_KINDS,
+  type TestStorage,
+} from '../support/storage.ts'
 
 // Events as an older version of the service wrote them: PlantCreated v0 named the id `plantId`
 // and stored it as a JSON number, called the name `title`, and left an absent tag out. Only a

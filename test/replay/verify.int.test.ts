@@ -2,8 +2,8 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import { count, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 import { createTrickyPlants } from './fixtures.ts'
-import { count, openTestStorage, STORAGE_KINDS, type TestStorage } from './storage.ts'
 
 for (const kind of STORAGE_KINDS) {
   describe(`projection verify on ${kind}`, () => {

@@ -1,32 +1,34 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
+import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
+import { type ReplicatedService, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf, type SseEvent, type SseReader } from '../support/sse-client.ts'
-import { create, eventually, metric, startReplicaServer, tokenFor } from './replica-client.ts'
+import { create, eventually, metric, SECRET, tokenFor } from './replica-client.ts'
 
 // GET /plants/changes on a server reading from a real streaming replica (docs/live-changes.md; docs/operating.md, Scaling out): the
 // catch-up comes from the replica when it has replayed far enough, else from the primary, and
 // either way every plant comes once, in order.
 const READ_WAIT_MS = 300
+let service: ReplicatedService
 let pair: PrimaryWithReplica
 let server: ServerProcess
 let readers: SseReader[] = []
 
 beforeAll(async () => {
-  pair = await startPrimaryWithReplica()
-  server = await startReplicaServer({
-    DATABASE_URL: pair.primaryUrl,
-    DATABASE_READ_URLS: pair.replicaUrl,
-    READ_WAIT_MS: String(READ_WAIT_MS),
+  service = await startService({
+    label: 'replicas',
+    replicas: true,
+    secret: SECRET,
+    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(READ_WAIT_MS) },
   })
+  ;({ pair, server } = service)
 }, 60_000)
 afterEach(async () => {
   await Promise.all(readers.map((reader) => reader.close()))
   readers = []
 })
 afterAll(async () => {
-  await server?.stop()
-  pair?.stop()
+  await service?.stop()
 }, 30_000)
 
 const follow = async (token: string, options: { after?: string; lastEventId?: string } = {}) => {

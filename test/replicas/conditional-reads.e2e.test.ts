@@ -1,25 +1,27 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
+import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import { create, readsFrom, startReplicaServer, tokenFor } from './replica-client.ts'
+import { type ReplicatedService, startService } from '../support/service.ts'
+import { create, readsFrom, SECRET, tokenFor } from './replica-client.ts'
 
 // Conditional listings through a streaming replica (docs/api.md; docs/operating.md, Scaling out): the replica answers 304,
 // and a tag with the caller's position is compared only where that position is visible.
 const READ_WAIT_MS = 1000
+let service: ReplicatedService
 let pair: PrimaryWithReplica
 let server: ServerProcess
 
 beforeAll(async () => {
-  pair = await startPrimaryWithReplica()
-  server = await startReplicaServer({
-    DATABASE_URL: pair.primaryUrl,
-    DATABASE_READ_URLS: pair.replicaUrl,
-    READ_WAIT_MS: String(READ_WAIT_MS),
+  service = await startService({
+    label: 'replicas',
+    replicas: true,
+    secret: SECRET,
+    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(READ_WAIT_MS) },
   })
+  ;({ pair, server } = service)
 }, 60_000)
 afterAll(async () => {
-  await server?.stop()
-  pair?.stop()
+  await service?.stop()
 }, 30_000)
 
 async function get(token: string, headers: Record<string, string> = {}) {

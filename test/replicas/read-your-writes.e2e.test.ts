@@ -1,33 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
+import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import {
-  create,
-  eventually,
-  list,
-  metric,
-  readsFrom,
-  startReplicaServer,
-  tokenFor,
-} from './replica-client.ts'
+import { type ReplicatedService, startService } from '../support/service.ts'
+import { create, eventually, list, metric, readsFrom, SECRET, tokenFor } from './replica-client.ts'
 
 // A real primary and streaming replica, and the server reading from the replica (docs/operating.md, Scaling out).
 const READ_WAIT_MS = 1500
+let service: ReplicatedService
 let pair: PrimaryWithReplica
 let server: ServerProcess
 
 beforeAll(async () => {
-  pair = await startPrimaryWithReplica()
-  server = await startReplicaServer({
-    DATABASE_URL: pair.primaryUrl,
-    DATABASE_READ_URLS: pair.replicaUrl,
-    READ_WAIT_MS: String(READ_WAIT_MS),
+  service = await startService({
+    label: 'replicas',
+    replicas: true,
+    secret: SECRET,
+    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(READ_WAIT_MS) },
   })
+  ;({ pair, server } = service)
 }, 60_000)
 afterAll(async () => {
-  await server?.stop()
-  pair?.stop()
+  await service?.stop()
 }, 30_000)
 
 const countEvents = async () => {
@@ -147,11 +141,7 @@ describe('read-your-writes under concurrency', () => {
     // given a server that waits briefly, and replay paused and resumed at random, the pauses
     // sometimes shorter and sometimes longer than that wait
     const waitMs = 40
-    const server = await startReplicaServer({
-      DATABASE_URL: pair.primaryUrl,
-      DATABASE_READ_URLS: pair.replicaUrl,
-      READ_WAIT_MS: String(waitMs),
-    })
+    const server = await service.startAnother({ READ_WAIT_MS: String(waitMs) })
     const token = await tokenFor('concurrent')
     let toggling = true
     // Seeded, and the seed printed, so a failing schedule can be replayed (TOGGLE_SEED=…).

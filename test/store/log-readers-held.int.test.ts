@@ -4,9 +4,9 @@ import { Registry } from 'prom-client'
 import { startLogFollower } from '../../src/log/follower.ts'
 import { createLogger, silentLogger } from '../../src/logger.ts'
 import { watchLogReadersHeld } from '../../src/observability/log-readers-held.ts'
-import { create, openTestStorage, type TestStorage } from '../replay/storage.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
 
 // A transaction left open in another database of the same server holds every reader of the log:
 // the gauge says for how long, one warning names the session, and the readers catch up once it ends.

@@ -111,16 +111,20 @@ export async function expectStalledClientDisconnected(
     databaseInProcess = false,
   }: { plants?: number; runtime?: 'bun' | 'deno'; databaseInProcess?: boolean } = {},
 ) {
+  const memoryChecked = runtime === 'bun' && !databaseInProcess
   // The same load first without a stalled client, so that the heap has grown to its working size
   // (half of it left the heap growing by up to 33 MB more in the measured half, on a loaded machine),
-  // with a stream open that reads it: an instance reads the log only while a stream is open.
+  // with a stream open that reads it: an instance reads the log only while a stream is open. Only
+  // where the growth is checked: elsewhere it would double the test's time for nothing it asserts.
   const streamsAtStart = await openStreamCount(server.url)
-  const warmUp = new AbortController()
-  const warmUpStream = await fetch(changesRequest(server.url, warmUpToken))
-  const drained = warmUpStream.body?.pipeTo(new WritableStream(), { signal: warmUp.signal }).catch(() => {})
-  await createLargePlants(server.url, warmUpToken, plants)
-  warmUp.abort()
-  await drained
+  if (memoryChecked) {
+    const warmUp = new AbortController()
+    const warmUpStream = await fetch(changesRequest(server.url, warmUpToken))
+    const drained = warmUpStream.body?.pipeTo(new WritableStream(), { signal: warmUp.signal }).catch(() => {})
+    await createLargePlants(server.url, warmUpToken, plants)
+    warmUp.abort()
+    await drained
+  }
   // Gone before the stalled client comes, so that the count below is of that client's stream only.
   const gone = Date.now() + 10_000
   while ((await openStreamCount(server.url)) > streamsAtStart && Date.now() < gone) await Bun.sleep(50)
@@ -159,13 +163,14 @@ export async function expectStalledClientDisconnected(
     const grewMb = residentMb(server.process.pid) - before
     // Unbounded, the text the client never read would stay in the process: about 8 KB a plant (as
     // JS strings), less the few MB the kernel's socket buffers took.
-    if (runtime === 'bun' && !databaseInProcess) expect(grewMb).toBeLessThan((plants * 8) / 1024 / 2)
+    if (memoryChecked) expect(grewMb).toBeLessThan((plants * 8) / 1024 / 2)
     socket.resume()
     // and the connection is gone: reading on reaches its end. Reported, not asserted: Bun does not
     // always close the socket of a body that errored while the socket was backed up (about one run
     // in five, on a clean checkout too); the stream is released either way, as checked above.
     if (runtime === 'bun') {
-      const ending = await Promise.race([closed.then(() => 'closed'), Bun.sleep(30_000).then(() => 'open')])
+      // When Bun closes it, it does so within moments of the release; waiting longer only delays the run.
+      const ending = await Promise.race([closed.then(() => 'closed'), Bun.sleep(5_000).then(() => 'open')])
       if (ending === 'open') console.warn('stalled client: Bun left the reset connection open')
     }
     return { grewMb, reset }

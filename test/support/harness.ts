@@ -1,18 +1,13 @@
-import { sql } from 'drizzle-orm'
 import { Registry } from 'prom-client'
 import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { type ChangesDeps, startChanges } from '../../src/changes/start-changes.ts'
 import type { CorsConfig } from '../../src/config.ts'
-import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
-import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { createTestDatabase } from './postgres.ts'
+import { count, openTestStorage, type StorageKind } from './storage.ts'
 
-export type StorageKind = 'postgres' | 'embedded'
-export const STORAGE_KINDS: StorageKind[] = ['postgres', 'embedded']
+export { STORAGE_KINDS, type StorageKind } from './storage.ts'
 
 export const TEST_SECRET = new TextEncoder().encode('test-secret-that-is-at-least-32-bytes-long!')
 
@@ -32,15 +27,7 @@ export type HarnessOptions = {
 
 // The app wired to a real database, driven through app.handle (no socket).
 export async function createHarness(kind: StorageKind, options: HarnessOptions = {}) {
-  const testDatabase = kind === 'postgres' ? await createTestDatabase('http') : undefined
-  let handle: DatabaseHandle
-  if (testDatabase) {
-    await migratePostgresDatabase(testDatabase.url)
-    handle = openPostgres({ url: testDatabase.url, poolSize: 10, statementTimeoutMs: 10_000 })
-  } else {
-    // A throwaway store on the embedded PostgreSQL server, as users' test suites get one.
-    handle = await openStorage({ kind: 'memory' })
-  }
+  const handle = await openTestStorage(kind, { label: 'http', statementTimeoutMs: 10_000 })
   const registry = new Registry()
   const changes = options.changes
     ? await startChanges({
@@ -48,7 +35,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
         db: handle.db,
         logger: silentLogger(),
         registry,
-        noticesUrl: testDatabase?.url,
+        noticesUrl: handle.url,
       })
     : undefined
   const app = createApp({
@@ -72,26 +59,19 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     return app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
   }
 
-  const count = async (table: 'events' | 'plants') => {
-    const result = await handle.db.execute(sql.raw(`select count(*)::int as n from ${table}`))
-    const rows = rowsOf<{ n: number }>(result)
-    return rows[0]?.n ?? 0
-  }
-
   return {
     kind,
     app,
     db: handle.db,
-    databaseUrl: testDatabase?.url,
+    databaseUrl: handle.url,
     request,
     tokenFor: (subject: string, ttlSeconds = 3600) =>
       issueToken(TEST_SECRET, { subject, ttlSeconds, now: new Date() }),
-    countEvents: () => count('events'),
-    countPlants: () => count('plants'),
+    countEvents: () => count(handle.db, 'events'),
+    countPlants: () => count(handle.db, 'plants'),
     close: async () => {
       await changes?.close()
       await handle.close()
-      await testDatabase?.drop()
     },
   }
 }

@@ -5,23 +5,29 @@ import { listPlants } from '../../src/plants/list-plants.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
 import { type Database, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { createTestDatabase } from '../support/postgres.ts'
+import { createTestDatabase } from './postgres.ts'
 
 export type StorageKind = 'postgres' | 'embedded'
 export const STORAGE_KINDS: StorageKind[] = ['postgres', 'embedded']
 
 export type TestStorage = { kind: StorageKind; db: Database; url?: string; close: () => Promise<void> }
 
+export type TestStorageOptions = { label?: string; statementTimeoutMs?: number }
+
 // A migrated, empty store of either kind: a fresh database on the test PostgreSQL, or a throwaway
-// store on the embedded server.
-export async function openTestStorage(kind: StorageKind): Promise<TestStorage> {
+// store on the embedded server (as users' test suites get one). The one way tests open a store
+// in-process; createHarness (harness.ts) puts the app on top of it.
+export async function openTestStorage(
+  kind: StorageKind,
+  { label = 'replay', statementTimeoutMs = 60_000 }: TestStorageOptions = {},
+): Promise<TestStorage> {
   if (kind === 'embedded') {
     const handle = await openStorage({ kind: 'memory' })
     return { kind, db: handle.db, close: handle.close }
   }
-  const database = await createTestDatabase('replay')
+  const database = await createTestDatabase(label)
   await migratePostgresDatabase(database.url)
-  const handle = openPostgres({ url: database.url, poolSize: 10, statementTimeoutMs: 60_000 })
+  const handle = openPostgres({ url: database.url, poolSize: 10, statementTimeoutMs })
   const close = async () => {
     await handle.close()
     await database.drop()

@@ -1,0 +1,126 @@
+import { rm } from 'node:fs/promises'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { makeDataDir } from './data-dir.ts'
+import { createTestFeed, type TestFeed } from './nats.ts'
+import { createTestDatabase, type TestDatabase } from './postgres.ts'
+import { type PrimaryWithReplica, type ReplicaOptions, startPrimaryWithReplica } from './postgres-replica.ts'
+import { stopOnExit } from './server-cleanup.ts'
+import { type Env, runCli, type ServerProcess, startServer } from './server-process.ts'
+
+export type ServiceOptions = {
+  // 'postgres' (default): a fresh database on the test PostgreSQL; 'embedded': a fresh DATA_DIR.
+  storage?: 'postgres' | 'embedded'
+  // A primary and a streaming replica of their own (initdb, pg_basebackup), the server reading
+  // from the replica; `true` for the defaults. PostgreSQL only.
+  replicas?: boolean | ReplicaOptions
+  // Publish the log to a NATS stream of the test's own.
+  feed?: boolean
+  // Names the database, stream and data folder, for whoever reads what a failed test left.
+  label?: string
+  secret?: string
+  // More of the server's environment; it wins over what the fixture sets.
+  env?: Env
+  command?: string[]
+}
+
+export type Service = {
+  url: string
+  server: ServerProcess
+  // The server's environment, for the CLI or another instance beside it.
+  env: Env
+  secret: string
+  databaseUrl?: string
+  database?: TestDatabase
+  pair?: PrimaryWithReplica
+  feed?: TestFeed
+  dataDir?: string
+  tokenFor: (subject: string, ttlSeconds?: number) => Promise<string>
+  // Another server process on the same storage and feed (stopped by stop() too).
+  startAnother: (env?: Env, command?: string[]) => Promise<ServerProcess>
+  cli: (args: string[], stdin?: string) => ReturnType<typeof runCli>
+  // Stops every server it started and removes the database, replicas, stream and data folder.
+  stop: () => Promise<void>
+}
+
+export const SERVICE_SECRET = 'service-fixture-secret-of-at-least-32-bytes'
+
+export type ReplicatedService = Service & { pair: PrimaryWithReplica }
+
+// One running service over real parts, as a test needs it: storage, replicas and feed are options.
+export async function startService(
+  options: ServiceOptions & { replicas: true | ReplicaOptions },
+): Promise<ReplicatedService>
+export async function startService(options?: ServiceOptions): Promise<Service>
+export async function startService(options: ServiceOptions = {}): Promise<Service> {
+  const { storage = 'postgres', label = 'service', secret = SERVICE_SECRET } = options
+  if (storage === 'embedded' && options.replicas) throw new Error('replicas need storage: postgres')
+  const cleanups: (() => Promise<void>)[] = []
+  const servers: ServerProcess[] = []
+  const stop = async () => {
+    for (const server of servers.splice(0)) {
+      server.process.kill('SIGKILL')
+      await server.process.exited
+    }
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+  }
+  try {
+    const env: Env = { AUTH_JWT_SECRET: secret }
+    let database: TestDatabase | undefined
+    let pair: PrimaryWithReplica | undefined
+    let dataDir: string | undefined
+    if (options.replicas) {
+      const started = await startPrimaryWithReplica(options.replicas === true ? {} : options.replicas)
+      pair = started
+      cleanups.push(async () => started.stop())
+      Object.assign(env, { DATABASE_URL: started.primaryUrl, DATABASE_READ_URLS: started.replicaUrl })
+    } else if (storage === 'postgres') {
+      const created = await createTestDatabase(label)
+      database = created
+      cleanups.push(created.drop)
+      env.DATABASE_URL = created.url
+    } else {
+      const made = await makeDataDir(`plant-store-${label}-`)
+      dataDir = made
+      cleanups.push(() => rm(made, { recursive: true, force: true }))
+      env.DATA_DIR = made
+    }
+    let feed: TestFeed | undefined
+    if (options.feed) {
+      const created = await createTestFeed(label)
+      feed = created
+      cleanups.push(created.drop)
+      Object.assign(env, created.env)
+    }
+    Object.assign(env, options.env)
+    const startAnother = async (more: Env = {}, command = options.command) => {
+      const server = await startServer({ ...env, ...more }, command)
+      // Its warnings are not read here; drained, they never fill the pipe and stall it.
+      void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
+      // Killed with the test process even if afterAll never runs.
+      const forget = stopOnExit(() => server.process.kill('SIGKILL'), `kill -9 ${server.process.pid}`)
+      void server.process.exited.then(forget)
+      servers.push(server)
+      return server
+    }
+    const server = await startAnother()
+    const key = new TextEncoder().encode(secret)
+    return {
+      url: server.url,
+      server,
+      env,
+      secret,
+      databaseUrl: pair?.primaryUrl ?? database?.url,
+      database,
+      pair,
+      feed,
+      dataDir,
+      tokenFor: (subject, ttlSeconds = 3600) => issueToken(key, { subject, ttlSeconds, now: new Date() }),
+      startAnother,
+      cli: (args, stdin) => runCli(args, env, stdin),
+      stop,
+    }
+  } catch (error) {
+    await stop()
+    throw error
+  }
+}
