@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { projectInto } from '../log/append.ts'
 import { erasedOwners, events, ownerKeys, plants } from '../log/schema.ts'
+import { newWrappedKey, unwrappedKey } from '../log/sealing.ts'
 import { type Database, type Executor, rowsOf, type Transaction } from '../store/database.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by
@@ -41,6 +42,15 @@ export async function createStaging(db: Database, name: string): Promise<Staging
   return { table, name }
 }
 
+// A wrapped key's length (migration 0008).
+const WRAPPED_KEY_BYTES = 52
+
+// A key line's key as the store keeps it: an export of an earlier version holds the raw 32 bytes,
+// wrapped here on their way in, so that not even the work table holds them.
+function storedKey(key: SQL): SQL {
+  return sql`(select case when length(k) = 32 then plant_store_wrap(k) else k end from (select ${key} as k) as given)`
+}
+
 // The lines are handed over as one JSON array; PostgreSQL parses each event itself, so its data
 // keeps every digit and character exactly as exported.
 export async function stageLines(db: Database, { table }: Staging, lines: StagedLine[]): Promise<void> {
@@ -51,7 +61,7 @@ export async function stageLines(db: Database, { table }: Staging, lines: Staged
                           sealed, resolved, event, key, erased_at)
     select (x->>'n')::int, x->>'k', x->>'p', x->>'o', (x->'e'->>'position')::bigint, x->'e'->>'streamId',
            (x->'e'->>'streamVersion')::int, (x->>'i')::bigint, (x->>'s')::boolean, (x->>'r')::boolean,
-           x->'e', decode(x->>'key', 'base64'), (x->>'t')::timestamptz
+           x->'e', ${storedKey(sql`decode(x->>'key', 'base64')`)}, (x->>'t')::timestamptz
     from jsonb_array_elements(${array}::jsonb) as x`)
 }
 
@@ -104,6 +114,12 @@ export async function firstOwnerClash(tx: Transaction, { table }: Staging): Prom
     tx,
     sql`select line, rule from (
           select s.line, case
+            when s.kind = 'key' and length(s.key) <> ${WRAPPED_KEY_BYTES}
+              then 'the key of pseudonym ' || s.pseudonym || ' is neither 32 bytes nor a wrapped key'
+            when s.kind = 'key' and not plant_store_kek_known(substr(s.key, 1, 4))
+              then 'the key of pseudonym ' || s.pseudonym || ' is wrapped under key-encryption key '
+                   || encode(substr(s.key, 1, 4), 'hex') || ', which KEY_ENCRYPTION_KEYS lacks:'
+                   || ' add the exporting store''s key-encryption keys after the first (docs/keys.md)'
             when s.kind = 'key' and exists (select 1 from ${ownerKeys} k where k.owner = s.owner)
               then 'owner ' || to_json(s.owner)::text
                    || ' is an owner the target store already has: two keys for one sub would collide in plants'
@@ -146,13 +162,14 @@ export async function keyPlainOwners(tx: Transaction, { table }: Staging): Promi
       for share of k),
     made as (
       insert into ${ownerKeys} (pseudonym, owner, key)
-      select encode(gen_random_bytes(16), 'hex'), owners.owner, gen_random_bytes(32) from owners
+      select encode(gen_random_bytes(16), 'hex'), owners.owner, ${newWrappedKey} from owners
       where not exists (select 1 from found where found.owner = owners.owner)
       on conflict (owner) where not erasing do update set owner = excluded.owner
       returning pseudonym, owner, key),
     keys as (select * from found union all select * from made)
     update ${table} as s
-    set pseudonym = keys.pseudonym, key = keys.key, stream_id = plant_store_stream_id(s.plant_id::text, keys.key)
+    set pseudonym = keys.pseudonym, key = keys.key,
+        stream_id = plant_store_stream_id(s.plant_id::text, ${unwrappedKey(sql`keys.key`)})
     from keys where s.kind = 'event' and not s.sealed and s.owner = keys.owner`)
 }
 
@@ -203,10 +220,10 @@ export async function appendStaged(tx: Transaction, { table }: Staging, keepPosi
       insert into ${events} (position, stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
       select ${position}, s.stream_id, s.stream_version, s.event->>'type', (s.event->>'schemaVersion')::int,
              case when s.sealed then s.event->'data'
-                  else jsonb_build_object('sealed', plant_store_seal((s.event->'data')::text, s.key)) end,
+                  else jsonb_build_object('sealed', plant_store_seal((s.event->'data')::text, ${unwrappedKey(sql`s.key`)})) end,
              case when s.sealed then s.event->'metadata'
                   else jsonb_build_object('pseudonym', s.pseudonym, 'sealed', plant_store_seal(
-                         jsonb_build_object('requestId', s.event->'metadata'->>'requestId')::text, s.key)) end,
+                         jsonb_build_object('requestId', s.event->'metadata'->>'requestId')::text, ${unwrappedKey(sql`s.key`)})) end,
              (s.event->>'recordedAt')::timestamptz
       from (select * from ${table} where kind = 'event' order by line) s
       returning *),
