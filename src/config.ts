@@ -25,7 +25,8 @@ export type Config = {
     // `keys` unset: the KEK generated into DATA_DIR (keys/local-keys.ts).
     | { kind: 'embedded'; dataDir: string; keys?: KeyEncryptionKeys }
     // DATA_DIR=memory:, for test suites: nothing on disk, gone when the process ends.
-    | { kind: 'memory' }
+    // `keys` unset: a random key-encryption key of the store's own.
+    | { kind: 'memory'; keys?: KeyEncryptionKeys }
   // The directory of the generated local secret (embedded default) and of the embedded database.
   dataDir: string
   auth: {

@@ -17,11 +17,6 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
--- Whether this session was given the KEK of `kek_id`.
-CREATE FUNCTION plant_store_kek_known(kek_id bytea) RETURNS boolean LANGUAGE sql STABLE STRICT AS $$
-  SELECT position(',' || encode(kek_id, 'hex') || ':' in ',' || coalesce(current_setting('plant_store.keks', true), '')) > 0
-$$;
---> statement-breakpoint
 -- A raw key wrapped under the first KEK.
 CREATE FUNCTION plant_store_wrap(raw bytea) RETURNS bytea LANGUAGE plpgsql VOLATILE STRICT AS $$
 DECLARE

@@ -42,10 +42,10 @@ const plantStreamQuery = preparedQuery((db) => {
       select ${events.position}::text as position, ${events.streamVersion} as stream_version,
              ${events.type} as type, ${events.schemaVersion} as schema_version,
              ${currentData}::text as data, ${events.recordedAt}::text as recorded_at
-      from ${ownerKeys} as k
+      from ${liveKeys} as k
       join ${events} on ${events.streamId} = plant_store_stream_id(${sql.placeholder('plantId')}::text, k.key)
       cross join lateral ${currentShape(sql`k.key`)}
-      where k.owner = ${sql.placeholder('owner')}::text and not k.erasing`)
+      where k.owner = ${sql.placeholder('owner')}::text`)
   return db.with(stream).select().from(stream).orderBy(stream.streamVersion).prepare('read_plant_stream')
 })
 

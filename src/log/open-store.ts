@@ -46,7 +46,7 @@ export async function openStorage(
   }
   if (storage.kind === 'memory') {
     // A throwaway store's keys are as short-lived as it is: a key-encryption key of its own.
-    const keys = [newKeyEncryptionKey()]
+    const keys = storage.keys ?? [newKeyEncryptionKey()]
     const server = await throwawayServer({ prepare: prepareWith(keys), inputs: migrationsFolder })
     const database = await server.createDatabase()
     const handle = openPostgres({ url: database.url, ...THROWAWAY_POOL, keys })

@@ -34,8 +34,9 @@ const READY_KEYS = 1_000
 // pseudonym, whether its events can be opened (and with which key) or only their envelope checked.
 // With `append`, an event whose pseudonym the file does not name is left to the target store,
 // which must have erased it.
-// A key line's key is wrapped under one of `keys` (the exporting store's key-encryption keys, which
-// the importing store must have), or raw in a version 2 file; the events are checked with it here.
+// A key line's key is wrapped under one of `keys` (the exporting store's key-encryption key must be
+// among them), or raw in a version 2 file: it is unwrapped here, the events checked with it, and
+// staged to be wrapped again under the importing store's first key-encryption key.
 export function lineChecker({
   append,
   keys: keks,
@@ -125,9 +126,10 @@ export function lineChecker({
         refused: `owner ${JSON.stringify(owner)} has a key at line ${otherKey} already: two keys for one sub would collide in plants`,
       }
     }
-    keys.set(pseudonym, { owner, key: Buffer.from(raw).toString('base64'), line })
+    const rawKey = Buffer.from(raw).toString('base64')
+    keys.set(pseudonym, { owner, key: rawKey, line })
     owners.set(owner, line)
-    return { kind: 'key', line, pseudonym, owner, key }
+    return { kind: 'key', line, pseudonym, owner, key: rawKey }
   }
 
   function checkErased(value: unknown, line: number): StagedLine | { refused: string } {

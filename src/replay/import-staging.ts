@@ -42,13 +42,11 @@ export async function createStaging(db: Database, name: string): Promise<Staging
   return { table, name }
 }
 
-// A wrapped key's length (migration 0008).
-const WRAPPED_KEY_BYTES = 52
-
-// A key line's key as the store keeps it: an export of an earlier version holds the raw 32 bytes,
-// wrapped here on their way in, so that not even the work table holds them.
+// A key line's key, raw (the line checker unwrapped it, replay/import-lines.ts), as the store
+// keeps it: wrapped under this store's first key-encryption key, so that not even the work table
+// holds it raw, and the store needs none of the exporting store's key-encryption keys afterwards.
 function storedKey(key: SQL): SQL {
-  return sql`(select case when length(k) = 32 then plant_store_wrap(k) else k end from (select ${key} as k) as given)`
+  return sql`plant_store_wrap(${key})`
 }
 
 // The lines are handed over as one JSON array; PostgreSQL parses each event itself, so its data
@@ -114,12 +112,6 @@ export async function firstOwnerClash(tx: Transaction, { table }: Staging): Prom
     tx,
     sql`select line, rule from (
           select s.line, case
-            when s.kind = 'key' and length(s.key) <> ${WRAPPED_KEY_BYTES}
-              then 'the key of pseudonym ' || s.pseudonym || ' is neither 32 bytes nor a wrapped key'
-            when s.kind = 'key' and not plant_store_kek_known(substr(s.key, 1, 4))
-              then 'the key of pseudonym ' || s.pseudonym || ' is wrapped under key-encryption key '
-                   || encode(substr(s.key, 1, 4), 'hex') || ', which KEY_ENCRYPTION_KEYS lacks:'
-                   || ' add the exporting store''s key-encryption keys after the first (docs/keys.md)'
             when s.kind = 'key' and exists (select 1 from ${ownerKeys} k where k.owner = s.owner)
               then 'owner ' || to_json(s.owner)::text
                    || ' is an owner the target store already has: two keys for one sub would collide in plants'

@@ -1,5 +1,6 @@
 import postgres from 'postgres'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { runWrk } from './load.ts'
 import { startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
@@ -21,7 +22,7 @@ const bench = {
 const database = await createTestDatabase('creates_ab')
 const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 try {
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   await seedEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)
   await sql`analyze`
   const writers = await writeFixture(bench.secret, 'writer', 1000)

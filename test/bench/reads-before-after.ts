@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { median } from './memory.ts'
@@ -33,7 +34,7 @@ const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 type Figures = { requestsPerSecond: number; serviceMs: number; databaseMs: number }
 const measured = new Map<string, Figures[]>()
 try {
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   await seedEvents(sql, 1, READERS * 50, `'reader-' || (i % ${READERS})`)
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', READERS)

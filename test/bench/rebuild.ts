@@ -8,14 +8,15 @@ import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const EVENTS = Number(process.argv[2] ?? 1_000_000)
 const OWNERS = 1000
 
 const database = await createTestDatabase('bench_rebuild')
-await migratePostgresDatabase(database.url)
+await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
 const sql = postgres(database.url, { max: 1, onnotice: () => {} })
-const handle = openPostgres({ url: database.url, poolSize: 4, statementTimeoutMs: 600_000 })
+const handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 4, statementTimeoutMs: 600_000 })
 const seconds = (since: number) => (performance.now() - since) / 1000
 const rate = (events: number, elapsed: number) =>
   `${Math.round(events / elapsed).toLocaleString('en')} events/s`

@@ -12,6 +12,7 @@ import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { STORAGE_KINDS, type StorageKind, TEST_SECRET } from '../support/harness.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Conditional listings (CONTRACT §5): the ETag follows the caller's plants and nothing else, and a
 // matching If-None-Match is answered 304 from an index probe, without reading a row.
@@ -26,7 +27,7 @@ async function openStore(kind: StorageKind) {
   let closeStore: () => Promise<void>
   if (kind === 'postgres') {
     const database = await createTestDatabase('etag')
-    await migratePostgresDatabase(database.url)
+    await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
     url = database.url
     closeStore = database.drop
   } else {

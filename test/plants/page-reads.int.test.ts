@@ -7,6 +7,7 @@ import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { create, STORAGE_KINDS, type StorageKind } from '../replay/storage.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Listings in flight together share statements (plants/page-reads.ts): each still gets exactly
 // its own owner's page and version, as a statement of its own would have read them.
@@ -31,7 +32,7 @@ async function openUrl(kind: StorageKind): Promise<{ url: string; close: () => P
     return { url: handle.settings.url, close: handle.close }
   }
   const database = await createTestDatabase('page_reads')
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   return { url: database.url, close: database.drop }
 }
 

@@ -10,6 +10,7 @@ import { silentLogger } from '../../src/logger.ts'
 import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from './postgres.ts'
+import { TEST_KEYS } from './test-keys.ts'
 
 export type StorageKind = 'postgres' | 'embedded'
 export const STORAGE_KINDS: StorageKind[] = ['postgres', 'embedded']
@@ -35,11 +36,16 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
   const testDatabase = kind === 'postgres' ? await createTestDatabase('http') : undefined
   let handle: DatabaseHandle
   if (testDatabase) {
-    await migratePostgresDatabase(testDatabase.url)
-    handle = openPostgres({ url: testDatabase.url, poolSize: 10, statementTimeoutMs: 10_000 })
+    await migratePostgresDatabase(testDatabase.url, undefined, TEST_KEYS)
+    handle = openPostgres({
+      keys: TEST_KEYS,
+      url: testDatabase.url,
+      poolSize: 10,
+      statementTimeoutMs: 10_000,
+    })
   } else {
     // A throwaway store on the embedded PostgreSQL server, as users' test suites get one.
-    handle = await openStorage({ kind: 'memory' })
+    handle = await openStorage({ kind: 'memory', keys: TEST_KEYS })
   }
   const registry = new Registry()
   const changes = options.changes
