@@ -70,7 +70,10 @@ export async function createLegacyStore(
     await client.end()
     await server.close()
   }
-  return { storage: { kind, dataDir }, cleanup: () => rm(dataDir, { recursive: true, force: true }) }
+  return {
+    storage: { kind, dataDir, keys: TEST_KEYS },
+    cleanup: () => rm(dataDir, { recursive: true, force: true }),
+  }
 }
 
 // The store's database as it is, nothing applied.
