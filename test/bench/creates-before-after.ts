@@ -1,6 +1,8 @@
 import postgres from 'postgres'
+import { keysParameter } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
+import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
@@ -20,7 +22,8 @@ const bench = {
   serviceRoot: root,
 }
 const database = await createTestDatabase('creates_ab')
-const sql = postgres(database.url, { max: 2, onnotice: () => {} })
+// The key-encryption keys for the seed (an earlier checkout ignores the parameter).
+const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   await seedEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)
@@ -30,6 +33,7 @@ try {
   try {
     const results: string[] = []
     for (const connections of [32, 4, 1]) {
+      const meter = await meterCpu(sql, database.name, service.process.pid)
       const run = await runWrk({
         url: service.url,
         pid: service.process.pid,
@@ -39,7 +43,11 @@ try {
         tokensFile: writers.tokensFile,
         idBase: connections * 10_000_000_000,
       })
-      results.push(`${connections} connections ${Math.round(run.requestsPerSecond)}/s`)
+      const cpu = await meter.stop()
+      const requests = Math.max(1, run.requestsPerSecond * seconds)
+      results.push(
+        `${connections} connections ${Math.round(run.requestsPerSecond)}/s, CPU ms/req service ${(cpu.processMs / requests).toFixed(3)} PostgreSQL ${(cpu.databaseMs / requests).toFixed(3)}`,
+      )
     }
     console.log(`${root}: ${results.join(', ')}`)
   } finally {
