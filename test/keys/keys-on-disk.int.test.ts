@@ -10,7 +10,7 @@ import { openStorage } from '../../src/log/open-store.ts'
 import { type Database, rowsOf } from '../../src/store/database.ts'
 import { openDataDirServer } from '../../src/store/embedded/data-dir-server.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
-import { create, listing } from '../replay/storage.ts'
+import { create, listing, openTestStorage } from '../replay/storage.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
 
@@ -74,6 +74,38 @@ test('given owners on the embedded store, when everything is checkpointed, then 
     expect((await filesHolding(dataDir, wrapped.slice(0, 3))).length).toBeGreaterThan(0)
     expect(await filesHolding(dataDir, raw)).toEqual([])
     expect(await listing(storage.db, 'alice')).toEqual([{ name: "alice's" }])
+  } finally {
+    await storage.close()
+  }
+}, 120_000)
+
+test("given owners on the machine's PostgreSQL, when everything is checkpointed, then neither the database's files nor the WAL hold a raw key", async () => {
+  // given (the test runs as root, beside the server, and reads its data directory)
+  const storage = await openTestStorage('postgres')
+  try {
+    for (const owner of ['alice', 'bob', 'carol'])
+      await create(storage.db, owner, { id: 1n, name: `${owner}'s` })
+    await storage.db.execute(
+      sql.raw(
+        sealedSeed(
+          "select 'o' || i as owner, i::bigint as id, 'n' as name, null as tag from generate_series(1, 300) as i",
+          { project: true },
+        ),
+      ),
+    )
+    // when
+    await storage.db.execute(sql`checkpoint`)
+    const [where] = rowsOf<{ dir: string; oid: string }>(
+      await storage.db.execute(sql`select current_setting('data_directory') as dir,
+        (select oid::text from pg_database where datname = current_database()) as oid`),
+    )
+    const { raw, wrapped } = await keysOf(storage.db)
+    expect(raw.length).toBe(303)
+    const folders = [join(where?.dir ?? '', 'base', where?.oid ?? ''), join(where?.dir ?? '', 'pg_wal')]
+    // then: the wrapped form is in the database's files, the raw one in none of them, nor in the WAL
+    expect((await filesHolding(folders[0] ?? '', wrapped.slice(0, 3))).length).toBeGreaterThan(0)
+    expect((await filesHolding(folders[1] ?? '', wrapped.slice(0, 3))).length).toBeGreaterThan(0)
+    for (const folder of folders) expect(await filesHolding(folder, raw)).toEqual([])
   } finally {
     await storage.close()
   }
