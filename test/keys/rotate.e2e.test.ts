@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
+import { readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
 import postgres from 'postgres'
 import { parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
 import { keysParameter } from '../../src/store/database.ts'
+import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type Env, runCli, runServerToExit, startServer } from '../support/server-process.ts'
@@ -114,3 +117,34 @@ test('given a backup of owner_keys from before an erasure, when keys rotate runs
   expect(stale.stderr).toContain('KEY_ENCRYPTION_KEYS lacks the key-encryption key')
   expect(stale.stderr).not.toContain(OLD)
 }, 180_000)
+
+test('given the embedded default with its generated key-encryption key, when keys rotate runs with the service stopped, then the file holds a new key alone and every plant is still listed; beside a running service it refuses', async () => {
+  // given
+  const dataDir = await makeDataDir('keys-rotate-embedded-')
+  const embedded = { DATA_DIR: dataDir }
+  try {
+    const server = await startServer(embedded)
+    const owner = (await runCli(['token', 'issue', 'erin'], embedded)).stdout.trim()
+    expect((await postPlant(server.url, owner, { id: 1, name: 'Aloe' })).status).toBe(200)
+    const beside = await runCli(['keys', 'rotate'], embedded)
+    await server.stop()
+    const before = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
+    // when
+    const rotated = await runCli(['keys', 'rotate'], embedded)
+    // then
+    expect(beside.exitCode).toBe(1)
+    expect(beside.stderr).toContain('stop it, run keys rotate')
+    expect({ exitCode: rotated.exitCode, stdout: rotated.stdout }).toEqual({ exitCode: 0, stdout: '1\n' })
+    const after = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
+    expect(after).not.toBe(before)
+    expect(after.trim().split(',')).toHaveLength(1)
+    const again = await startServer(embedded)
+    try {
+      expect(await listEveryPlant(again.url, owner)).toEqual([{ name: 'Aloe' }])
+    } finally {
+      await again.stop()
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true })
+  }
+}, 120_000)
