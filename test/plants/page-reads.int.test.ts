@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { openStorage } from '../../src/log/open-store.ts'
 import { groupedReads, type PageFound, singleReads } from '../../src/plants/page-reads.ts'
-import type { Database } from '../../src/store/database.ts'
+import { type Database, keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { create, STORAGE_KINDS, type StorageKind } from '../replay/storage.ts'
@@ -17,7 +17,11 @@ async function openCountedStore(kind: StorageKind) {
   const statements: string[] = []
   const logger = { logQuery: (query: string) => void statements.push(query) }
   const opened = await openUrl(kind)
-  const client = postgresClient(opened.url, { max: 10, onnotice: () => {} })
+  const client = postgresClient(opened.url, {
+    max: 10,
+    onnotice: () => {},
+    connection: keysParameter(TEST_KEYS),
+  })
   const close = async () => {
     await client.end()
     await opened.close()
@@ -28,7 +32,7 @@ async function openCountedStore(kind: StorageKind) {
 // A migrated database's URL: on the test PostgreSQL, or on a throwaway embedded server.
 async function openUrl(kind: StorageKind): Promise<{ url: string; close: () => Promise<void> }> {
   if (kind === 'embedded') {
-    const handle = await openStorage({ kind: 'memory' })
+    const handle = await openStorage({ kind: 'memory', keys: TEST_KEYS })
     return { url: handle.settings.url, close: handle.close }
   }
   const database = await createTestDatabase('page_reads')
