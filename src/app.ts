@@ -21,6 +21,8 @@ import type { ReadPlants } from './plants/read-plants.ts'
 import { plantRoutes } from './plants/routes.ts'
 import { NewPlant, PlantView } from './plants/schemas.ts'
 import type { Database } from './store/database.ts'
+import { requestSpans } from './tracing/request-spans.ts'
+import type { Tracing } from './tracing/tracing.ts'
 
 export type AppDeps = {
   db: Database
@@ -48,6 +50,8 @@ export type AppDeps = {
   cors?: CorsConfig
   // Request lines name the caller's subject (LOG_SUBJECT=true); they do not by default.
   logSubject?: boolean
+  // Spans for requests and creates; none unless given (OTEL_* unset).
+  tracing?: Tracing
 }
 
 export function createApp({
@@ -66,17 +70,20 @@ export function createApp({
   bodyTimeoutMs,
   cors: corsPolicy,
   logSubject = false,
+  tracing,
 }: AppDeps) {
   registerSchemaKinds()
   // Elysia finds the path at index 11 of the URL unless told otherwise, which assumes a host of
   // four characters or more (`Host: api` would 404 everywhere); its dynamic router, which
-  // ELYSIA_AOT=false would pick, always does. Routing must not depend on the Host (CONTRACT §1):
+  // ELYSIA_AOT=false would pick, always does. Routing must not depend on the Host (docs/api.md):
   // test/http/host-header.e2e.test.ts tries both.
   const app = new Elysia({ aot: true, handler: { standardHostname: false } })
   const allowedMethods = (path: string) => methodsServing(app, path)
   const metrics = createMetrics(registry)
   const ids = requestIds(generateRequestId)
+  const spans = tracing && requestSpans(tracing)
   return app
+    .use(spans?.plugin ?? new Elysia({ name: 'request-spans' }))
     .use(errorHandler({ logger, requestIds: ids, allowedMethods }))
     .use(cors({ policy: corsPolicy, allowedMethods }))
     .use(
@@ -107,6 +114,7 @@ export function createApp({
         batchesInFlight,
         readsInFlight,
         bodyTimeoutMs,
+        tracing: spans && { tracing, traceparentOf: spans.traceparentOf },
       }),
     )
     .use(changeRoutes({ verifyToken, changes }))

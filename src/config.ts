@@ -40,15 +40,36 @@ export type Config = {
     audience?: string
     useLocalSecret: boolean
   }
-  // The most change streams one owner holds open on this instance (CONTRACT §9).
+  // The most change streams one owner holds open on this instance (docs/live-changes.md).
   changeStreamsPerOwner: number
   // The origins whose pages may call the API from a browser; undefined when CORS_ORIGINS is unset.
   cors?: CorsConfig
-  // The event feed to NATS JetStream (CONTRACT §8); undefined when EVENTS_NATS_URL is unset.
+  // The event feed to NATS JetStream (docs/feed.md); undefined when EVENTS_NATS_URL is unset.
   feed?: FeedConfig
-  // Streaming replicas that serve listings (CONTRACT §10); undefined when DATABASE_READ_URLS is unset.
+  // Streaming replicas that serve listings (docs/operating.md, Scaling out); undefined when DATABASE_READ_URLS is unset.
   readReplicas?: ReadReplicasConfig
+  // Spans over OTLP/HTTP; undefined when no endpoint is set or OTEL_SDK_DISABLED=true.
+  tracing?: TracingConfig
 }
+
+export type TracingConfig = {
+  // Where spans are posted, `/v1/traces` included.
+  url: string
+  serviceName: string
+  sampler: Sampler
+  // The share of traces the `traceidratio` samplers keep.
+  ratio: number
+}
+
+export const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const
+export type Sampler = (typeof SAMPLERS)[number]
 
 export type FeedConfig = {
   servers: string[]
@@ -130,7 +151,35 @@ export function loadConfig(env: Env): Config {
     cors: corsConfig(text(env, 'CORS_ORIGINS')),
     feed: feedConfig(env),
     readReplicas: readReplicasConfig(env, databaseUrl !== undefined),
+    tracing: tracingConfig(env),
   }
+}
+
+// The standard OpenTelemetry variables, as their specification reads them: the traces endpoint as
+// given, or the base endpoint with `v1/traces` appended. No endpoint, no tracing: the OTLP default
+// (localhost:4318) would post spans to nothing on most machines.
+function tracingConfig(env: Env): TracingConfig | undefined {
+  const disabled = text(env, 'OTEL_SDK_DISABLED').toLowerCase()
+  if (disabled !== 'true' && disabled !== 'false')
+    throw new Failure('BAD_SETTING', `OTEL_SDK_DISABLED must be true or false, got "${disabled}"`)
+  const sampler = oneOf(env, 'OTEL_TRACES_SAMPLER', [...SAMPLERS])
+  const ratioText = text(env, 'OTEL_TRACES_SAMPLER_ARG')
+  const ratio = Number(ratioText)
+  if (!/^\d+(\.\d+)?$/.test(ratioText) || ratio > 1)
+    throw new Failure(
+      'BAD_SETTING',
+      `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${ratioText}"`,
+    )
+  const signal = text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
+  const base = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
+  if (disabled === 'true' || (signal === undefined && base === undefined)) return undefined
+  const [name, url] =
+    signal === undefined
+      ? ['OTEL_EXPORTER_OTLP_ENDPOINT', `${base}${base?.endsWith('/') ? '' : '/'}v1/traces`]
+      : ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', signal]
+  if (!/^https?:$/.test(URL.parse(url)?.protocol ?? ''))
+    throw new Failure('BAD_SETTING', `${name} must be an http:// or https:// URL, got "${signal ?? base}"`)
+  return { url, serviceName: text(env, 'OTEL_SERVICE_NAME'), sampler, ratio }
 }
 
 // Stops what checks or signs tokens (the server, `token issue`) when nothing could: with

@@ -3,7 +3,7 @@
 // edge: the HTTP status an API request answers with, and the exit code of a CLI command. Anything
 // thrown without a code is a bug: a 500 that names the request id, or a stack on stderr.
 const FAILURES = {
-  // A request the API refuses (CONTRACT §3); the message is the Error body's.
+  // A request the API refuses (docs/api.md); the message is the Error body's.
   BAD_REQUEST: { status: 400 },
   UNAUTHORIZED: { status: 401 },
   NOT_FOUND: { status: 404 },

@@ -1,7 +1,7 @@
 // What a log line keeps of an error, along its cause chain: its kind, its code and where it was
 // thrown, never what it carries. A database error may carry people: Drizzle's error holds the
 // statement and its parameters (those of a batch of creates hold every create in it, other owners'
-// too) and repeats them in its message; PGlite's keeps them too; PostgreSQL's message, detail and
+// too) and repeats them in its message; PostgreSQL's message, detail and
 // context may quote a value. So a database error keeps its SQLSTATE, severity, the routine that
 // raised it and the schema names involved; any other error keeps its message (the service's own
 // name no plant and no owner).

@@ -18,17 +18,18 @@ import { startReplicaReads } from './plants/start-replica-reads.ts'
 import { describeMove, moveFromPglite } from './replay/pglite-move.ts'
 import { serve } from './serve.ts'
 import { within } from './time-limit.ts'
+import { startTracing } from './tracing/start-tracing.ts'
 import { findUnknownSettings } from './unknown-settings.ts'
 
-// Group commit: a second batch goes in while one is in the database (measured: more creates/s than
-// one at a time at 64 connections, as many as one per pooled connection, with larger batches).
+// Group commit: a second batch goes in while one is in the database, which measured best
+// (docs/architecture.md, Design notes).
 const BATCHES_IN_FLIGHT = 2
 // Listings that arrive together share a statement (plants/page-reads.ts); a few such statements
 // run side by side, so that a listing seldom waits for a batch ahead of it.
 const READS_IN_FLIGHT = 4
 // The log is read only while the feed publishes or a change stream is open, and this long after
 // the last one ends (a client reconnecting finds the follower still reading): a service nobody
-// follows does not read back what it writes (measured: two statements per create at 1 connection).
+// follows does not read back what it writes (docs/architecture.md, Design notes).
 const FOLLOWER_IDLE_MS = 10_000
 
 async function main(): Promise<void> {
@@ -58,6 +59,15 @@ async function main(): Promise<void> {
   if (moved) logger.info(moved, describeMove(moved))
   // The embedded server is reached like any PostgreSQL, through its URL.
   const database = { kind: 'postgres' as const, ...storage.settings }
+  // Loads the OpenTelemetry SDK only when an endpoint is set.
+  const tracing = config.tracing && (await startTracing(config.tracing, logger))
+  if (config.tracing) {
+    const { serviceName, sampler } = config.tracing
+    // Without any user, password or query the URL may hold.
+    const url = new URL(config.tracing.url)
+    const traces = `${url.origin}${url.pathname}`
+    logger.info({ traces, serviceName, sampler }, `tracing on: spans go to ${traces}`)
+  }
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
   collectProcessMetrics({ registry, databaseProcessIds: storage.processIds })
@@ -69,7 +79,15 @@ async function main(): Promise<void> {
     noticesUrl: database.url,
   })
   const feed = config.feed
-    ? await startFeed({ config: config.feed, storage: database, db: storage.db, log, logger, registry })
+    ? await startFeed({
+        config: config.feed,
+        storage: database,
+        db: storage.db,
+        log,
+        logger,
+        registry,
+        tracing,
+      })
     : undefined
   const replicaReads =
     config.readReplicas && config.storage.kind === 'postgres'
@@ -104,6 +122,7 @@ async function main(): Promise<void> {
     // A stalled body must get its 408 before the request deadline answers 503 for it.
     bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
     cors: config.cors,
+    tracing,
   })
   // Everything the service started, stopped in the order a drain needs once the listener is gone.
   const stopParts = async () => {
@@ -112,6 +131,8 @@ async function main(): Promise<void> {
     await log.close()
     await replicaReads?.close()
     await storage.close()
+    // Last, so that the spans of everything above are sent.
+    await tracing?.shutdown()
   }
   let server: ReturnType<typeof serve>
   try {

@@ -1,7 +1,7 @@
 // Every environment variable the service reads, once: its default (absent: unset), what it means,
 // and which part of the service reads it (a command's help lists the variables of the parts it
 // uses). loadConfig takes its defaults from here, the start warns about any variable near one of
-// these names, the CLI's help prints them, and the README's configuration table shows exactly
+// these names, the CLI's help prints them, and the table in docs/configuration.md shows exactly
 // these rows (test/unit/readme-configuration.unit.test.ts). A new variable is one more row.
 // A name ending in `*` stands for a family the service hands on whole (standard variables of a
 // library it uses): any name with that prefix is known.
@@ -9,7 +9,7 @@ export type Setting = { fallback?: string; meaning: string; part: Part }
 
 // `tokens`: what signs and checks a token (the server and `token issue`); `auth`: the rest of
 // the checking, which only the server does.
-export type Part = 'server' | 'storage' | 'tokens' | 'auth' | 'log' | 'feed' | 'replicas'
+export type Part = 'server' | 'storage' | 'tokens' | 'auth' | 'log' | 'feed' | 'replicas' | 'tracing'
 
 export const SETTINGS = {
   HOST: { fallback: '0.0.0.0', meaning: 'interface to listen on', part: 'server' },
@@ -137,6 +137,37 @@ export const SETTINGS = {
     fallback: '10000',
     meaning: 'a replica further behind than this serves no listing until it catches up',
     part: 'replicas',
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    meaning:
+      'turns tracing on: the OTLP/HTTP receiver (`http://collector:4318`); spans go to its `/v1/traces` as JSON (see docs/tracing.md)',
+    part: 'tracing',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    meaning: 'turns tracing on too: the full URL spans are posted to, taking precedence over the one above',
+    part: 'tracing',
+  },
+  'OTEL_EXPORTER_OTLP_*': {
+    meaning:
+      "the OTLP exporter's other standard variables (`…_HEADERS`, `…_TIMEOUT`, `…_COMPRESSION`, certificates), read by the exporter itself; `…_PROTOCOL` is not read: spans always go as JSON",
+    part: 'tracing',
+  },
+  OTEL_SERVICE_NAME: { fallback: 'plant-store', meaning: "the spans' `service.name`", part: 'tracing' },
+  OTEL_TRACES_SAMPLER: {
+    fallback: 'parentbased_always_on',
+    meaning:
+      '`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off` or `parentbased_traceidratio`',
+    part: 'tracing',
+  },
+  OTEL_TRACES_SAMPLER_ARG: {
+    fallback: '1',
+    meaning: 'the ratio (0–1) of the `traceidratio` samplers',
+    part: 'tracing',
+  },
+  OTEL_SDK_DISABLED: {
+    fallback: 'false',
+    meaning: '`true` keeps tracing off whatever the endpoint',
+    part: 'tracing',
   },
 } as const satisfies Record<string, Setting>
 

@@ -1,7 +1,7 @@
 import { decodePlantEvent, type Plant } from '../domain/plant.ts'
 import type { LoggedEvent } from '../log/reading.ts'
 
-// A created plant as the change stream sends it (CONTRACT §9), shaped like the feed's `data`.
+// A created plant as the change stream sends it (docs/live-changes.md), shaped like the feed's `data`.
 export type PlantChange = Plant & { position: bigint }
 
 // One event as it goes out: its text encoded once, however many streams it goes to.

@@ -5,10 +5,10 @@ import type { ChangeStream } from './change-stream.ts'
 
 export type ChangeHubOptions = {
   logger: Logger
-  // The most streams one owner holds open here (CONTRACT §9, CHANGE_STREAMS_PER_OWNER).
+  // The most streams one owner holds open here (docs/live-changes.md, CHANGE_STREAMS_PER_OWNER).
   streamsPerOwner: number
   now?: () => number
-  // A stream that sent nothing for this long gets a comment line (CONTRACT §9: at least every 15 s).
+  // A stream that sent nothing for this long gets a comment line (docs/live-changes.md: at least every 15 s).
   keepAliveMs?: number
   // How often streams are checked for keep-alive, stalled clients and token expiry: one timer for
   // all of them.
@@ -60,7 +60,7 @@ export function createChangeHub({
       stream.offer(frame)
     }
   }
-  // CONTRACT §12: the erased owner's streams end, on every instance. The notice names the owner
+  // Erasure (docs/erasure.md): the erased owner's streams end, on every instance. The notice names the owner
   // while the erasure runs, and only the pseudonym once it has completed: each stream remembers
   // its owner's. One whose pseudonym is not known yet (its open is still reading it) ends on a
   // notice that names its owner.

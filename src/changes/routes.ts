@@ -43,7 +43,7 @@ const followed = replies({
   503: unavailable,
 })
 
-// GET /plants/changes (CONTRACT §9): the caller's new plants as server-sent events.
+// GET /plants/changes (docs/live-changes.md): the caller's new plants as server-sent events.
 export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
   return new Elysia({ name: 'changes' }).use(authentication(verifyToken)).get(
     '/plants/changes',

@@ -7,7 +7,8 @@ import { noSuchOwner } from '../erasure/unknown-owner.ts'
 import { Failure, isFailure } from '../errors.ts'
 import { erasureFeed } from '../feed/erasure-feed.ts'
 import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
-import { silentLogger } from '../logger.ts'
+import { createLogger, silentLogger } from '../logger.ts'
+import { startTracing } from '../tracing/start-tracing.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
@@ -24,12 +25,12 @@ export const ownersEraseCommand = command({
   ],
   options: { wait: { type: 'string', default: '30s' } },
   positionals: 1,
-  reads: ['storage', 'feed'],
+  reads: ['storage', 'feed', 'tracing'],
   refusals: 'the erasure is pending (the owner hidden; run the command again to complete it)',
   run: ({ positionals, values }, config) => eraseCommand(positionals, values.wait, config),
 })
 
-// CONTRACT §12: prints the number of plants the owner had when the erasure began; what it waits
+// Erasure (docs/erasure.md): prints the number of plants the owner had when the erasure began; what it waits
 // for, and an owner it does not know, are said on stderr. `--wait` bounds how long the OwnerErased
 // notice may take to reach the stream of the store's recorded feed, and an import running may take
 // to end (past it: exit 1, the owner hidden and the erasure pending until a rerun).
@@ -39,6 +40,13 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
   const waitSeconds = parseDuration(wait)
   if (waitSeconds === undefined) throw badValue('wait', wait, 'a duration')
   const say = (text: string) => process.stderr.write(`owners erase: ${text}\n`)
+  // Spans that cannot be sent are said on stderr, as warnings.
+  const tracing =
+    config.tracing &&
+    (await startTracing(
+      config.tracing,
+      createLogger('warn', { write: (line) => void process.stderr.write(line) }),
+    ))
   return withStorage(config, async (db, storage) => {
     const feedConfig = feedToErase(await recordedFeed(db), config.feed)
     if (config.feed && !feedConfig)
@@ -58,6 +66,7 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
         feed,
         waitMs: waitSeconds * 1000,
         onWait: say,
+        tracing,
       })
       if (completed === 0) say(await noSuchOwner(db, owner))
       process.stdout.write(`${plants}\n`)
@@ -68,6 +77,7 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
       return 1
     } finally {
       await feed?.close()
+      await tracing?.shutdown()
     }
   })
 }

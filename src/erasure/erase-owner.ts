@@ -4,12 +4,13 @@ import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../lo
 import { clearDeadWorkTables } from '../log/work-tables.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { rowsOf } from '../store/database.ts'
+import { inSpan, type Tracing } from '../tracing/tracing.ts'
 import { awaitImports } from './leftovers.ts'
 
 // An owner whose erasure has begun: their pseudonym, and the position of the OwnerErased notice.
 export type PendingErasure = { pseudonym: string; notice: bigint }
 
-// Steps 2 and 3 of an erasure (CONTRACT §12), when the store has a feed (feed/erasure-feed.ts).
+// Steps 2 and 3 of an erasure (docs/erasure.md), when the store has a feed (feed/erasure-feed.ts).
 export type ErasureFeed = {
   // Resolves once the stream holds the log up to `position` (the notice), publishing it itself if
   // no instance does; rejects after a bounded wait.
@@ -26,6 +27,8 @@ export type ErasureOptions = {
   waitMs?: number
   // Told, once each, what the erasure waits for: a rebuild, an import.
   onWait?: (what: string) => void
+  // A span for the erasure and one for each step: the owner's subject is in none of them.
+  tracing?: Tracing
 }
 
 // `plants`: how many plants the owner had when each erasure this run completed began (0: unknown, or
@@ -48,26 +51,37 @@ export type ErasureResult = { plants: number; completed: number }
 export async function eraseOwner(
   db: Database,
   owner: string,
-  { feed, now = () => new Date(), waitMs = 30_000, onWait = () => {} }: ErasureOptions = {},
+  { feed, now = () => new Date(), waitMs = 30_000, onWait = () => {}, tracing }: ErasureOptions = {},
 ): Promise<ErasureResult> {
-  const begun = await beginErasure(db, owner, now(), () =>
-    onWait('a projection rebuild is running: the erasure waits for it to finish'),
-  )
-  const pending = await pendingErasures(db, owner)
-  let plantsErased = 0
-  for (const erasure of pending) {
-    if (feed) {
-      await feed.awaitPublished(erasure.notice)
-      await feed.purge({ pseudonym: erasure.pseudonym, owner })
+  const root = tracing?.startSpan('erase owner')
+  try {
+    const step = <T>(name: string, work: () => Promise<T>) =>
+      inSpan(tracing, name, { parent: root?.traceparent }, work)
+    const begun = await step('erasure: hide the owner', () =>
+      beginErasure(db, owner, now(), () =>
+        onWait('a projection rebuild is running: the erasure waits for it to finish'),
+      ),
+    )
+    const pending = await pendingErasures(db, owner)
+    let plantsErased = 0
+    for (const erasure of pending) {
+      if (feed) {
+        await step('erasure: await the notice in the stream', () => feed.awaitPublished(erasure.notice))
+        await step('erasure: purge the stream', () => feed.purge({ pseudonym: erasure.pseudonym, owner }))
+      }
+      await step('erasure: await imports', () => awaitImports(db, { waitMs, onWait }))
+      plantsErased +=
+        erasure.pseudonym === begun?.pseudonym ? begun.plants : await plantsOf(db, erasure.pseudonym)
+      await step('erasure: delete the key', () => completeErasure(db, erasure.pseudonym, now()))
     }
-    await awaitImports(db, { waitMs, onWait })
-    plantsErased +=
-      erasure.pseudonym === begun?.pseudonym ? begun.plants : await plantsOf(db, erasure.pseudonym)
-    await completeErasure(db, erasure.pseudonym, now())
+    await step('erasure: drop dead work tables', () => clearDeadWorkTables(db))
+    await step('erasure: refresh statistics', () => refreshStatistics(db))
+    root?.end({ attributes: { 'plant_store.erasure.completed': pending.length } })
+    return { plants: plantsErased, completed: pending.length }
+  } catch (error) {
+    root?.end({ error })
+    throw error
   }
-  await clearDeadWorkTables(db)
-  await refreshStatistics(db)
-  return { plants: plantsErased, completed: pending.length }
 }
 
 // Step 1. Excludes a projection rebuild (log/maintenance-lock.ts): a rebuild's table filled

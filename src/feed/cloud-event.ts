@@ -10,6 +10,9 @@ export type FeedMessage = {
   // The writing transaction, decimal: with the id, where in the log the message stands.
   transactionId: string
   body: string
+  // The W3C trace context of the request that made the event, when it was traced: the CloudEvent's
+  // distributed-tracing extension attribute, and the parent of the publish's span.
+  traceparent?: string
 }
 
 export type MessageSettings = { subjectPrefix: string; source: string }
@@ -20,7 +23,7 @@ export function feedFilter(prefix: string): string {
   return `${prefix}.events.>`
 }
 
-// Where an owner's PlantCreated messages go: CONTRACT §8 allows one opaque token after the type,
+// Where an owner's PlantCreated messages go: the feed allows one token after the type (docs/feed.md), opaque to consumers,
 // and the pseudonym (random, never derived from the subject) is the one an erasure purges by.
 export function plantSubject(prefix: string, pseudonym: string): string {
   return `${legacyPlantSubject(prefix)}.${pseudonym}`
@@ -31,7 +34,7 @@ export function legacyPlantSubject(prefix: string): string {
   return `${prefix}.events.PlantCreated`
 }
 
-// A logged event as a CloudEvents 1.0 structured JSON message (CONTRACT §8, §12), in its current
+// A logged event as a CloudEvents 1.0 structured JSON message (docs/feed.md; docs/erasure.md), in its current
 // shape whatever shape it was stored in; undefined for an event that is never published: an
 // OwnerErased whose erasure has completed names no one (a stream created after it holds nothing
 // of the owner, and no notice), nor does a PlantCreated whose owner's key is gone.
@@ -52,6 +55,7 @@ function plantCreatedMessage(
   const { type, data } = decodePlantEvent(event)
   const id = event.position.toString()
   const plantId = data.id.toString()
+  const { traceparent } = event.metadata
   const cloudEvent = {
     specversion: '1.0',
     id,
@@ -61,6 +65,7 @@ function plantCreatedMessage(
     time: event.time,
     datacontenttype: 'application/json',
     owner,
+    ...(traceparent === undefined ? {} : { traceparent }),
     data:
       data.tag === null ? { id: plantId, name: data.name } : { id: plantId, name: data.name, tag: data.tag },
   }
@@ -69,6 +74,7 @@ function plantCreatedMessage(
     id,
     transactionId: event.transactionId.toString(),
     body: JSON.stringify(cloudEvent),
+    ...(traceparent === undefined ? {} : { traceparent }),
   }
 }
 

@@ -11,7 +11,7 @@ const FEED = 'feed'
 // the stream alone: `subjectPrefix` is undefined there until a service starts its feed again.
 export type RecordedFeed = { stream: string; subjectPrefix?: string }
 
-// CONTRACT §12: a store that has a feed records it, so that an erasure follows that feed and only
+// Erasure (docs/erasure.md): a store that has a feed records it, so that an erasure follows that feed and only
 // that. Written by every start of a feed: the latest named wins.
 export async function recordFeed(db: Executor, { stream, subjectPrefix }: RecordedFeed): Promise<void> {
   const value = JSON.stringify({ stream, subjectPrefix })

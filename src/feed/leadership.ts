@@ -2,11 +2,8 @@ import { postgresClient } from '../store/postgres-client.ts'
 
 // Whether this process is the one that publishes. Only an optimisation: a second publisher is
 // refused by the stream (see nats-stream.ts), never duplicated; the lock keeps them from racing.
-// Kept because it measured cheaper: two relays publishing the same 50,000 events at once spent
-// 78 ms of CPU per 1000 events in their process and 39 ms in nats-server, one alone 42 and 24 ms,
-// and the pair published 5,100 events/s against one's 14,000 (`bun test/bench/feed.ts --skip-load
-// --events 50000 --publishers 2`, median of 3 on a shared 2-core machine, 2026-11-25). What it
-// costs: a follower asks once a second, one query.
+// Kept because it measured cheaper than two publishers racing (docs/performance.md, The event
+// feed). What it costs: a follower asks once a second, one query.
 export type Leadership = {
   isLeader: () => Promise<boolean>
   // Steps down, so that another instance (one that may reach NATS) can lead.

@@ -73,7 +73,7 @@ async function ensureStream(
     )
   }
   if (replicas === undefined) throw new Failure('BAD_SETTING', `the NATS stream "${stream}" does not exist`)
-  // Every setting of a stream the service creates is here (CONTRACT §8, §10).
+  // Every setting of a stream the service creates is here (docs/feed.md; docs/operating.md, Scaling out).
   await jsm.streams
     .add({ name: stream, subjects: [filter], storage: StorageType.File, num_replicas: replicas })
     .catch((refused: unknown) => {

@@ -11,7 +11,7 @@ const SCAN_IDLE_MS = 2000
 // Erasures asked for at once: each is a request of its own, answered once the bytes are overwritten.
 const ERASES_IN_FLIGHT = 64
 
-// Step 3 of an erasure (CONTRACT §12): every message of the owner leaves the stream, and leaves its
+// Step 3 of an erasure (docs/erasure.md): every message of the owner leaves the stream, and leaves its
 // files. A purge only marks messages removed: nats-server keeps their bytes in its block files
 // until a block is emptied or compacted, which may be never (2.9; test/erasure/nats-files.e2e.test.ts
 // looks). A delete with erase overwrites the message where it lies, on every replica. So each

@@ -1,6 +1,7 @@
 import type { LogFollower } from '../log/follower.ts'
 import type { Logger } from '../logger.ts'
-import { type MessageSettings, toFeedMessage } from './cloud-event.ts'
+import type { Tracing } from '../tracing/tracing.ts'
+import { type FeedMessage, type MessageSettings, toFeedMessage } from './cloud-event.ts'
 import type { Leadership } from './leadership.ts'
 import type { FeedStream, Tail } from './nats-stream.ts'
 
@@ -12,6 +13,9 @@ export type RelayDeps = {
   leadership: Leadership
   messages: MessageSettings
   logger: Logger
+  // With tracing on, each message whose event was made by a traced request is published in a span,
+  // the child of that request's.
+  tracing?: Tracing
   onPublished?: (count: number) => void
   batchSize?: number
   // The longest wait for the follower to move on before the relay looks again.
@@ -59,7 +63,7 @@ type Seen = {
 }
 
 async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise<void> {
-  const { log, leadership, messages, logger, onPublished } = deps
+  const { log, leadership, messages, logger, onPublished, tracing } = deps
   const { batchSize = 500, pollMs = 1000, leadershipCheckMs = 1000, retryMs = 500 } = deps
   const stream = await Promise.race([deps.stream, aborted(stopped)])
   // Where the stream ends, as last read or published; undefined when it must be read again.
@@ -100,7 +104,9 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
       const batch = await log.eventsAfter(cursor, batchSize)
       const publishable = batch.flatMap((event) => toFeedMessage(event, messages) ?? [])
       if (publishable.length > 0) {
+        const spans = tracing && publishSpans(tracing, publishable, messages)
         const result = await stream.publish(publishable, tail)
+        spans?.(result.tail.position, result.failure)
         tail = result.tail
         seen.lastPublished = result.tail.position
         if (result.published > 0) onPublished?.(result.published)
@@ -127,6 +133,26 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
     }
   }
   release?.()
+}
+
+// A span per message that carries a trace context, the child of that context; the returned
+// function ends them once the stream has answered: those up to `stored` went in, the others failed.
+function publishSpans(tracing: Tracing, publishable: FeedMessage[], { subjectPrefix }: MessageSettings) {
+  const name = `send ${subjectPrefix}.events.PlantCreated`
+  const spans = publishable.flatMap(({ id, traceparent }) => {
+    if (traceparent === undefined) return []
+    const attributes = {
+      'messaging.system': 'nats',
+      'messaging.operation.type': 'send',
+      'messaging.message.id': id,
+    }
+    const span = tracing.startSpan(name, { kind: 'producer', parent: traceparent, attributes })
+    return [{ position: BigInt(id), span }]
+  })
+  return (stored: bigint, failure: unknown) => {
+    for (const { position, span } of spans)
+      span.end(position <= stored ? {} : { error: failure ?? 'the stream did not take it' })
+  }
 }
 
 const max = (a: bigint, b: bigint): bigint => (a > b ? a : b)

@@ -8,6 +8,7 @@ import type { Logger } from '../logger.ts'
 import { createFeedMetrics } from '../observability/feed-metrics.ts'
 import type { Database } from '../store/database.ts'
 import { within } from '../time-limit.ts'
+import type { Tracing } from '../tracing/tracing.ts'
 import { recordFeed } from './feed-fact.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
 import { feedStream } from './nats-stream.ts'
@@ -24,6 +25,8 @@ export type FeedDeps = {
   log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position' | 'hold'>
   logger: Logger
   registry: Registry
+  // Spans of the publishes; none unless tracing is on.
+  tracing?: Tracing
 }
 
 // The client reconnects by itself, for ever, and pings often enough to notice within seconds a
@@ -43,7 +46,8 @@ const LAG_READ_TIMEOUT_MS = 1000
 
 // The feed beside the server: it never holds up a request. When NATS answers at start a stream
 // that cannot carry the feed stops the start; otherwise that is checked once NATS answers.
-export async function startFeed({ config, storage, db, log, logger, registry }: FeedDeps): Promise<Feed> {
+export async function startFeed(deps: FeedDeps): Promise<Feed> {
+  const { config, storage, db, log, logger, registry, tracing } = deps
   await recordFeed(db, config)
   const options = { ...NATS_OPTIONS, servers: config.servers }
   const first = await connect(options).catch((error: unknown) => {
@@ -98,6 +102,7 @@ export async function startFeed({ config, storage, db, log, logger, registry }: 
     leadership,
     messages: config,
     logger,
+    tracing,
     onPublished: metrics.published,
   })
   logger.info({ stream: config.stream, connected: first !== undefined }, 'event feed started')

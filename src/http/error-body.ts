@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 
-// The body of every error the service answers (CONTRACT §3): the status and a message for people.
+// The body of every error the service answers (docs/api.md): the status and a message for people.
 export const ErrorBody = Type.Object({
   error: Type.Integer({ format: 'int32', description: 'The HTTP status code' }),
   message: Type.String({ minLength: 1 }),

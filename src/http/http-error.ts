@@ -1,4 +1,4 @@
-// The Error body of CONTRACT §3 as a response: every error the API answers looks like this.
+// The Error body (docs/api.md) as a response: every error the API answers looks like this.
 export function errorResponse(
   status: number,
   message: string,

@@ -17,7 +17,7 @@ export function registerSchemaKinds(): void {
     const number = Number(value)
     return number >= schema.minimum && number <= schema.maximum
   })
-  // A position in the event log, as a header carries it (CONTRACT §10).
+  // A position in the event log, as a header carries it (docs/operating.md, Scaling out).
   TypeRegistry.Set('Position', (_schema, value) => {
     if (typeof value !== 'string' || !/^[0-9]{1,40}$/.test(value)) return false
     return BigInt(value) <= INT64_MAX

@@ -10,7 +10,7 @@ export type NewEvent = { type: string; schemaVersion: number; data: unknown; rec
 export type RecordedEvent = NewEvent & { position: bigint; streamVersion: number }
 
 // What decoding an event needs; the feed reads only this much of each event. `owner` is the
-// token's subject, read from the owner's key (CONTRACT §12).
+// token's subject, read from the owner's key (docs/erasure.md).
 export type FoldableEvent = Pick<
   RecordedEvent,
   'position' | 'type' | 'schemaVersion' | 'data' | 'recordedAt'
@@ -70,6 +70,8 @@ export type StreamAppend = {
   owner: string
   plantId: bigint
   requestId: string
+  // The W3C traceparent of the request that made it, sealed with the request id; none untraced.
+  traceparent?: string
   expectedVersion: number
   event: NewEvent
 }
@@ -165,7 +167,7 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
              input.type, input.schema_version, input.recorded_at,
              jsonb_build_object('sealed', plant_store_seal(input.data::text, keys.key)) as data,
              jsonb_build_object('pseudonym', keys.pseudonym,
-               'sealed', plant_store_seal(jsonb_build_object('requestId', input.request_id)::text, keys.key)) as metadata
+               'sealed', plant_store_seal(jsonb_strip_nulls(jsonb_build_object('requestId', input.request_id, 'traceparent', input.traceparent))::text, keys.key)) as metadata
       from input join keys on keys.owner = input.owner`)
     const appended = db
       .$with('appended', {
@@ -195,7 +197,8 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
 // The batch's creates, handed over as one JSON array: each value's fields in its own column.
 const batchAppend = appendStatement(
   () => sql`
-    select n, value->>'owner' as owner, value->>'requestId' as request_id, value->'data' as data,
+    select n, value->>'owner' as owner, value->>'requestId' as request_id,
+           value->>'traceparent' as traceparent, value->'data' as data,
            (value->>'version')::int as version, value->>'type' as type,
            (value->>'schemaVersion')::int as schema_version, (value->>'recordedAt')::timestamptz as recorded_at
     from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
@@ -208,15 +211,17 @@ const loneAppend = appendStatement(() => {
   const value = (name: string, type: string) => sql`${sql.placeholder(name)}::${sql.raw(type)}`
   return sql`
     select 1 as n, ${value('owner', 'text')} as owner, ${value('requestId', 'text')} as request_id,
+           ${value('traceparent', 'text')} as traceparent,
            ${value('data', 'jsonb')} as data, ${value('version', 'int')} as version,
            ${value('type', 'text')} as type, ${value('schemaVersion', 'int')} as schema_version,
            ${value('recordedAt', 'timestamptz')} as recorded_at`
 }, 'append_event')
 
-function appendValues({ owner, requestId, expectedVersion, event }: StreamAppend) {
+function appendValues({ owner, requestId, traceparent, expectedVersion, event }: StreamAppend) {
   return {
     owner,
     requestId,
+    traceparent: traceparent ?? null,
     version: expectedVersion + 1,
     type: event.type,
     schemaVersion: event.schemaVersion,

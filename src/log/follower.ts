@@ -15,8 +15,8 @@ export type LogFollowerDeps = {
   gatherMs?: number
   batchSize?: number
   // How many of the latest events are kept for a consumer a little behind (the feed after a
-  // publish round), so that it need not read the log again. One batch: at 1,024-code-point names
-  // and tags an event is up to ~8 KB in memory, and 10,000 of them grew the process by ~90 MB.
+  // publish round), so that it need not read the log again. One batch: events of long names are
+  // large in memory (docs/architecture.md, Design notes).
   // What is kept is handed out only as a read would give it then (log/kept-events.ts).
   recentEvents?: number
   // Read only while held (`hold`), and for this long after the last hold ends: with nobody to

@@ -19,7 +19,7 @@ const ownersNow = preparedQuery((db) => {
   return db.with(asked).select().from(asked).prepare('kept_events_owners')
 })
 
-// Events read from the log a while ago, as a read of the log would give them now (CONTRACT §12:
+// Events read from the log a while ago, as a read of the log would give them now (docs/erasure.md:
 // nothing opened is reused past its owner's erasure): an erased owner's PlantCreated is left out,
 // and an OwnerErased whose erasure has completed names no one, by the rule every read of the log
 // applies (log/sealing.ts readersKeyOf). Only the keys are read again, not the events.

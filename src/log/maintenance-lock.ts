@@ -1,7 +1,7 @@
 import type { Database } from '../store/database.ts'
 import { holdSessionLock } from './work-tables.ts'
 
-// An erasure's first step and a projection rebuild exclude each other (CONTRACT §12): a rebuild's
+// An erasure's first step and a projection rebuild exclude each other (docs/erasure.md): a rebuild's
 // table, filled before the erasure deleted the owner's rows, would bring them back at its swap.
 // Rebuilds share the lock among themselves (two may run at once); an erasure's first step takes it
 // alone, waiting for the rebuilds that run to finish.

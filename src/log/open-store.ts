@@ -10,7 +10,7 @@ import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
 import { type UpgradeOptions, upgradeLog } from './upgrade.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
-// connection is a PostgreSQL process of its own: the README (The embedded default) has the
+// connection is a PostgreSQL process of its own: docs/operating.md (The embedded default) has the
 // measurements.
 const EMBEDDED_POOL = { poolSize: 5, statementTimeoutMs: 10_000 }
 const THROWAWAY_POOL = { poolSize: 4, statementTimeoutMs: 10_000 }

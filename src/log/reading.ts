@@ -18,7 +18,8 @@ export const LOG_START: LogCursor = { transactionId: 0n, position: 0n }
 // owner's key, its data in today's shape. `metadata.owner` is the token's subject; null only for an
 // OwnerErased whose erasure has completed (the key, which named the owner, is gone). `time` is the
 // recorded time as RFC 3339 text in UTC with every digit the database keeps (a Date keeps
-// milliseconds; an imported event may carry microseconds).
+// milliseconds; an imported event may carry microseconds). `traceparent`: the W3C trace context of
+// the request that made it, when that request was traced; it was sealed with the event.
 export type LoggedEvent = {
   transactionId: bigint
   position: bigint
@@ -27,7 +28,7 @@ export type LoggedEvent = {
   data: unknown
   recordedAt: Date
   time: string
-  metadata: { owner: string | null; pseudonym: string }
+  metadata: { owner: string | null; pseudonym: string; traceparent?: string }
 }
 
 // The key of each event's owner, and the event opened with it. A PlantCreated is read only while
@@ -47,9 +48,20 @@ const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UT
 // The owner comes from their key; the data is in today's shape (see currentData).
 const loggedEventRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
-    k.owner, ${recordedAtText}, ${currentData}, ${pseudonymOf(sql`${events}`)})`
+    k.owner, ${recordedAtText}, ${currentData}, ${pseudonymOf(sql`${events}`)},
+    plant_store_open(${events.metadata}, k.key)->>'traceparent')`
 
-type LoggedEventArray = [string, string, string, number, string | null, string, unknown, string]
+type LoggedEventArray = [
+  string,
+  string,
+  string,
+  number,
+  string | null,
+  string,
+  unknown,
+  string,
+  string | null,
+]
 
 function toLoggedEvent([
   transactionId,
@@ -60,13 +72,14 @@ function toLoggedEvent([
   recordedAt,
   data,
   pseudonym,
+  traceparent,
 ]: LoggedEventArray): LoggedEvent {
   return {
     transactionId: BigInt(transactionId),
     position: BigInt(position),
     type,
     schemaVersion,
-    metadata: { owner, pseudonym },
+    metadata: traceparent === null ? { owner, pseudonym } : { owner, pseudonym, traceparent },
     recordedAt: new Date(recordedAt),
     // Written as a Date would write it when it has no more than milliseconds.
     time: recordedAt.replace(/(\.\d{3})000Z$/, '$1Z'),

@@ -22,7 +22,7 @@ const xid8 = customType<{ data: bigint; driverData: string }>({
 
 const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => 'bytea' })
 
-// What the log keeps of an owner is in the erasable form of CONTRACT §12 (log/sealing.ts): the
+// What the log keeps of an owner is in the erasable form (docs/erasure.md, log/sealing.ts): the
 // owner's pseudonym, and the plant's data and the request id sealed under the owner's key.
 export type EventMetadata = { pseudonym: string; sealed?: string }
 
@@ -88,7 +88,7 @@ export const ownerGenerations = pgTable('owner_generations', {
 })
 
 // Each owner's random pseudonym, by which the log names them, and the random key their events are
-// sealed under (CONTRACT §12). Not append-only: erasing an owner deletes their key, which makes
+// sealed under (docs/erasure.md). Not append-only: erasing an owner deletes their key, which makes
 // their events unreadable for good. `erasing`: an erasure has begun (its first step hides the
 // owner; a create from then on makes a new key), and the row waits for the erasure's last step.
 export const ownerKeys = pgTable(
@@ -110,7 +110,7 @@ export const erasedOwners = pgTable('erased_owners', {
 })
 
 // Facts about the store that outlive a process: `feed`, the NATS stream the log has been
-// published to, so that an erasure run without the feed's settings refuses (CONTRACT §12).
+// published to, so that an erasure run without the feed's settings refuses (docs/erasure.md).
 export const storeFacts = pgTable('store_facts', {
   name: text('name').primaryKey(),
   value: text('value').notNull(),

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { ownerKeys } from './schema.ts'
 
-// The erasable form of the log (CONTRACT §12). Each owner has a random pseudonym and a random key
+// The erasable form of the log (docs/erasure.md). Each owner has a random pseudonym and a random key
 // (owner_keys); an event names its owner by the pseudonym and keeps the plant's data and the
 // request id sealed under the key (AES-256-CBC, migration 0006), its stream id an HMAC of the plant
 // id under the key. Erasing an owner deletes the key: their events stay, unreadable for good.

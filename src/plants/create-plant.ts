@@ -12,12 +12,14 @@ import { appendEvents, readPlantStream, type StreamAppend } from '../log/append.
 import { groupCommit } from '../log/group-commit.ts'
 import type { Database } from '../store/database.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
+import { inSpan, type Tracing } from '../tracing/tracing.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,
 // or the one already stored on a retry or a conflict).
 export type CreateResult = Decision & { position: bigint }
 
-export type CreateRequest = { command: CreatePlant; requestId: string }
+// `traceparent`: the request's span, kept sealed with the event (its CloudEvent carries it).
+export type CreateRequest = { command: CreatePlant; requestId: string; traceparent?: string }
 
 // A projection swap holds the events table exclusively and then drops `plants`; a create whose
 // plan had locked `plants` first would wait on the swap in a cycle, and PostgreSQL aborts one of
@@ -31,13 +33,36 @@ const MAX_BATCH_SIZE = 256
 // share the next batch's statement, transaction and commit.
 // Several lanes means PostgreSQL (main.ts): its statements leave this thread free, so a create that
 // finds nothing in the database starts at once rather than after the event loop's turn.
-export function plantCreator(db: Database, inFlight = 1) {
-  const create = groupCommit((requests: CreateRequest[]) => createPlants(db, requests), {
+// With tracing, each batch has a span (see batchSpan).
+export function plantCreator(db: Database, inFlight = 1, tracing?: Tracing) {
+  const run = tracing
+    ? (requests: CreateRequest[]) => traced(tracing, requests, () => createPlants(db, requests))
+    : (requests: CreateRequest[]) => createPlants(db, requests)
+  const create = groupCommit(run, {
     maxBatchSize: MAX_BATCH_SIZE,
     inFlight,
     idleStart: inFlight > 1 ? 'microtask' : 'immediate',
   })
-  return (command: CreatePlant, requestId: string) => create({ command, requestId })
+  return (command: CreatePlant, requestId: string, traceparent?: string) =>
+    create({ command, requestId, traceparent })
+}
+
+// A batch serves many requests, each of its own trace: its span is the child of the request that
+// opened it, so a lone create (the usual case below saturation) shows its statement inside its
+// own trace, and links to every other request it carried, as OpenTelemetry models batches.
+function traced<T>(tracing: Tracing, requests: CreateRequest[], run: () => Promise<T>): Promise<T> {
+  const [first, ...others] = requests.map((request) => request.traceparent)
+  const options = {
+    kind: 'client' as const,
+    parent: first,
+    links: others.flatMap((traceparent) => traceparent ?? []),
+    attributes: {
+      'db.system.name': 'postgresql',
+      'db.operation.name': 'append_events',
+      'db.operation.batch.size': requests.length,
+    },
+  }
+  return inSpan(tracing, 'append_events', options, run)
 }
 
 export type PlantCreator = ReturnType<typeof plantCreator>
@@ -46,8 +71,9 @@ export async function createPlant(
   db: Database,
   command: CreatePlant,
   requestId: string,
+  traceparent?: string,
 ): Promise<CreateResult> {
-  const [result] = await appendWithRetries(db, [{ command, requestId }])
+  const [result] = await appendWithRetries(db, [{ command, requestId, traceparent }])
   if (!result) throw new Error('a create gave no result')
   return result
 }
@@ -66,9 +92,9 @@ export async function createPlants(
       return requests.map(() => ({ status: 'rejected', reason: error }))
     }
     const results: PromiseSettledResult<CreateResult>[] = []
-    for (const { command, requestId } of requests) {
+    for (const { command, requestId, traceparent } of requests) {
       results.push(
-        await createPlant(db, command, requestId).then(
+        await createPlant(db, command, requestId, traceparent).then(
           (value) => ({ status: 'fulfilled', value }),
           (reason: unknown) => ({ status: 'rejected', reason }),
         ),
@@ -103,11 +129,12 @@ async function appendAndDecide(db: Database, requests: CreateRequest[]): Promise
   const streamOf = ({ command }: CreateRequest) => `${command.plant.id}:${command.owner}`
   const leads = new Map<string, CreateRequest>()
   for (const request of requests) if (!leads.has(streamOf(request))) leads.set(streamOf(request), request)
-  const appends = [...leads.values()].map(({ command, requestId }): StreamAppend => {
+  const appends = [...leads.values()].map(({ command, requestId, traceparent }): StreamAppend => {
     const [event] = decide(command, initialState).events
     if (!event) throw new Error('a plant decided on an empty stream comes with its event')
     const { owner, plant } = command
-    return { owner, plantId: plant.id, requestId, expectedVersion: 0, event: encodePlantEvent(event) }
+    const encoded = encodePlantEvent(event)
+    return { owner, plantId: plant.id, requestId, traceparent, expectedVersion: 0, event: encoded }
   })
   const positions = await appendEvents(db, appends)
   const streams = new Map<string, Stream>()

@@ -1,4 +1,4 @@
-// The entity tag of a listing (CONTRACT §5). A listing's body and headers are a function of the
+// The entity tag of a listing (docs/api.md). A listing's body and headers are a function of the
 // caller's rows and the request's `limit` and `after`; its tag is a function of what names them:
 // - the owner's head (the position of their latest plant). One owner's creates commit in position
 //   order (log/append.ts), so a new plant always moves it and no plant ever appears below it;

@@ -18,7 +18,7 @@ export type ListRequest = {
 // A short page is read at once, as the JSON text of its array; a long listing yields batches as
 // they are pulled. `next` is
 // where the following page starts, if any. `position` is the owner's head as the (first) read saw
-// it: the position of their latest plant in the snapshot that produced the rows (CONTRACT §9);
+// it: the position of their latest plant in the snapshot that produced the rows (docs/live-changes.md);
 // `generation` is the owner's, from the same snapshot. `unchanged`: the request's `unchanged` said
 // so, and no row was read.
 export type PlantListing = ListingVersion &
@@ -49,7 +49,7 @@ export async function listPlants(
 }
 
 // The same listing, read only if it shows the caller's event at `covering` (read-your-writes on a
-// replica, CONTRACT §10): each statement checks that in its own snapshot, beside the rows.
+// replica, docs/operating.md, Scaling out): each statement checks that in its own snapshot, beside the rows.
 export function listPlantsCovering(
   db: Executor,
   request: ListRequest,
@@ -114,8 +114,9 @@ type Row = { name: string; tag: string | null; position: string }
 type Covered = 'seen' | 'absent' | 'other'
 type Batch = { event: Covered; rows: Row[]; head: bigint; generation: bigint }
 
-// One statement, so one snapshot, answers three things: the rows; the owner's head (§9's
-// position); and whether the caller's event at `covering` is visible (§10; `0` asks nothing).
+// One statement, so one snapshot, answers three things: the rows; the owner's head (the
+// Plant-Store-Position a listing answers); and whether the caller's event at `covering` is visible
+// (read-your-writes, docs/operating.md; `0` asks nothing).
 // Rows come only when it is; with no rows there is still one row carrying head and event.
 // Prepared and built once per executor: a page is one round trip. Positions travel as decimal
 // text, exact whatever the driver does.
@@ -175,7 +176,7 @@ async function readBatch(
 
 // One row: the owner's head and generation, each an index probe; and, only in the statements of
 // a request that sent a position (`covering`), whether the caller's event at that position is
-// visible (§10), a probe of the events' primary key.
+// visible (read-your-writes), a probe of the events' primary key.
 function versionOf(owner: SQL, covering: boolean): SQL {
   const position = sql`${sql.placeholder('covering')}::bigint`
   const event = covering

@@ -9,6 +9,7 @@ import { jsonArrayStream } from '../http/json-stream.ts'
 import type { RequestIds } from '../http/request-id.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import type { Database } from '../store/database.ts'
+import type { Tracing } from '../tracing/tracing.ts'
 import { type PlantCreator, plantCreator } from './create-plant.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { type ListingVersion, listingTag, matchesIfNoneMatch } from './etag.ts'
@@ -38,6 +39,9 @@ export type PlantRoutesDeps = {
   readsInFlight?: number
   // How long a create's body may take to arrive before it is answered 408.
   bodyTimeoutMs?: number
+  // With tracing on: a create's event keeps its request's span (`traceparentOf`), and the batch
+  // statement it joined has a span of its own.
+  tracing?: { tracing: Tracing; traceparentOf: (request: Request) => string | undefined }
 }
 
 const created = replies({
@@ -95,14 +99,16 @@ const listed = replies({
 
 export function plantRoutes(deps: PlantRoutesDeps) {
   const readPlants = deps.readPlants ?? primaryReads(deps.db, deps.readsInFlight)
-  const createPlant = plantCreator(deps.db, deps.batchesInFlight)
+  const createPlant = plantCreator(deps.db, deps.batchesInFlight, deps.tracing?.tracing)
+  const traceparentOf = deps.tracing?.traceparentOf
   return new Elysia({ name: 'plants' })
     .use(authentication(deps.verifyToken))
     .resolve(({ request }) => ({ requestId: deps.requestIds.of(request) }))
     .post(
       '/plants',
-      async ({ body, owner, requestId, set }) => {
-        const { plant, position } = await create(deps, createPlant, { body, owner, requestId })
+      async ({ body, owner, requestId, request, set }) => {
+        const traceparent = traceparentOf?.(request)
+        const { plant, position } = await create(deps, createPlant, { body, owner, requestId, traceparent })
         set.headers[POSITION_HEADER] = position.toString()
         return plant
       },
@@ -155,15 +161,19 @@ export function plantRoutes(deps: PlantRoutesDeps) {
     })
 }
 
-type CreateRequest = { body: NewPlant; owner: string; requestId: string }
+type CreateRequest = { body: NewPlant; owner: string; requestId: string; traceparent?: string }
 
 async function create(
   { now, onAppended }: PlantRoutesDeps,
   createPlant: PlantCreator,
-  { body, owner, requestId }: CreateRequest,
+  { body, owner, requestId, traceparent }: CreateRequest,
 ) {
   const plant = { id: BigInt(body.id), name: body.name, tag: body.tag ?? null }
-  const decision = await createPlant({ type: 'CreatePlant', owner, plant, now: now() }, requestId)
+  const decision = await createPlant(
+    { type: 'CreatePlant', owner, plant, now: now() },
+    requestId,
+    traceparent,
+  )
   if (decision.outcome === 'created') onAppended?.()
   if (decision.outcome === 'conflict') {
     throw new Failure('CONFLICT', `plant ${plant.id} already exists with a different name or tag`)

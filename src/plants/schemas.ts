@@ -61,7 +61,7 @@ export const ListQuery = Type.Object({
 
 export const POSITION_HEADER = 'plant-store-position'
 
-// Read-your-writes (CONTRACT §10): a create's answer carries the position of its event, and a
+// Read-your-writes (docs/operating.md, Scaling out): a create's answer carries the position of its event, and a
 // listing that sends back the highest one received shows every plant created up to it. Checked by
 // the Position kind (http/schema-kinds.ts): decimal, 0 to 9223372036854775807, leading zeros allowed.
 export const Position = Type.Unsafe<string>({

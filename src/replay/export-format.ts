@@ -15,7 +15,7 @@ import { Type } from '@sinclair/typebox'
 //       unreadable in whatever store imports the file.
 //   {"position":"7","streamId":…,"streamVersion":1,"type":…,"schemaVersion":…,"data":…,
 //    "metadata":…,"recordedAt":"…"}
-//       the events, exactly as stored (sealed, CONTRACT §12; data and metadata as PostgreSQL
+//       the events, exactly as stored (sealed, docs/erasure.md; data and metadata as PostgreSQL
 //       prints them), in position order.
 //
 // An export holds keys: it must be kept, and expired, like a backup. A file without the header is

@@ -105,7 +105,7 @@ export async function firstClashInFile(db: Executor, { table }: Staging, keepPos
 // collide in plants), nor its pseudonym be the store's or erased there; an erased line's pseudonym
 // may not be live there; an event whose pseudonym the file does not name must be erased there. A
 // plaintext (version 1) event names its owner by the sub, which the store keeps nothing of once
-// erased (CONTRACT §12): it is told by the log instead, an erased owner's event at the same
+// erased (docs/erasure.md): it is told by the log instead, an erased owner's event at the same
 // position and recorded time being this one (an export of this store, or of one it was moved from).
 export async function firstOwnerClash(tx: Transaction, { table }: Staging): Promise<Clash | undefined> {
   return firstRow(

@@ -1,11 +1,11 @@
 import { Buffer } from 'node:buffer'
 
 // An owner's key from an export, as an import checks the events sealed under it before it stores
-// them (CONTRACT §12; the database's side is in migration 0006). pgcrypto's encrypt_iv with
+// them (docs/erasure.md; the database's side is in migration 0006). pgcrypto's encrypt_iv with
 // 'aes-cbc/pad:pkcs' is AES-CBC with PKCS#7 padding, here AES-256; a sealed text is the base64 of
 // the IV (16 bytes) and the ciphertext. A plant's stream id is 'plant:' and the hex of the
 // HMAC-SHA256 of its decimal id under the key. CBC authenticates nothing: a changed byte is caught
-// when it breaks what the opened text must be (JSON, a plant within §4's rules, the stream id).
+// when it breaks what the opened text must be (JSON, a plant within the API's rules, the stream id).
 export type OwnerKey = {
   // The text sealed in `sealed`, or undefined when it does not open with this key.
   open: (sealed: string) => Promise<string | undefined>

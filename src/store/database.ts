@@ -86,8 +86,8 @@ export function openPostgres({
       statement_timeout: statementTimeoutMs,
       // Every statement here is prepared and driven by an index whatever its parameters, but the
       // planner, finding the custom plans of the page and batch statements cheaper on paper, would
-      // plan them again on every execution: measured, that was 0.3 ms of PostgreSQL CPU per page
-      // (GET limit=20: 2,221 → 5,785 req/s on `bun run bench`; creates gained too).
+      // plan them again on every execution, at a cost per page larger than the page itself
+      // (docs/architecture.md, Design notes).
       plan_cache_mode: 'force_generic_plan',
       ...keysParameter(keys),
     },

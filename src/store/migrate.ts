@@ -17,7 +17,7 @@ const LOCK_POLL_MS = 100
 // Several instances starting together must not run the migrator at once (it collides on its own
 // bookkeeping table), so each takes a session advisory lock on a dedicated connection first. This
 // is the first connection a start makes: a database that cannot be used fails it as
-// DatabaseUnreachable, one line naming DATABASE_URL (CONTRACT §7). `then` runs on the same session
+// DatabaseUnreachable, one line naming DATABASE_URL (docs/configuration.md). `then` runs on the same session
 // after the migrations, still under the lock and outside their transaction (log/upgrade.ts).
 // The lock is tried, not waited for in one statement: a statement that waits holds a snapshot, and
 // the upgrade's VACUUM FULL would keep every row version it sealed for the instances waiting.

@@ -33,7 +33,7 @@ export type ChangesResult = {
   postsPerSecond: { withoutStreams: number; withIdleStreams: number; ratio: number }
 }
 
-// GET /plants/changes at scale (CONTRACT §9): one instance holding 0, 1,000 and `streams` open
+// GET /plants/changes at scale (docs/live-changes.md): one instance holding 0, 1,000 and `streams` open
 // streams over `owners` owners while creates run at a steady rate, and POST throughput with those
 // streams idle against none. The streams are raw sockets of this process, read as they arrive.
 export async function measureChanges(

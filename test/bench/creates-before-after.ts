@@ -7,12 +7,14 @@ import { runWrk } from './load.ts'
 import { startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
-// POST /plants at 32, 4 and 1 connections for one checkout of the service, on a database made with
+// POST /plants at 32, 4 and 1 connections (or those given as a fourth argument, `32,4`), with the
+// CPU a create cost the service and PostgreSQL, for one checkout of the service, on a database made with
 // that checkout's own migrations and seeds: `bun test/bench/creates-before-after.ts [root]`. Run it
 // for two checkouts in turn, several times, to compare a change's cost to creates (the main bench
 // migrates with this checkout's migrations, which an earlier version may not be able to write to).
 const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
 const seconds = Number(process.argv[3] ?? 5)
+const connectionCounts = (process.argv[4] ?? '32,4,1').split(',').map(Number)
 const { migratePostgresDatabase } = await import(`${root}/src/store/migrate.ts`)
 const { seedEvents } = await import(`${root}/test/bench/seed.ts`)
 const bench = {
@@ -32,8 +34,16 @@ try {
   const service = await startService(bench, database.url)
   try {
     const results: string[] = []
-    for (const connections of [32, 4, 1]) {
-      const meter = await meterCpu(sql, database.name, service.process.pid)
+    for (const connections of connectionCounts) {
+      const name = new URL(database.url).pathname.slice(1)
+      const commits = () =>
+        sql<
+          { n: string }[]
+        >`select xact_commit::text as n from pg_stat_database where datname = ${name}`.then(([row]) =>
+          Number(row?.n ?? 0),
+        )
+      const committedBefore = await commits()
+      const meter = await meterCpu(sql, name, service.process.pid)
       const run = await runWrk({
         url: service.url,
         pid: service.process.pid,
@@ -44,9 +54,10 @@ try {
         idBase: connections * 10_000_000_000,
       })
       const cpu = await meter.stop()
-      const requests = Math.max(1, run.requestsPerSecond * seconds)
+      const perRequest = (value: number) => (value / run.requests).toFixed(3)
+      const transactions = (await commits()) - committedBefore
       results.push(
-        `${connections} connections ${Math.round(run.requestsPerSecond)}/s, CPU ms/req service ${(cpu.processMs / requests).toFixed(3)} PostgreSQL ${(cpu.databaseMs / requests).toFixed(3)}`,
+        `${connections} connections ${Math.round(run.requestsPerSecond)}/s, CPU ms a create ${perRequest(cpu.processMs)} + ${perRequest(cpu.databaseMs)}, transactions a create ${perRequest(transactions)}`,
       )
     }
     console.log(`${root}: ${results.join(', ')}`)

@@ -1,4 +1,4 @@
-// The embedded default's targets (README, The embedded default), measured:
+// The embedded default's targets (docs/operating.md, The embedded default), measured:
 //   bun test/bench/embedded-default.ts [--rounds 3] [--seconds 5] [--connections 32] [--suite-runs 3]
 //                                      [--suite-root DIR]   (the in-memory suite on another checkout)
 //                                      [--suite-only]       (the in-memory suite alone)

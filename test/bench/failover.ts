@@ -7,7 +7,7 @@ import { median } from './memory.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
-// What synchronous replication costs a create (CONTRACT §11, README "Failover"): POST /plants on a
+// What synchronous replication costs a create (docs/operating.md, Failover): POST /plants on a
 // primary with a streaming standby, the primary confirming each commit with the standby
 // (`synchronous_standby_names = '*'`) or not, alternating round by round in the same run, on the
 // same servers and service. Both servers are on this machine with fsync off: the figure is the

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { treaty } from '@elysiajs/eden'
 import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/in-memory-store.ts'
 
-// A user's test file of six tests on createInMemoryStore, written like the README's example, for
+// A user's test file of six tests on createInMemoryStore, written like the example in docs/testing.md, for
 // test/bench/embedded-default.ts to time and weigh (`bun test ./test/bench/in-memory-suite.ts`;
 // not part of `bun run test`, whose files end in .test.ts).
 let store: InMemoryStore

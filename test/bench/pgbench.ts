@@ -10,7 +10,7 @@ import { percentile } from './memory.ts'
 // event-sourced service must do for the job, with no HTTP, JSON or JWT and no driver of ours.
 const SCRIPTS = {
   // A create: one transaction that finds or makes the owner's key, appends the PlantCreated event
-  // sealed under it (CONTRACT §12: pseudonym, sealed data and request id, HMAC stream id) and
+  // sealed under it (docs/erasure.md: pseudonym, sealed data and request id, HMAC stream id) and
   // inserts its plants row. Ids are unique in practice (random over 2^63, owners random over
   // 100,000). pgbench takes a colon before a letter for a variable, even inside a literal: hence
   // ':' || 'ceiling-'.

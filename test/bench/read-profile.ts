@@ -7,8 +7,9 @@ import { seedEvents } from './seed.ts'
 import { startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
-// Where a read's CPU goes: the service under Bun's CPU profiler, one load of pages or 304s, and
-// what PostgreSQL's backends spent, per statement when pg_stat_statements is loaded.
+// Where a request's CPU goes: the service under Bun's CPU profiler, one load of creates, pages or
+// 304s (`--mode create|page|revalidate`), and what PostgreSQL's backends spent, per statement when
+// pg_stat_statements is loaded.
 const { values: flags } = parseArgs({
   options: {
     admin: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
@@ -32,6 +33,7 @@ try {
   await sql`analyze`
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', 200)
+  const writers = await writeFixture(secret, 'writer', 1000)
   const heads = await sql<{ owner: string; head: string }[]>`
     select owner, max(position)::text as head from plants group by owner`
   const headOf = new Map(heads.map((row) => [row.owner, row.head]))
@@ -45,23 +47,31 @@ try {
   const bench = { secret, poolSize: 10, logLevel: 'info' }
   const service = await startService(bench, url.toString(), extra, profile)
   try {
-    const mode = flags.mode as 'page' | 'revalidate'
+    const mode = flags.mode as 'create' | 'page' | 'revalidate'
+    let loads = 0
     const load = (seconds: number) =>
       runWrk({
         url: service.url,
         pid: service.process.pid,
         mode,
-        tokensFile: readers.tokensFile,
+        tokensFile: mode === 'create' ? writers.tokensFile : readers.tokensFile,
         tagsFile: mode === 'revalidate' ? tagsFile : undefined,
-        idBase: 0,
+        idBase: ++loads * 10_000_000_000,
         connections: Number(flags.connections),
         seconds,
       })
     await load(2)
     await sql.unsafe('select pg_stat_statements_reset()').catch(() => {})
+    const commits = () =>
+      sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${name}`.then(
+        ([row]) => Number(row?.n ?? 0),
+      )
+    const committedBefore = await commits()
     const meter = await meterCpu(sql, name, service.process.pid)
     const run = await load(Number(flags.seconds))
     const cpu = await meter.stop()
+    // The database's transactions (each statement outside one is one) a request, the meter's polls included.
+    const transactionsPerRequest = ((await commits()) - committedBefore) / run.requests
     console.log(
       JSON.stringify({
         mode,
@@ -70,6 +80,7 @@ try {
         errors: run.errors,
         serviceCpuMsPerRequest: (cpu.processMs / run.requests).toFixed(4),
         databaseCpuMsPerRequest: (cpu.databaseMs / run.requests).toFixed(4),
+        transactionsPerRequest: transactionsPerRequest.toFixed(3),
       }),
     )
     const statements = await sql

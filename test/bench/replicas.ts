@@ -9,7 +9,7 @@ import { seedEvents } from './seed.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
-// Read replicas (CONTRACT §10), on a primary and a streaming replica made for the run, on the same
+// Read replicas (docs/operating.md, Scaling out), on a primary and a streaming replica made for the run, on the same
 // machine: GET /plants?limit=20 from the primary alone and with the replica; the wait of a read
 // that names the caller's position while creates run; and what answering that position costs a
 // create, against another checkout (`compareRoot`, the service before the change) on the same

@@ -1,6 +1,6 @@
 // The downtime of the log's upgrade (src/log/upgrade.ts) on PostgreSQL: a store at the
 // previous version's migrations holding N plaintext events, opened by this version (migrations,
-// sealing in batches, VACUUM FULL, ANALYZE, validation), each step timed. The worst case of §4:
+// sealing in batches, VACUUM FULL, ANALYZE, validation), each step timed. The worst case the API allows:
 // every name and tag 1,024 characters (hex, so that PostgreSQL cannot compress them away).
 // Run: bun test/bench/upgrade.ts [events=100000] [name and tag length=1024] [batch size=5000]
 import process from 'node:process'

@@ -1,4 +1,4 @@
-// A minimal reproduction, kept as the record (README, Known limits): under Bun, a response body
+// A minimal reproduction, kept as the record (docs/live-changes.md, Known limit): under Bun, a response body
 // that errors while its client has stopped reading does not always close the connection.
 //
 //   bun test/changes/bun-reset-socket.repro.ts [runs]

@@ -9,7 +9,7 @@ const frame = (position: number): Frame => ({
 })
 const positionsIn = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]))
 
-// CONTRACT §9, no gap, at the stream itself: the database is a list of frames, the log's follower
+// Live changes (docs/live-changes.md), no gap, at the stream itself: the database is a list of frames, the log's follower
 // the test offering them.
 describe('a change stream going live with what it held', () => {
   test('held events that, with the read ones, pass the bound: none is skipped, all come once in order', async () => {

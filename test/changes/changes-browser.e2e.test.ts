@@ -22,7 +22,7 @@ afterAll(async () => {
 })
 
 test("a page's fetch-based SSE client receives a plant created after it connected", async () => {
-  // given a same-origin page following the changes with the README's client, taken from the README
+  // given a same-origin page following the changes with the docs' client, taken from docs/live-changes.md
   const token = (await runCli(['token', 'issue', 'browser-user'], { DATA_DIR: dataDir })).stdout.trim()
   const page = await browser.newPage()
   await page.goto(`${server.url}/docs`)

@@ -11,7 +11,7 @@ import { postPlant } from '../support/plant-client.ts'
 import { runCli, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 
-// The embedded store (PGlite) wakes its follower in-process: no LISTEN, no other writer.
+// The embedded store: the service's own PostgreSQL server, followed as any PostgreSQL is.
 const commands: Record<string, (dataDir: string) => string[]> = {
   bun: () => SERVER_COMMAND,
   deno: denoServerCommand,
@@ -61,9 +61,9 @@ describe.each(Object.keys(commands))('GET /plants/changes on the embedded store,
     await expectLongAbsenceResumes(server, await tokenFor('long-absence'))
   }, 300_000)
 
-  // The memory is checked on PostgreSQL (changes-postgres): here the database lives in the server's
-  // heap, and PGlite's WebAssembly memory grows with what is written and never shrinks, so the
-  // process's size tells about the store, not about the stream.
+  // The memory is checked on PostgreSQL (changes-postgres). This file skips it (`databaseInProcess`)
+  // from when the embedded database was PGlite, in the server's heap; the embedded server is a
+  // process of its own now, so the check could run here too.
   test('a client that stops reading is disconnected and its stream released', async () => {
     const result = await expectStalledClientDisconnected(
       server,

@@ -5,7 +5,7 @@ import { createHarness, type Harness } from '../support/harness.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-// CONTRACT §9 beside §6: an `events import --append` is one large transaction whose positions
+// Live changes (docs/live-changes.md) beside an import (docs/operating.md, The event log): an `events import --append` is one large transaction whose positions
 // interleave with the creates committed meanwhile. An open stream must still deliver every
 // acknowledged plant of its owner once, in position order, whoever the import is for.
 const IMPORTED = Number(process.env.IMPORT_BESIDE_STREAMS_EVENTS ?? 40_000)

@@ -20,7 +20,7 @@ const EARLIER = 90
 const BURST = 450
 const plantBody = (id: number) => ({ id, name: `${id} `.padEnd(1024, 'n'), tag: `${id} `.padEnd(1023, 't') })
 
-// CONTRACT §9 beside §6, as the audit ran it: an `events import --append` of other owners' events
+// Live changes (docs/live-changes.md) beside an import (docs/operating.md, The event log), as the audit ran it: an `events import --append` of other owners' events
 // commits while the service's default settings hold a stream of one owner, whose plants created
 // meanwhile all reach the stream at once. The steps are held where they must be: the import's
 // process stopped (SIGSTOP) inside its final transaction, the stream's first read behind a lock

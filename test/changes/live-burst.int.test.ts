@@ -8,7 +8,7 @@ const LIMITS = { maxBufferedBytes: 16 * 1024, stallMs: 60_000, catchUpBatch: 100
 // About 1 KB of event text each.
 const nameOf = (id: number) => `${id} `.padEnd(1000, 'x')
 
-// CONTRACT §9, no gap: a stream that is catching up holds the live events that arrive meanwhile
+// Live changes (docs/live-changes.md), no gap: a stream that is catching up holds the live events that arrive meanwhile
 // and sends them once its read is done. A burst of them (what an import's commit releases: every
 // plant created while it ran) may be nearly as large as the bound; with the catch-up's own events
 // it passes the bound as it goes live. Each step is held where it must be by a lock the test

@@ -1,20 +1,17 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readFile } from 'node:fs/promises'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { docSection } from '../support/readme.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 
-// The README's curl session and its live-changes sequel, run as written against a fresh server:
-// every command's output must be the one the README prints under it, so that its ids and
+// The README's curl session and its sequel in docs/live-changes.md, run as written against a fresh
+// server: every command's output must be the one the docs print under it, so that its ids and
 // positions stay true.
 type Step = { command: string; output: string[] }
 
-const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
-
 // The shell blocks of a section, as commands each followed by the `# ` lines printed under it.
-function stepsOf(section: string): Step[] {
-  const start = readme.indexOf(`\n## ${section}\n`)
-  const text = readme.slice(start, readme.indexOf('\n## ', start + 1))
+async function stepsOf(section: string): Promise<Step[]> {
+  const text = await docSection(section)
   const steps: Step[] = []
   for (const [, block] of text.matchAll(/```sh\n([\s\S]*?)```/g)) {
     const lines = (block ?? '').split('\n')
@@ -69,9 +66,9 @@ async function run({ command }: Step, streamMs = 0): Promise<string[]> {
 const normal = (lines: string[]) =>
   lines.map((line) => line.replace(/^[A-Za-z-]+:/, (name) => name.toLowerCase()))
 
-test("the README's curl session and its live changes print what the README shows", async () => {
-  const session = stepsOf('A session with curl')
-  const live = stepsOf('Live changes')
+test("the README's curl session and its live changes print what the docs show", async () => {
+  const session = await stepsOf('A session with curl')
+  const live = await stepsOf('Live changes')
   expect(session.length).toBeGreaterThanOrEqual(5)
   expect(live.length).toBe(3)
   for (const step of session)
@@ -81,13 +78,13 @@ test("the README's curl session and its live changes print what the README shows
     })
   const [listing, follow, resume] = live as [Step, Step, Step]
   expect(normal(await run(listing))).toEqual(normal(listing.output))
-  // the stream, with the create the README makes "meanwhile, in another terminal"
+  // the stream, with the create the docs make "meanwhile, in another terminal"
   const meanwhile = follow.output.find((line) => line.includes('meanwhile'))
   const created = JSON.parse(/create (\{.*\})/.exec(meanwhile ?? '')?.[1] ?? 'null')
   const streaming = run(follow, 3000)
   await Bun.sleep(1000)
   expect((await postPlant(server.url, token, created)).status).toBe(200)
-  // the README's notes in parentheses are not output
+  // the docs' notes in parentheses are not output
   const text = (lines: string[]) =>
     lines
       .filter((line) => !line.startsWith('('))

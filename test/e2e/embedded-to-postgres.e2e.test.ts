@@ -16,7 +16,7 @@ const BODIES: Record<string, string[]> = {
   ],
   'bob 🌵': ['{"id": -9223372036854775808, "name": "Kaktus 🌵 é 你好 \\ud83d\\ude00", "tag": "ת\\"ג\\\\"}'],
   carol: ['{"id": 1, "name": "\\u2028sep", "tag": "\\t"}', '{"id": 2, "name": "two"}'],
-  // erased before the move (CONTRACT §12): erased they stay
+  // erased before the move (docs/erasure.md): erased they stay
   'dave.erased': ['{"id": 41, "name": "Dave fern", "tag": "dave-tag"}', '{"id": 42, "name": "Dave ivy"}'],
 }
 

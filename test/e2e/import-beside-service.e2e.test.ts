@@ -6,7 +6,7 @@ import { runCli, type ServerProcess, startServer } from '../support/server-proce
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 import { withTestKeys } from '../support/test-keys.ts'
 
-// CONTRACT §6: an import never stalls the service, even one waiting on its input. PostgreSQL only:
+// The event log (docs/operating.md): an import never stalls the service, even one waiting on its input. PostgreSQL only:
 // the embedded store serves one process, so no import runs beside its service.
 const ROOT = new URL('../..', import.meta.url).pathname
 const BEFORE_PAUSE = 5_200

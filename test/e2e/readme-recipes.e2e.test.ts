@@ -8,9 +8,10 @@ import { createTestDatabase, POSTGRES_ADMIN_URL, type TestDatabase } from '../su
 import { holdsInOrder, printedLines, readmeBlock, runBlock } from '../support/readme.ts'
 import { runCli, startServer } from '../support/server-process.ts'
 
-// The README's recipes, read from the README and run as written in a folder laid out as a clone
-// is (its own ./data), against the test's PostgreSQL. Only the placeholders change: the README's
-// `user:pass@db-host:5432` and database `plants` become the test's server and a database of its own.
+// The docs' recipes (docs/operating.md, Moving to PostgreSQL), read from the docs and run as
+// written in a folder laid out as a clone is (its own ./data), against the test's PostgreSQL. Only
+// the placeholders change: the docs' `user:pass@db-host:5432` and database `plants` become the
+// test's server and a database of its own.
 const ROOT = new URL('../..', import.meta.url).pathname
 const admin = new URL(POSTGRES_ADMIN_URL)
 const server = `${admin.username}@${admin.host}`
@@ -70,7 +71,7 @@ test("Moving to PostgreSQL: a new deployment's recipe creates the database and s
   expect(events).toEqual({ present: true })
 }, 120_000)
 
-test('Moving to PostgreSQL: export from the embedded store, import and verify, as the README shows', async () => {
+test('Moving to PostgreSQL: export from the embedded store, import and verify, as the docs show', async () => {
   // given the embedded default serving from the checkout's ./data, with two plants
   const target = await createTestDatabase('readme_move')
   databases.push(target)
@@ -87,7 +88,7 @@ test('Moving to PostgreSQL: export from the embedded store, import and verify, a
   // when the recipe runs as written
   const run = await runBlock(block, { cwd: checkout, replace: placeholders(target) })
   await embedded.process.exited
-  // then each command succeeded and printed what the README shows under it
+  // then each command succeeded and printed what the docs show under it
   expect({ exitCode: run.exitCode, output: run.output }).toMatchObject({ exitCode: 0 })
   expect(printedLines(block).length).toBeGreaterThan(0)
   expect({ output: run.output, holds: holdsInOrder(run.output, printedLines(block)) }).toMatchObject({

@@ -15,7 +15,7 @@ const SECRET = 'erasure-crashes-e2e-secret-of-32-bytes'
 const ROOT = new URL('../..', import.meta.url).pathname
 const CAROL = ['CarolName1', 'CarolName2', 'CarolName3']
 
-// CONTRACT §12 when commands die: real CLI processes on PostgreSQL, SIGKILLed at a chosen step.
+// Erasure (docs/erasure.md) when commands die: real CLI processes on PostgreSQL, SIGKILLed at a chosen step.
 // Each is held at that step by a lock the test takes, so that the kill lands there every time.
 describe('owners erase and commands killed half-way (PostgreSQL)', () => {
   let database: TestDatabase

@@ -29,7 +29,7 @@ const BOB = [
 type Body = { type: string; owner: string; data?: { id: string; name: string; tag?: string } }
 const bodyOf = (message: FeedMessageSeen) => JSON.parse(message.body) as Body
 
-// CONTRACT §12 with the feed on: `owners erase` beside a running instance that publishes it.
+// Erasure (docs/erasure.md) with the feed on: `owners erase` beside a running instance that publishes it.
 describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', () => {
   let database: TestDatabase
   let sql: postgres.Sql

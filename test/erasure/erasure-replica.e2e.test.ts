@@ -6,7 +6,7 @@ import { runCli, type ServerProcess } from '../support/server-process.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { findTraces } from './traces.ts'
 
-// An erasure reaches every instance and every read replica once it has replayed (CONTRACT §12):
+// An erasure reaches every instance and every read replica once it has replayed (docs/erasure.md):
 // two instances, one reading from a streaming replica, the command run beside them.
 let pair: PrimaryWithReplica
 let readingReplica: ServerProcess

@@ -18,7 +18,7 @@ import {
 } from '../replay/storage.ts'
 import { TEST_KEYS, withRawKeys } from '../support/test-keys.ts'
 
-// CONTRACT §12: an export carries the keys of its owners and the record of erased pseudonyms, so
+// Erasure (docs/erasure.md): an export carries the keys of its owners and the record of erased pseudonyms, so
 // that a store moves and stays readable, and an erased owner stays erased; `--append` refuses an
 // owner the target has or has erased.
 const ERASED = {

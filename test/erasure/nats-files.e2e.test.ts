@@ -22,7 +22,7 @@ const annPlant = (index: number) => ({
 })
 const bobPlant = (index: number) => ({ id: 1_000 + index, name: `Bob plant ${index}` })
 
-// CONTRACT §12 down to NATS's own files, on a nats-server the test starts itself (as Debian ships
+// Erasure (docs/erasure.md) down to NATS's own files, on a nats-server the test starts itself (as Debian ships
 // it: /usr/sbin/nats-server 2.9), so that its store folder can be searched byte by byte.
 describe("NATS's files after an erasure", () => {
   let database: TestDatabase

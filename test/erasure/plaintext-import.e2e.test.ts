@@ -17,7 +17,7 @@ async function previousExport(sql: postgres.Sql): Promise<string[]> {
   return rows.map((row) => row.line)
 }
 
-// CONTRACT §12 with a plaintext export: a store written by the version before erasure, upgraded by
+// Erasure (docs/erasure.md) with a plaintext export: a store written by the version before erasure, upgraded by
 // this one's first command, erases an owner; the export taken before must not bring them back.
 describe('a plaintext (version 1) export appended after an erasure (PostgreSQL, the CLI)', () => {
   let legacy: LegacyStore

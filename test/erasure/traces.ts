@@ -3,7 +3,7 @@ import { type Executor, rowsOf } from '../../src/store/database.ts'
 
 // Where any of `needles` can still be read in the store: every live row of every table of the
 // service's schema, and PostgreSQL's statistics of them (pg_stats), each row as text. Returns
-// "table: needle" for each find; [] when nothing is left (CONTRACT §12).
+// "table: needle" for each find; [] when nothing is left (docs/erasure.md).
 export async function findTraces(db: Executor, needles: string[]): Promise<string[]> {
   const tables = rowsOf<{ name: string }>(
     await db.execute(sql`select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace

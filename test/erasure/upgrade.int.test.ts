@@ -35,7 +35,7 @@ async function refusal(db: Database, statement: SQL): Promise<string> {
   throw new Error('the statement was not refused')
 }
 
-// The upgrade of a log written by the previous version (CONTRACT §12, src/log/upgrade.ts),
+// The upgrade of a log written by the previous version (docs/erasure.md, src/log/upgrade.ts),
 // on its own fixture (fixtures/README.md): several owners, int64 extremes, 1,024-code-point names
 // and tags, null and empty tags, PlantCreated v0.
 for (const kind of KINDS) {

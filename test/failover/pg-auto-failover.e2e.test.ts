@@ -4,7 +4,7 @@ import { type Formation, startFormation } from '../support/pg-auto-failover.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 
-// CONTRACT §11 with a real HA manager: pg_auto_failover's monitor promotes the secondary when the
+// Failover (docs/operating.md) with a real HA manager: pg_auto_failover's monitor promotes the secondary when the
 // primary's node dies, and the service, started with the URL pg_autoctl hands out, follows it.
 let formation: Formation
 let server: ServerProcess | undefined

@@ -7,7 +7,7 @@ import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/pos
 import { runCli, type ServerProcess } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf, type SseEvent } from '../support/sse-client.ts'
 
-// CONTRACT §11: the primary crashes under load, the standby is promoted (pg_ctl, as an operator or
+// Failover (docs/operating.md): the primary crashes under load, the standby is promoted (pg_ctl, as an operator or
 // an HA manager does), and the service follows by itself: nothing acknowledged is lost, and the
 // feed and the change streams carry on from the new primary.
 let pair: PrimaryWithReplica

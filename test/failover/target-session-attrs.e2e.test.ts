@@ -4,7 +4,7 @@ import { create, SECRET, startReplicaServer, tokenFor } from '../replicas/replic
 import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { runCli } from '../support/server-process.ts'
 
-// CONTRACT §11: a multi-host DATABASE_URL writes only to the host that is the primary, whatever
+// Failover (docs/operating.md): a multi-host DATABASE_URL writes only to the host that is the primary, whatever
 // the order of the hosts, with libpq's `read-write` as with `primary`; the CLI accepts the same URL.
 let pair: PrimaryWithReplica
 // The standby listed first: the host postgres.js would try first.

@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { stopOnExit } from '../support/server-cleanup.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 
-// The feed on a three-node NATS JetStream cluster, its stream kept by all three (CONTRACT §10):
+// The feed on a three-node NATS JetStream cluster, its stream kept by all three (docs/operating.md, Scaling out):
 // the node leading the stream is killed while writers run, and restarted.
 const SECRET = 'feed-cluster-secret-of-at-least-32-bytes'
 const STREAM = `CLUSTER_${crypto.randomUUID().slice(0, 8)}`

@@ -66,7 +66,7 @@ test('embedded store: a SIGKILL mid-burst and a restart leave every event in the
   expect(status.stdout).toContain('up to date')
 })
 
-test('under Deno: the server publishes the feed, with the permissions the README gives', async () => {
+test('under Deno: the server publishes the feed, with the permissions the docs give', async () => {
   // given
   const database = await createTestDatabase('feed_deno')
   cleanups.push(database.drop)

@@ -10,7 +10,7 @@ const configured: FeedConfig = {
   replicas: 1,
 }
 
-// CONTRACT §12: an erasure follows the feed the store records, and only that.
+// Erasure (docs/erasure.md): an erasure follows the feed the store records, and only that.
 describe('the feed an erasure works on', () => {
   test('the recorded one, reached with the configured servers', () => {
     expect(feedToErase({ stream: 'PLANTS', subjectPrefix: 'shop.plants' }, configured)).toBe(configured)

@@ -10,7 +10,7 @@ export type RawEvent = {
   recordedAt: string
 }
 
-// An event written in the erasable form by hand (CONTRACT §12, as appendEvents writes it), for
+// An event written in the erasable form by hand (docs/erasure.md, as appendEvents writes it), for
 // what the live path never writes: an older shape of the data, or a transaction held open.
 // Finds or makes the owner's key in the same statement.
 export function sealedEventInsert({

@@ -8,7 +8,7 @@ import { readmeBlock } from '../support/readme.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 
 // A browser app on another origin, in the real Chromium: a page served by another port calls the
-// service as CORS_ORIGINS allows it, with the README's change-stream client; a page of an origin
+// service as CORS_ORIGINS allows it, with the docs' change-stream client (docs/live-changes.md); a page of an origin
 // the list does not name is blocked by its browser and changes nothing.
 const SECRET = 'cors-browser-secret-of-at-least-32-bytes'
 

@@ -25,7 +25,7 @@ const expectedPlant = ({ name, tag }: { name: string; tag?: string }) =>
   tag === undefined ? { name } : { name, tag }
 const utf8 = (text: string) => [...new TextEncoder().encode(text)]
 
-// CONTRACT §4 and §6: text comes back exactly as it was sent, on both storages, wherever the store
+// The API and the event log (docs/api.md, docs/operating.md): text comes back exactly as it was sent, on both storages, wherever the store
 // hands it back.
 for (const kind of STORAGE_KINDS) {
   describe(`text starting with U+FEFF on ${kind}`, () => {

@@ -6,7 +6,7 @@ import { type ServerProcess, startServer } from '../support/server-process.ts'
 
 const SECRET = 'host-header-test-secret-of-32-bytes-or-more'
 
-// The Host values a client, a proxy or a cluster sends (CONTRACT §1: routing ignores the Host).
+// The Host values a client, a proxy or a cluster sends (docs/api.md: routing ignores the Host).
 const HOSTS = [
   'localhost',
   'api',
@@ -86,7 +86,7 @@ describe.each([
   })
 
   // One rule for both position headers: an empty value is not a decimal integer, so it is a 400
-  // (CONTRACT §9, §10), as any other malformed one. (curl -H 'Name:' removes the header instead.)
+  // (docs/live-changes.md; docs/operating.md, Scaling out), as any other malformed one. (curl -H 'Name:' removes the header instead.)
   test('an empty Plant-Store-Position or Last-Event-ID header is a 400 with the Error body', async () => {
     const bearer = { authorization: `Bearer ${token}` }
     const listed = await ask('GET', '/plants', 'api', { ...bearer, 'plant-store-position': '' })

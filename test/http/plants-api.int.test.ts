@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
 import { createHarness, type Harness, STORAGE_KINDS, TEST_SECRET } from '../support/harness.ts'
 
-// The HTTP contract (CONTRACT §2–§5), through app.handle, on real PostgreSQL and on PGlite.
+// The HTTP API (docs/api.md), through app.handle, on PostgreSQL and on the embedded server.
 for (const kind of STORAGE_KINDS) {
   describe(`plants API on ${kind}`, () => {
     let h: Harness

@@ -5,7 +5,7 @@ import { rawExchange } from '../support/raw-http.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 
 const SECRET = 'stalled-body-test-secret-of-32-bytes-or-more'
-// CONTRACT §3: a body that stops arriving is answered 408 (or the connection closed) within 30 s.
+// The API (docs/api.md): a body that stops arriving is answered 408 (or the connection closed) within 30 s.
 const ANSWER_BOUND_MS = 30_000
 
 // A create whose body promises 1000 bytes and stops after 9, or a chunked one that stops after a

@@ -14,7 +14,7 @@ import { STORAGE_KINDS, type StorageKind, TEST_SECRET } from '../support/harness
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-// Conditional listings (CONTRACT §5): the ETag follows the caller's plants and nothing else, and a
+// Conditional listings (docs/api.md): the ETag follows the caller's plants and nothing else, and a
 // matching If-None-Match is answered 304 from an index probe, without reading a row.
 
 type Query = { query: string; params: unknown[] }

@@ -7,7 +7,7 @@ import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { runCli, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
 
-// The embedded default's own PostgreSQL server (CONTRACT §7): what a killed service leaves
+// The embedded default's own PostgreSQL server (docs/operating.md, The embedded default): what a killed service leaves
 // behind, stale pid files, the CLI beside a running service, and who PostgreSQL runs as. These
 // tests run as root, as this project's machines do: PostgreSQL then runs as the postgres user.
 const ROOT = new URL('../..', import.meta.url).pathname

@@ -88,7 +88,7 @@ test('malformed HTTP on a raw socket gets a 4xx, a 505 or a closed connection, n
   expect((await fetch(`${server.url}/health`)).status).toBe(200)
 }, 30_000)
 
-// A known limit (README, Operating it): Bun refuses headers over --max-http-header-size before
+// A known limit (docs/api.md, Known limit: huge headers): Bun refuses headers over --max-http-header-size before
 // the app runs, with its own bare 431, not the Error body. Pinned so a change is noticed.
 test("request headers over 128 KiB get the runtime's bare 431, before the app", async () => {
   const answer = await exchange(`GET /plants HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(200_000)}\r\n\r\n`)

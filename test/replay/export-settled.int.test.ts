@@ -5,7 +5,7 @@ import { TEST_KEYS } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, type TestKey, testKey } from './sealed-lines.ts'
 import { create, openTestStorage, rowsOf, type TestStorage } from './storage.ts'
 
-// CONTRACT §6: successive `events export --after P`, each after the last position of the one
+// The event log (docs/operating.md): successive `events export --after P`, each after the last position of the one
 // before, hold every event once, in position order, whatever commits meanwhile: creates of
 // several writers, and an --append import whose one transaction commits positions below theirs.
 let storage: TestStorage

@@ -12,7 +12,7 @@ import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/pos
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { eventually } from './replica-client.ts'
 
-// The rule that lets a change stream read from a replica (CONTRACT §9, §10): a read shows every
+// The rule that lets a change stream read from a replica (docs/live-changes.md; docs/operating.md, Scaling out): a read shows every
 // event up to the follower's position only on a replica that has replayed the primary's WAL past
 // where it stood once the follower had settled that position.
 const WAIT_MS = 200

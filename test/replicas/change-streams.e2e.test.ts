@@ -4,7 +4,7 @@ import type { ServerProcess } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf, type SseEvent, type SseReader } from '../support/sse-client.ts'
 import { create, eventually, metric, startReplicaServer, tokenFor } from './replica-client.ts'
 
-// GET /plants/changes on a server reading from a real streaming replica (CONTRACT §9, §10): the
+// GET /plants/changes on a server reading from a real streaming replica (docs/live-changes.md; docs/operating.md, Scaling out): the
 // catch-up comes from the replica when it has replayed far enough, else from the primary, and
 // either way every plant comes once, in order.
 const READ_WAIT_MS = 300

@@ -3,7 +3,7 @@ import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/pos
 import type { ServerProcess } from '../support/server-process.ts'
 import { create, readsFrom, startReplicaServer, tokenFor } from './replica-client.ts'
 
-// Conditional listings through a streaming replica (CONTRACT §5, §10): the replica answers 304,
+// Conditional listings through a streaming replica (docs/api.md; docs/operating.md, Scaling out): the replica answers 304,
 // and a tag with the caller's position is compared only where that position is visible.
 const READ_WAIT_MS = 1000
 let pair: PrimaryWithReplica

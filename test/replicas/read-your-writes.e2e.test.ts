@@ -12,7 +12,7 @@ import {
   tokenFor,
 } from './replica-client.ts'
 
-// A real primary and streaming replica, and the server reading from the replica (CONTRACT §10).
+// A real primary and streaming replica, and the server reading from the replica (docs/operating.md, Scaling out).
 const READ_WAIT_MS = 1500
 let pair: PrimaryWithReplica
 let server: ServerProcess

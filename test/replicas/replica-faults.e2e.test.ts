@@ -12,7 +12,7 @@ import {
   tokenFor,
 } from './replica-client.ts'
 
-// A replica that is down, far behind, or not there never fails a read (CONTRACT §10).
+// A replica that is down, far behind, or not there never fails a read (docs/operating.md, Scaling out).
 let pair: PrimaryWithReplica
 
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import type { ServerProcess } from './server-process.ts'
 import { readSlowly } from './slow-sse-reader.ts'
 import { changesRequest, openSse, plantOf, type SseEvent } from './sse-client.ts'
 
-// Scenarios of CONTRACT §9 that need a real server process; each e2e file runs them on its own
+// Scenarios of live changes (docs/live-changes.md) that need a real server process; each e2e file runs them on its own
 // storage and runtime.
 
 export async function openStreamCount(baseUrl: string): Promise<number> {
@@ -54,7 +54,7 @@ function expectEventsAre(events: SseEvent[], plants: ExpectedPlant[]) {
   }
 }
 
-// A client back after a long absence (CONTRACT §9 "however long the client was away"): thousands
+// A client back after a long absence (docs/live-changes.md: "however long you were away"): thousands
 // of plants near the size limits wait for it. From after=0 and from a Last-Event-ID in the middle
 // it gets each once, in order, text exact; and a client that reads slowly but steadily, while
 // more plants are created, is never cut off.

@@ -3,7 +3,7 @@
 // node_modules/.bin, which does not pass signals on.
 export const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pathname
 
-// The server under Deno with the permissions the README documents: the network, the environment,
+// The server under Deno with the permissions docs/operating.md documents: the network, the environment,
 // the hostname for log lines, the project's files; and for the embedded server, the user id (root
 // runs PostgreSQL as another user), its programs (a watchdog shell, initdb, postgres, id), /proc
 // (to tell a postmaster left running by a killed service) and the data directory.

@@ -1,18 +1,65 @@
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 
-// The README's examples, taken from the README itself so that a test runs them as written.
-const README = new URL('../../README.md', import.meta.url)
+// The docs' examples, taken from the docs themselves (README.md and docs/*.md) so that a test runs
+// them as written, wherever a page moves them.
+const ROOT = new URL('../../', import.meta.url)
 
-// The code block of `section` (its `## ` heading) in `language` that contains `containing`.
+export type DocFile = { path: string; text: string }
+
+// README.md and every page under docs/ (runs included), by their path from the repository's root.
+export async function docFiles(): Promise<DocFile[]> {
+  const pages = (await readdir(new URL('docs/', ROOT), { recursive: true }))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`)
+  return Promise.all(
+    ['README.md', ...pages].map(async (path) => ({
+      path,
+      text: await readFile(new URL(path, ROOT), 'utf8'),
+    })),
+  )
+}
+
+// The headings of a Markdown text outside its code blocks: level, text, and the line they are on.
+export function headingsOf(text: string): { level: number; title: string; line: number }[] {
+  const headings: { level: number; title: string; line: number }[] = []
+  let fenced = false
+  text.split('\n').forEach((line, index) => {
+    if (line.trimStart().startsWith('```')) fenced = !fenced
+    const heading = fenced ? null : /^(#{1,6}) (.+)$/.exec(line)
+    if (heading) headings.push({ level: heading[1]?.length ?? 0, title: heading[2] ?? '', line: index })
+  })
+  return headings
+}
+
+// The text under the heading `section` in the README or a page of docs/, up to the next heading of
+// the same or a higher level. Where several pages have that heading, the highest one (a page's
+// title) is taken, then the first page.
+export async function docSection(section: string): Promise<string> {
+  const found: { level: number; text: string }[] = []
+  for (const { text } of await docFiles()) {
+    const headings = headingsOf(text)
+    const lines = text.split('\n')
+    headings.forEach((heading, at) => {
+      if (heading.title !== section) return
+      const next = headings.slice(at + 1).find(({ level }) => level <= heading.level)
+      found.push({
+        level: heading.level,
+        text: lines.slice(heading.line, next?.line ?? lines.length).join('\n'),
+      })
+    })
+  }
+  const best = found.sort((a, b) => a.level - b.level)[0]
+  if (!best) throw new Error(`no page of the docs has a section "${section}"`)
+  return best.text
+}
+
+// The code block of `section` in `language` that contains `containing`.
 export async function readmeBlock(section: string, containing: string, language = 'sh'): Promise<string> {
-  const readme = await readFile(README, 'utf8')
-  const start = readme.indexOf(`\n## ${section}\n`)
-  if (start === -1) throw new Error(`the README has no section "${section}"`)
-  const end = readme.indexOf('\n## ', start + 1)
-  const text = readme.slice(start, end === -1 ? undefined : end)
+  const text = await docSection(section)
   for (const [, block = ''] of text.matchAll(new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``, 'g')))
     if (block.includes(containing)) return block
-  throw new Error(`the README's "${section}" has no ${language} block with "${containing}"`)
+  throw new Error(`the docs' "${section}" has no ${language} block with "${containing}"`)
 }
 
 // The lines a block says its commands print: its lines that are comments from the first column,

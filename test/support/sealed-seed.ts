@@ -1,4 +1,4 @@
-// Seeds a log by hand, in bulk, in the form the service writes (CONTRACT §12): each owner's key
+// Seeds a log by hand, in bulk, in the form the service writes (docs/erasure.md): each owner's key
 // found or made, every event sealed under it. `source` is a query of (owner text, id bigint,
 // name text, tag text) rows; with `project`, each gets its `plants` row too, as a create would.
 // Returns the statement's text, for any client.

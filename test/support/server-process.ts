@@ -75,14 +75,27 @@ async function listeningPort(
     for (const [index, line] of lines.entries()) {
       if (line.includes('plant store listening')) {
         reader.releaseLock()
-        let kept = ''
+        // Chunks, joined only when asked: cutting one string to size at every chunk copied the
+        // whole megabyte each time, which under load cost this process more CPU than the server
+        // being measured spent, and blocked the server's log writes on a full pipe.
+        const kept: string[] = []
+        let keptChars = 0
         const keep = new WritableStream<Uint8Array>({
           write: (chunk) => {
-            kept = (kept + decoder.decode(chunk, { stream: true })).slice(-KEPT_LOG_CHARS)
+            const text = decoder.decode(chunk, { stream: true })
+            kept.push(text)
+            keptChars += text.length
+            while (keptChars - (kept[0]?.length ?? 0) >= KEPT_LOG_CHARS)
+              keptChars -= kept.shift()?.length ?? 0
           },
         })
         void child.stdout.pipeTo(keep).catch(() => {})
-        const logLines = () => kept.split('\n').filter((line) => line !== '')
+        const logLines = () =>
+          kept
+            .join('')
+            .slice(-KEPT_LOG_CHARS)
+            .split('\n')
+            .filter((line) => line !== '')
         const startLines = lines.slice(0, index + 1)
         return { port: (JSON.parse(line) as { port: number }).port, startLines, logLines }
       }

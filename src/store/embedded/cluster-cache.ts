@@ -24,8 +24,8 @@ export type ClusterRecipe = {
 }
 
 // A throwaway server starts from a copy of a data folder made once per machine, user, PostgreSQL
-// build and set of migrations, kept in the temporary folder: initdb and the migrations take most
-// of a second, the copy a tenth (README, The embedded default). The folder is made aside and
+// build and set of migrations, kept in the temporary folder: a copy takes a fraction of what
+// initdb and the migrations take (docs/testing.md). The folder is made aside and
 // renamed into place once complete, so a copy never sees half of one; one that is not a folder
 // of the server's user, readable by it alone, is not trusted and a new one is made instead.
 export async function copyCachedCluster(target: string, recipe: ClusterRecipe): Promise<void> {

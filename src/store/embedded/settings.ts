@@ -1,6 +1,6 @@
 // The settings the embedded PostgreSQL is started with, on its command line, so that they are the
-// service's whatever postgresql.conf says. Sized for a small machine; the README (The embedded
-// default) gives the figures they were chosen by.
+// service's whatever postgresql.conf says. Sized for a small machine; docs/operating.md (The
+// embedded default) gives the figures they were chosen by.
 export type ServerSettingsOptions = {
   socketDirectory: string
   // A DATA_DIR keeps PostgreSQL's durability; a throwaway store for tests trades it for speed.
@@ -31,7 +31,7 @@ const SMALL_MACHINE = {
   // Statements are planned once per connection (store/database.ts): keep the statistics fresh.
   autovacuum: 'on',
   // The server's log (postgres.log beside its folder) holds its starts, stops and crashes only:
-  // no client error or statement text, which could hold a person's data (CONTRACT §12).
+  // no client error or statement text, which could hold a person's data (docs/erasure.md).
   log_min_messages: 'log',
   log_min_error_statement: 'panic',
   log_checkpoints: 'off',

@@ -68,8 +68,8 @@ async function startThrowawayServer({ prepare, inputs }: TemplateRecipe): Promis
     processIds: () => serverProcessIds(server.pid),
     createDatabase: async () => {
       const name = `store_${++created}`
-      // FILE_COPY copies the template's files; WAL_LOG, the default, writes them through the WAL:
-      // measured 20–55 ms against 90–105 ms a store (README, The embedded default).
+      // FILE_COPY copies the template's files; WAL_LOG, the default, writes them through the WAL,
+      // slower by a store (docs/testing.md has the figures).
       await admin.unsafe(`create database ${name} template ${TEMPLATE} strategy file_copy`)
       return {
         url: socketUrl(root, SUPERUSER, name),

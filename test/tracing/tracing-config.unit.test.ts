@@ -1,0 +1,80 @@
+import { describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config.ts'
+import { isFailure } from '../../src/errors.ts'
+import { findUnknownSettings } from '../../src/unknown-settings.ts'
+
+const refusal = (env: Record<string, string>) => {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    return isFailure(error, 'BAD_SETTING') ? error.message : `not a setting failure: ${String(error)}`
+  }
+  return 'accepted'
+}
+
+describe('the OTEL_* settings', () => {
+  test('unset, or with OTEL_SDK_DISABLED=true, tracing is off', () => {
+    expect(loadConfig({}).tracing).toBeUndefined()
+    expect(loadConfig({ OTEL_SERVICE_NAME: 'plants' }).tracing).toBeUndefined()
+    const disabled = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'TRUE' }
+    expect(loadConfig(disabled).tracing).toBeUndefined()
+  })
+
+  test('the base endpoint gets v1/traces appended; the traces endpoint is taken as given and wins', () => {
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
+      url: 'http://collector:4318/v1/traces',
+      serviceName: 'plant-store',
+      sampler: 'parentbased_always_on',
+      ratio: 1,
+    })
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example/base/' }).tracing?.url).toBe(
+      'https://otel.example/base/v1/traces',
+    )
+    const both = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:9999/in',
+      OTEL_SERVICE_NAME: 'plants-eu',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    }
+    expect(loadConfig(both).tracing).toEqual({
+      url: 'http://traces:9999/in',
+      serviceName: 'plants-eu',
+      sampler: 'parentbased_traceidratio',
+      ratio: 0.25,
+    })
+  })
+
+  test('a bad value stops the start with the variable named, even while tracing is off', () => {
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }
+    expect(refusal({ ...on, OTEL_TRACES_SAMPLER: 'sometimes' })).toStartWith(
+      'OTEL_TRACES_SAMPLER must be one of',
+    )
+    expect(refusal({ OTEL_TRACES_SAMPLER_ARG: '1.5' })).toBe(
+      'OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "1.5"',
+    )
+    expect(refusal({ OTEL_SDK_DISABLED: 'yes' })).toBe('OTEL_SDK_DISABLED must be true or false, got "yes"')
+    expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toBe(
+      'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, got "collector:4318"',
+    )
+    expect(refusal({ ...on, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://c:4317' })).toBe(
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:// or https:// URL, got "grpc://c:4317"',
+    )
+  })
+
+  test("the exporter's own variables are known; other OTEL_* ones are said to be ignored", () => {
+    const warned = findUnknownSettings({
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer x',
+      OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '5000',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod',
+      otel_service_name: 'plants',
+    })
+    expect(warned.map(({ name, nearest }) => [name, nearest])).toEqual([
+      ['OTEL_RESOURCE_ATTRIBUTES', 'OTEL_SERVICE_NAME'],
+      ['otel_service_name', 'OTEL_SERVICE_NAME'],
+    ])
+    expect(warned[0]?.message).toStartWith(
+      'OTEL_RESOURCE_ATTRIBUTES is not a setting of this service and is ignored',
+    )
+  })
+})
