@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs'
 import { Failure } from './errors.ts'
+import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from './keys/key-encryption-keys.ts'
 import { SETTINGS, type Setting, type SettingName } from './settings.ts'
 import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from './store/target-session-attrs.ts'
 
@@ -13,10 +15,18 @@ export type Config = {
   // Request lines name the caller's subject (LOG_SUBJECT=true), which an erasure cannot take back.
   logSubject: boolean
   storage:
-    | { kind: 'postgres'; url: string; poolSize: number; statementTimeoutMs: number }
-    | { kind: 'embedded'; dataDir: string }
+    | {
+        kind: 'postgres'
+        url: string
+        poolSize: number
+        statementTimeoutMs: number
+        keys?: KeyEncryptionKeys
+      }
+    // `keys` unset: the KEK generated into DATA_DIR (keys/local-keys.ts).
+    | { kind: 'embedded'; dataDir: string; keys?: KeyEncryptionKeys }
     // DATA_DIR=memory:, for test suites: nothing on disk, gone when the process ends.
-    | { kind: 'memory' }
+    // `keys` unset: a random key-encryption key of the store's own.
+    | { kind: 'memory'; keys?: KeyEncryptionKeys }
   // The directory of the generated local secret (embedded default) and of the embedded database.
   dataDir: string
   auth: {
@@ -106,6 +116,7 @@ export function loadConfig(env: Env): Config {
   if (jwksUrl !== undefined && !URL.canParse(jwksUrl))
     throw new Failure('BAD_SETTING', 'AUTH_JWKS_URL must be a URL')
   const inMemory = databaseUrl === undefined && dataDir === IN_MEMORY
+  const keys = keyEncryptionKeys(env)
   return {
     host: text(env, 'HOST'),
     port: integer(env, 'PORT', 0, 65535),
@@ -118,12 +129,13 @@ export function loadConfig(env: Env): Config {
       databaseUrl === undefined
         ? inMemory
           ? { kind: 'memory' }
-          : { kind: 'embedded', dataDir }
+          : { kind: 'embedded', dataDir, keys }
         : {
             kind: 'postgres',
             url: postgresUrl(databaseUrl, text(env, 'PGTARGETSESSIONATTRS')),
             poolSize: integer(env, 'DATABASE_POOL_SIZE', 1, 1000),
             statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 100, 600_000),
+            keys,
           },
     auth: {
       secret,
@@ -180,6 +192,31 @@ export function requireTokenKeys({ auth, storage }: Config): void {
       ? `DATA_DIR=${IN_MEMORY} keeps nothing on disk, so there is no local secret: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL`
       : 'DATABASE_URL is set but no token verification is configured: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL',
   )
+}
+
+// KEY_ENCRYPTION_KEYS, or the file KEY_ENCRYPTION_KEYS_FILE names; whether a command needs them is
+// left to what opens the store (log/open-store.ts). No message holds a key's text.
+function keyEncryptionKeys(env: Env): KeyEncryptionKeys | undefined {
+  const given = text(env, 'KEY_ENCRYPTION_KEYS')
+  const file = text(env, 'KEY_ENCRYPTION_KEYS_FILE')
+  if (given !== undefined && file !== undefined) {
+    throw new Failure('BAD_SETTING', 'KEY_ENCRYPTION_KEYS and KEY_ENCRYPTION_KEYS_FILE are both set: set one')
+  }
+  const name = given === undefined ? 'KEY_ENCRYPTION_KEYS_FILE' : 'KEY_ENCRYPTION_KEYS'
+  const value = given ?? (file === undefined ? undefined : readKeysFile(file))
+  if (value === undefined) return undefined
+  const keys = parseKeyEncryptionKeys(value)
+  if (typeof keys === 'string') throw new Failure('BAD_SETTING', `${name}: ${keys}`)
+  return keys
+}
+
+function readKeysFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable'
+    throw new Failure('BAD_SETTING', `KEY_ENCRYPTION_KEYS_FILE: ${path} cannot be read (${code})`)
+  }
 }
 
 function postgresUrl(databaseUrl: string, targetSessionAttrs: string | undefined): string {

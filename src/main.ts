@@ -53,7 +53,9 @@ async function main(): Promise<void> {
     logger.fatal(message)
     process.exit(1)
   })
-  const moved = storage.dataDir ? await moveFromPglite(storage.db, storage.dataDir) : undefined
+  const moved = storage.dataDir
+    ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
+    : undefined
   if (moved) logger.info(moved, describeMove(moved))
   // The embedded server is reached like any PostgreSQL, through its URL.
   const database = { kind: 'postgres' as const, ...storage.settings }

@@ -39,6 +39,16 @@ export const SETTINGS = {
       "libpq's default for `target_session_attrs` when `DATABASE_URL` has none (`read-write`, `primary`, `read-only`, `standby`, `prefer-standby`, `any`; see Failover)",
     part: 'storage',
   },
+  KEY_ENCRYPTION_KEYS: {
+    meaning:
+      "key-encryption keys that wrap the owners' keys: base64 of 32 bytes each (`openssl rand -base64 32`), comma-separated; the first wraps, all unwrap. Required with `DATABASE_URL`; unset on the embedded store means one generated into `DATA_DIR` (see Erasure and docs/keys.md)",
+    part: 'storage',
+  },
+  KEY_ENCRYPTION_KEYS_FILE: {
+    meaning:
+      'a file holding `KEY_ENCRYPTION_KEYS` (one key a line or comma-separated), instead of the variable',
+    part: 'storage',
+  },
   AUTH_JWT_SECRET: { meaning: 'HS256 secret, at least 32 bytes', part: 'tokens' },
   AUTH_JWKS_URL: { meaning: 'JWKS URL of an identity provider (RS256, ES256, EdDSA)', part: 'tokens' },
   AUTH_ISSUER: { meaning: 'required `iss`, when set', part: 'auth' },

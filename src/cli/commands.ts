@@ -1,6 +1,7 @@
 import type { Command } from './command.ts'
 import { eventsExportCommand, eventsImportCommand } from './events-command.ts'
 import { feedStatusCommand } from './feed-command.ts'
+import { keysRotateCommand } from './keys-command.ts'
 import { ownersEraseCommand } from './owners-command.ts'
 import {
   dbMigrateCommand,
@@ -20,5 +21,6 @@ export const COMMANDS: Command[] = [
   eventsExportCommand,
   eventsImportCommand,
   ownersEraseCommand,
+  keysRotateCommand,
   feedStatusCommand,
 ]

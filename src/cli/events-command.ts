@@ -38,13 +38,12 @@ export const eventsImportCommand = command({
   reads: ['storage'],
   refusals: 'the file was refused, nothing imported (the line and the rule are named)',
   run: async ({ values }, config) =>
-    withStorage(config, async (db) => {
-      const imported = await importEvents(db, readLines(process.stdin), { append: values.append }).catch(
-        (error: unknown) => {
-          if (!isFailure(error, 'IMPORT_REFUSED')) throw error
-          throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
-        },
-      )
+    withStorage(config, async (db, storage) => {
+      const options = { append: values.append, keys: storage.settings.keys }
+      const imported = await importEvents(db, readLines(process.stdin), options).catch((error: unknown) => {
+        if (!isFailure(error, 'IMPORT_REFUSED')) throw error
+        throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
+      })
       // Projected in the import's own transaction, as creates are: no rebuild is needed after it.
       process.stderr.write(`imported ${imported} events, each with its plant\n`)
       return 0

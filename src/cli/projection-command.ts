@@ -139,7 +139,9 @@ export async function withStorage(
     beside: true,
   })
   try {
-    const moved = storage.dataDir ? await moveFromPglite(storage.db, storage.dataDir) : undefined
+    const moved = storage.dataDir
+      ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
+      : undefined
     if (moved) process.stderr.write(`${describeMove(moved)}\n`)
     return await run(storage.db, storage)
   } finally {

@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import { parseEventData } from './event-data.ts'
 import { events, ownerKeys, type PlantsTable, plants } from './schema.ts'
-import { liveKeys, openedData, pseudonymOf } from './sealing.ts'
+import { liveKeys, newWrappedKey, openedData, pseudonymOf, unwrappedKey } from './sealing.ts'
 
 export type NewEvent = { type: string; schemaVersion: number; data: unknown; recordedAt: Date }
 
@@ -42,10 +42,10 @@ const plantStreamQuery = preparedQuery((db) => {
       select ${events.position}::text as position, ${events.streamVersion} as stream_version,
              ${events.type} as type, ${events.schemaVersion} as schema_version,
              ${currentData}::text as data, ${events.recordedAt}::text as recorded_at
-      from ${ownerKeys} as k
+      from ${liveKeys} as k
       join ${events} on ${events.streamId} = plant_store_stream_id(${sql.placeholder('plantId')}::text, k.key)
       cross join lateral ${currentShape(sql`k.key`)}
-      where k.owner = ${sql.placeholder('owner')}::text and not k.erasing`)
+      where k.owner = ${sql.placeholder('owner')}::text`)
   return db.with(stream).select().from(stream).orderBy(stream.streamVersion).prepare('read_plant_stream')
 })
 
@@ -148,14 +148,17 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
     const made = cte(
       'made',
       sql`insert into ${ownerKeys} (pseudonym, owner, key)
-          select encode(gen_random_bytes(16), 'hex'), owners.owner, gen_random_bytes(32)
+          select encode(gen_random_bytes(16), 'hex'), owners.owner, ${newWrappedKey}
           from (select distinct owner from input) as owners
           where (select locks from locked) is not null
             and not exists (select 1 from found where found.owner = owners.owner)
           on conflict (owner) where not erasing do update set owner = excluded.owner
           returning pseudonym, owner, key`,
     )
-    const keys = cte('keys', sql`select * from found union all select * from made`)
+    const keys = cte(
+      'keys',
+      sql`select pseudonym, owner, ${unwrappedKey(sql`key`)} as key from (select * from found union all select * from made) as stored`,
+    )
     const sealed = db
       .$with('sealed', { n: sql<number>`n`.as('n'), streamId: sql<string>`stream_id`.as('stream_id') })
       .as(sql`

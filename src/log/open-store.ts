@@ -1,4 +1,8 @@
 import type { Config } from '../config.ts'
+import { Failure } from '../errors.ts'
+import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../keys/key-encryption-keys.ts'
+import { loadOrCreateLocalKeys } from '../keys/local-keys.ts'
+import { requireKeysCovered, wrapStoredKeys } from '../keys/wrap-stored-keys.ts'
 import { type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
@@ -24,15 +28,28 @@ export async function openStorage(
   storage: Config['storage'],
   options: OpenOptions = {},
 ): Promise<DatabaseHandle> {
-  const prepare = (url: string) => migratePostgresDatabase(url, (db) => upgradeLog(db, options))
+  // Keys stored raw by an earlier version are wrapped before the log's upgrade, which makes keys.
+  const prepareWith = (keys: KeyEncryptionKeys) => (url: string) =>
+    migratePostgresDatabase(
+      url,
+      async (db) => {
+        await wrapStoredKeys(db, options)
+        await upgradeLog(db, options)
+        await requireKeysCovered(db, keys)
+      },
+      keys,
+    )
   if (storage.kind === 'postgres') {
-    await prepare(storage.url)
-    return openPostgres(storage)
+    const keys = requireKeys(storage.keys)
+    await prepareWith(keys)(storage.url)
+    return openPostgres({ ...storage, keys })
   }
   if (storage.kind === 'memory') {
-    const server = await throwawayServer({ prepare, inputs: migrationsFolder })
+    // A throwaway store's keys are as short-lived as it is: a key-encryption key of its own.
+    const keys = storage.keys ?? [newKeyEncryptionKey()]
+    const server = await throwawayServer({ prepare: prepareWith(keys), inputs: migrationsFolder })
     const database = await server.createDatabase()
-    const handle = openPostgres({ url: database.url, ...THROWAWAY_POOL })
+    const handle = openPostgres({ url: database.url, ...THROWAWAY_POOL, keys })
     return {
       ...handle,
       kind: 'embedded',
@@ -44,13 +61,15 @@ export async function openStorage(
     }
   }
   const server = await openDataDirServer(storage.dataDir, { beside: options.beside })
+  let keys: KeyEncryptionKeys
   try {
-    await prepare(server.url)
+    keys = storage.keys ?? (await loadOrCreateLocalKeys(storage.dataDir))
+    await prepareWith(keys)(server.url)
   } catch (error) {
     await server.close()
     throw error
   }
-  const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL })
+  const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL, keys })
   return {
     ...handle,
     kind: 'embedded',
@@ -62,4 +81,13 @@ export async function openStorage(
       await server.close()
     },
   }
+}
+
+// PostgreSQL has no place for a key-encryption key the service could make: it must be given one.
+function requireKeys(keys: KeyEncryptionKeys | undefined): KeyEncryptionKeys {
+  if (keys) return keys
+  throw new Failure(
+    'BAD_SETTING',
+    'DATABASE_URL is set but KEY_ENCRYPTION_KEYS is not: set it (or KEY_ENCRYPTION_KEYS_FILE) to base64 keys of 32 bytes, comma-separated, kept outside the database (`openssl rand -base64 32` makes one)',
+  )
 }

@@ -6,9 +6,19 @@ import { ownerKeys } from './schema.ts'
 // request id sealed under the key (AES-256-CBC, migration 0006), its stream id an HMAC of the plant
 // id under the key. Erasing an owner deletes the key: their events stay, unreadable for good.
 // Everything is sealed and opened by the database, where the keys are: no key travels to a process.
+// A key is stored wrapped under a key-encryption key the database does not store (migration 0008,
+// docs/keys.md): these fragments hand on keys unwrapped, and only these and `unwrappedKey` unwrap.
+
+// The key stored as `wrapped`, unwrapped with the key-encryption keys this session was given.
+export function unwrappedKey(wrapped: SQL): SQL {
+  return sql`plant_store_unwrap(${wrapped})`
+}
+
+// A new owner's key, random, as stored: wrapped under the first key-encryption key.
+export const newWrappedKey = sql`plant_store_wrap(gen_random_bytes(32))`
 
 // The keys of the owners that can be read: not those being erased.
-export const liveKeys = sql`(select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${ownerKeys.key} as key
+export const liveKeys = sql`(select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${unwrappedKey(sql`${ownerKeys.key}`)} as key
   from ${ownerKeys} where not ${ownerKeys.erasing})`
 
 // An event's pseudonym, `event` being a row shaped like the events table.
@@ -30,7 +40,7 @@ export function currentPseudonym(owner: SQL): SQL {
 // query of pseudonym, owner and key: a PlantCreated's while its owner is not being erased, an
 // OwnerErased's while its erasure runs (the key still names the owner).
 export function readersKeyOf(event: SQL): SQL {
-  return sql`select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${ownerKeys.key} as key
+  return sql`select ${ownerKeys.pseudonym} as pseudonym, ${ownerKeys.owner} as owner, ${unwrappedKey(sql`${ownerKeys.key}`)} as key
     from ${ownerKeys}
     where ${ownerKeys.pseudonym} = ${pseudonymOf(event)} and (not ${ownerKeys.erasing} or ${event}.type <> 'PlantCreated')`
 }

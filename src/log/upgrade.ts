@@ -2,11 +2,24 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import { type Database, rowsOf } from '../store/database.ts'
 import { events, ownerKeys } from './schema.ts'
+import { newWrappedKey, unwrappedKey } from './sealing.ts'
 
 // Where the upgrade of a log written before erasure is (docs/erasure.md): sealing its events, batch
 // by batch, then rewriting the table and its statistics, then closing the fence.
 export type UpgradeProgress = {
-  step: 'seal' | 'wait' | 'held' | 'vacuum' | 'analyze' | 'validate' | 'done'
+  // 'wrap' to 'wrapped': the owners' keys of a version before key-encryption keys (keys/wrap-stored-keys.ts).
+  step:
+    | 'seal'
+    | 'wait'
+    | 'held'
+    | 'vacuum'
+    | 'analyze'
+    | 'validate'
+    | 'done'
+    | 'wrap'
+    | 'held keys'
+    | 'vacuum keys'
+    | 'wrapped'
   sealed: number
   total: number
 }
@@ -79,6 +92,14 @@ export function describeUpgrade({ step, sealed, total }: UpgradeProgress): strin
       return 'upgrading the log: validating the constraint events_erasable'
     case 'done':
       return `upgraded the log: ${sealed} events sealed`
+    case 'wrap':
+      return `wrapping the owners' keys under the key-encryption key: ${sealed} of ${total}`
+    case 'held keys':
+      return "wrapping the owners' keys: a transaction older than the wrapping is still open; raw keys stay in the owner_keys file until VACUUM FULL owner_keys runs after it ends"
+    case 'vacuum keys':
+      return "wrapping the owners' keys: rewriting owner_keys so that no raw key stays in its files (VACUUM FULL)"
+    case 'wrapped':
+      return `wrapped ${sealed} owners' keys under the key-encryption key`
   }
 }
 
@@ -86,7 +107,7 @@ export function describeUpgrade({ step, sealed, total }: UpgradeProgress): strin
 // is older than now (so than every sealing batch); `waiting` is told once when one is. Sessions of
 // every database count: with only this one's, the tests still found old versions copied now and
 // then while other databases of the server were busy.
-async function snapshotsPassed(db: Database, waitMs: number, waiting: () => void): Promise<boolean> {
+export async function snapshotsPassed(db: Database, waitMs: number, waiting: () => void): Promise<boolean> {
   const [now] = rowsOf<{ xid: string }>(await db.execute(sql`select pg_current_xact_id()::text as xid`))
   const xid = now?.xid ?? '0'
   const deadline = Date.now() + waitMs
@@ -146,12 +167,12 @@ async function sealBatch(
           where k.owner in (select owner from owners) and not k.erasing
         ), made as (
           insert into ${ownerKeys} (pseudonym, owner, key)
-          select encode(gen_random_bytes(16), 'hex'), owners.owner, gen_random_bytes(32) from owners
+          select encode(gen_random_bytes(16), 'hex'), owners.owner, ${newWrappedKey} from owners
           where not exists (select 1 from found where found.owner = owners.owner)
           on conflict (owner) where not erasing do update set owner = excluded.owner
           returning pseudonym, owner, key
         ), keys as (
-          select * from found union all select * from made
+          select pseudonym, owner, ${unwrappedKey(sql`key`)} as key from (select * from found union all select * from made) as stored
         ), sealed as (
           update ${events} as e set
             stream_id = plant_store_stream_id(plant.id::text, keys.key),

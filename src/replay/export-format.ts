@@ -2,9 +2,12 @@ import { Type } from '@sinclair/typebox'
 
 // The lines of an export (`events export`), NDJSON, one JSON object a line, in this order:
 //
-//   {"format":"plant-store-events","version":2}
+//   {"format":"plant-store-events","version":3}
 //       the header: the version of this format.
-//   {"key":{"pseudonym":"<32 hex>","owner":"<the token's sub>","key":"<32 bytes, base64>"}}
+//   {"key":{"pseudonym":"<32 hex>","owner":"<the token's sub>","key":"<52 bytes, base64>"}}
+//       the key as the store keeps it, wrapped under a key-encryption key (docs/keys.md): an
+//       import needs that KEK among its own. A version 2 file, the same otherwise, holds the raw
+//       32 bytes, which an import wraps on their way in.
 //       one per owner key not being erased in the export's snapshot (all of them, whether or not
 //       the owner has events in the export: an export --after P holds the keys of every owner).
 //   {"erased":{"pseudonym":"<32 hex>","erasedAt":"<RFC 3339, UTC>"}}
@@ -19,7 +22,8 @@ import { Type } from '@sinclair/typebox'
 // version 1, written before erasure: events only, in plaintext (metadata {owner, requestId},
 // stream id 'plant:<id>:<owner>'); an import seals them under their owner's key.
 export const EXPORT_FORMAT = 'plant-store-events'
-export const EXPORT_VERSION = 2
+export const EXPORT_VERSION = 3
+export const RAW_KEYS_VERSION = 2
 
 export const HEADER_LINE = `${JSON.stringify({ format: EXPORT_FORMAT, version: EXPORT_VERSION })}\n`
 

@@ -1,4 +1,5 @@
 import { Failure, isFailure } from '../errors.ts'
+import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { whileAppendsBlocked } from '../log/append-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../log/work-tables.ts'
 import type { Database } from '../store/database.ts'
@@ -29,7 +30,7 @@ export const MAX_LINE_BYTES = 64 * 1024
 // PostgreSQL's lock table holds max_locks_per_transaction (64 by default) times the connections.
 const MAX_OWNER_LOCKS = 1_000
 
-export type ImportOptions = { append?: boolean; batchSize?: number }
+export type ImportOptions = { append?: boolean; batchSize?: number; keys?: KeyEncryptionKeys }
 
 // Imports an export (replay/export-format.ts), all of it or, on any refusal, nothing. Three steps:
 // every line is checked as the live path checks an event (a sealed one opened with its owner's key
@@ -43,7 +44,7 @@ export type ImportOptions = { append?: boolean; batchSize?: number }
 export async function importEvents(
   db: Database,
   lines: AsyncIterable<string>,
-  { append = false, batchSize = 500 }: ImportOptions = {},
+  { append = false, batchSize = 500, keys = [] }: ImportOptions = {},
 ): Promise<number> {
   await clearDeadWorkTables(db)
   if (!append && !(await isLogEmpty(db))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
@@ -52,7 +53,7 @@ export async function importEvents(
   let staging: Staging | undefined
   try {
     staging = await createStaging(db, name)
-    const check = lineChecker({ append })
+    const check = lineChecker({ append, keys })
     let events = 0
     // A batch's lines are checked at once (opening sealed events waits on WebCrypto), and their
     // refusals taken in line order.

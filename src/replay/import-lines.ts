@@ -1,5 +1,7 @@
+import { Buffer } from 'node:buffer'
 import { Value } from '@sinclair/typebox/value'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
+import { type KeyEncryptionKeys, unwrapKey, WRAPPED_KEY_BYTES } from '../keys/key-encryption-keys.ts'
 import {
   checkPlainEvent,
   checkSealedEvent,
@@ -7,7 +9,14 @@ import {
   type Pseudonym,
   parseExportLine,
 } from './event-line.ts'
-import { ErasedLine, EXPORT_FORMAT, EXPORT_VERSION, HeaderLine, KeyLine } from './export-format.ts'
+import {
+  ErasedLine,
+  EXPORT_FORMAT,
+  EXPORT_VERSION,
+  HeaderLine,
+  KeyLine,
+  RAW_KEYS_VERSION,
+} from './export-format.ts'
 import type { StagedLine } from './import-staging.ts'
 import { base64Bytes, KEY_BYTES, type OwnerKey, ownerKey } from './sealed-event.ts'
 
@@ -25,7 +34,16 @@ const READY_KEYS = 1_000
 // pseudonym, whether its events can be opened (and with which key) or only their envelope checked.
 // With `append`, an event whose pseudonym the file does not name is left to the target store,
 // which must have erased it.
-export function lineChecker({ append }: { append: boolean }): LineChecker {
+// A key line's key is wrapped under one of `keys` (the exporting store's key-encryption key must be
+// among them), or raw in a version 2 file: it is unwrapped here, the events checked with it, and
+// staged to be wrapped again under the importing store's first key-encryption key.
+export function lineChecker({
+  append,
+  keys: keks,
+}: {
+  append: boolean
+  keys: KeyEncryptionKeys
+}): LineChecker {
   let version: 1 | 2 | undefined
   let eventsBegun = false
   const keys = new Map<string, { owner: string; key: string; line: number }>()
@@ -76,9 +94,9 @@ export function lineChecker({ append }: { append: boolean }): LineChecker {
     if (!Value.Check(HeaderLine, value) || value.format !== EXPORT_FORMAT) {
       return { refused: `the header must be {"format": "${EXPORT_FORMAT}", "version": ${EXPORT_VERSION}}` }
     }
-    if (value.version !== EXPORT_VERSION) {
+    if (value.version !== EXPORT_VERSION && value.version !== RAW_KEYS_VERSION) {
       return {
-        refused: `export version ${value.version} is unknown (known: ${EXPORT_VERSION}, and 1, a file without this header)`,
+        refused: `export version ${value.version} is unknown (known: ${EXPORT_VERSION}, ${RAW_KEYS_VERSION}, and 1, a file without this header)`,
       }
     }
     return undefined
@@ -88,8 +106,18 @@ export function lineChecker({ append }: { append: boolean }): LineChecker {
     if (!Value.Check(KeyLine, value)) return schemaRefusal(KeyLine, value)
     const { pseudonym, owner, key } = value.key
     if (!isOwner(owner)) return { refused: `key.owner: ${OWNER_RULE}` }
-    if (base64Bytes(key)?.length !== KEY_BYTES)
-      return { refused: `key.key: an owner's key is ${KEY_BYTES} bytes in base64` }
+    const bytes = base64Bytes(key)
+    if (bytes?.length !== KEY_BYTES && bytes?.length !== WRAPPED_KEY_BYTES) {
+      return {
+        refused: `key.key: an owner's key is ${WRAPPED_KEY_BYTES} bytes in base64, wrapped (${KEY_BYTES}, raw, in a version ${RAW_KEYS_VERSION} export)`,
+      }
+    }
+    const raw = bytes.length === KEY_BYTES ? bytes : unwrapKey(bytes, keks)
+    if ('missing' in raw) {
+      return {
+        refused: `key.key is wrapped under key-encryption key ${raw.missing}, which KEY_ENCRYPTION_KEYS lacks: add the exporting store's after the first (docs/keys.md)`,
+      }
+    }
     const again = keys.get(pseudonym)?.line ?? erased.get(pseudonym)
     if (again !== undefined) return { refused: `pseudonym ${pseudonym} is at line ${again} already` }
     const otherKey = owners.get(owner)
@@ -98,9 +126,10 @@ export function lineChecker({ append }: { append: boolean }): LineChecker {
         refused: `owner ${JSON.stringify(owner)} has a key at line ${otherKey} already: two keys for one sub would collide in plants`,
       }
     }
-    keys.set(pseudonym, { owner, key, line })
+    const rawKey = Buffer.from(raw).toString('base64')
+    keys.set(pseudonym, { owner, key: rawKey, line })
     owners.set(owner, line)
-    return { kind: 'key', line, pseudonym, owner, key }
+    return { kind: 'key', line, pseudonym, owner, key: rawKey }
   }
 
   function checkErased(value: unknown, line: number): StagedLine | { refused: string } {

@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { projectInto } from '../log/append.ts'
 import { erasedOwners, events, ownerKeys, plants } from '../log/schema.ts'
+import { newWrappedKey, unwrappedKey } from '../log/sealing.ts'
 import { type Database, type Executor, rowsOf, type Transaction } from '../store/database.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by
@@ -41,6 +42,13 @@ export async function createStaging(db: Database, name: string): Promise<Staging
   return { table, name }
 }
 
+// A key line's key, raw (the line checker unwrapped it, replay/import-lines.ts), as the store
+// keeps it: wrapped under this store's first key-encryption key, so that not even the work table
+// holds it raw, and the store needs none of the exporting store's key-encryption keys afterwards.
+function storedKey(key: SQL): SQL {
+  return sql`plant_store_wrap(${key})`
+}
+
 // The lines are handed over as one JSON array; PostgreSQL parses each event itself, so its data
 // keeps every digit and character exactly as exported.
 export async function stageLines(db: Database, { table }: Staging, lines: StagedLine[]): Promise<void> {
@@ -51,7 +59,7 @@ export async function stageLines(db: Database, { table }: Staging, lines: Staged
                           sealed, resolved, event, key, erased_at)
     select (x->>'n')::int, x->>'k', x->>'p', x->>'o', (x->'e'->>'position')::bigint, x->'e'->>'streamId',
            (x->'e'->>'streamVersion')::int, (x->>'i')::bigint, (x->>'s')::boolean, (x->>'r')::boolean,
-           x->'e', decode(x->>'key', 'base64'), (x->>'t')::timestamptz
+           x->'e', ${storedKey(sql`decode(x->>'key', 'base64')`)}, (x->>'t')::timestamptz
     from jsonb_array_elements(${array}::jsonb) as x`)
 }
 
@@ -146,13 +154,14 @@ export async function keyPlainOwners(tx: Transaction, { table }: Staging): Promi
       for share of k),
     made as (
       insert into ${ownerKeys} (pseudonym, owner, key)
-      select encode(gen_random_bytes(16), 'hex'), owners.owner, gen_random_bytes(32) from owners
+      select encode(gen_random_bytes(16), 'hex'), owners.owner, ${newWrappedKey} from owners
       where not exists (select 1 from found where found.owner = owners.owner)
       on conflict (owner) where not erasing do update set owner = excluded.owner
       returning pseudonym, owner, key),
     keys as (select * from found union all select * from made)
     update ${table} as s
-    set pseudonym = keys.pseudonym, key = keys.key, stream_id = plant_store_stream_id(s.plant_id::text, keys.key)
+    set pseudonym = keys.pseudonym, key = keys.key,
+        stream_id = plant_store_stream_id(s.plant_id::text, ${unwrappedKey(sql`keys.key`)})
     from keys where s.kind = 'event' and not s.sealed and s.owner = keys.owner`)
 }
 
@@ -203,10 +212,10 @@ export async function appendStaged(tx: Transaction, { table }: Staging, keepPosi
       insert into ${events} (position, stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
       select ${position}, s.stream_id, s.stream_version, s.event->>'type', (s.event->>'schemaVersion')::int,
              case when s.sealed then s.event->'data'
-                  else jsonb_build_object('sealed', plant_store_seal((s.event->'data')::text, s.key)) end,
+                  else jsonb_build_object('sealed', plant_store_seal((s.event->'data')::text, ${unwrappedKey(sql`s.key`)})) end,
              case when s.sealed then s.event->'metadata'
                   else jsonb_build_object('pseudonym', s.pseudonym, 'sealed', plant_store_seal(
-                         jsonb_build_object('requestId', s.event->'metadata'->>'requestId')::text, s.key)) end,
+                         jsonb_build_object('requestId', s.event->'metadata'->>'requestId')::text, ${unwrappedKey(sql`s.key`)})) end,
              (s.event->>'recordedAt')::timestamptz
       from (select * from ${table} where kind = 'event' order by line) s
       returning *),

@@ -3,6 +3,8 @@ import { access, mkdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { Failure } from '../errors.ts'
+import { type KeyEncryptionKeys, sessionKeys } from '../keys/key-encryption-keys.ts'
+import { wrapStoredKeys } from '../keys/wrap-stored-keys.ts'
 import { upgradeLog } from '../log/upgrade.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { migrationsFolder } from '../store/migrate.ts'
@@ -26,6 +28,7 @@ export type Moved = { events: number; keptIn: string }
 export async function moveFromPglite(
   db: Database,
   dataDir: string,
+  keys: KeyEncryptionKeys,
   now = new Date(),
 ): Promise<Moved | undefined> {
   const old = join(dataDir, PGLITE_FOLDER)
@@ -34,10 +37,10 @@ export async function moveFromPglite(
   try {
     await mkdir(keptIn, { mode: 0o700 })
     const file = join(keptIn, 'events.ndjson')
-    const exported = await exportOldStore(old, file)
+    const exported = await exportOldStore(old, file, keys)
     const stored = await countEvents(db)
     if (stored === 0 && exported.events > 0) {
-      await importEvents(db, readLines(createReadStream(file)))
+      await importEvents(db, readLines(createReadStream(file)), { keys })
     } else if (stored !== exported.events) {
       throw new Error(`this engine's store already holds ${stored} events, the old one ${exported.events}`)
     }
@@ -56,7 +59,9 @@ export function describeMove({ events, keptIn }: Moved): string {
   return `moved the store of the previous engine (PGlite) into PostgreSQL: ${events} events; the old folder and its export are kept in ${keptIn} (delete it once no longer needed: the export holds keys)`
 }
 
-async function exportOldStore(folder: string, file: string): Promise<Exported> {
+// The old store's keys are wrapped under the new store's key-encryption keys before they are
+// exported, so that neither the export kept beside it nor the new store ever holds them raw.
+async function exportOldStore(folder: string, file: string, keys: KeyEncryptionKeys): Promise<Exported> {
   const [{ PGlite }, { pgcrypto }, { drizzle }, { migrate }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pgcrypto'),
@@ -66,7 +71,10 @@ async function exportOldStore(folder: string, file: string): Promise<Exported> {
   const client = await PGlite.create({ dataDir: folder, extensions: { pgcrypto } })
   try {
     const db = drizzle({ client })
+    // In process, as a parameter: no other session exists to see it.
+    await client.query(`select set_config('plant_store.keks', $1, false)`, [sessionKeys(keys)])
     await migrate(db, { migrationsFolder })
+    await wrapStoredKeys(db)
     await upgradeLog(db)
     const out = createWriteStream(file, { mode: 0o600 })
     const exported = await exportEvents(db, (chunk) => written(out, chunk))

@@ -1,5 +1,6 @@
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { type KeyEncryptionKeys, sessionKeys } from '../keys/key-encryption-keys.ts'
 import { postgresClient } from './postgres-client.ts'
 import { primaryHost } from './primary-host.ts'
 
@@ -52,6 +53,15 @@ export type PostgresSettings = {
   poolSize: number
   statementTimeoutMs: number
   connectTimeoutSeconds?: number
+  // The key-encryption keys the sessions unwrap owners' keys with (migration 0008).
+  keys?: KeyEncryptionKeys
+}
+
+// The session parameter that hands the database the key-encryption keys (migration 0008): sent
+// in the connection's startup message, so no statement's text holds them, and pg_stat_activity
+// and the statement log never show them; another session cannot read it.
+export function keysParameter(keys: KeyEncryptionKeys | undefined): Record<string, string> {
+  return keys === undefined || keys.length === 0 ? {} : { 'plant_store.keks': sessionKeys(keys) }
 }
 
 export function openPostgres({
@@ -59,6 +69,7 @@ export function openPostgres({
   poolSize,
   statementTimeoutMs,
   connectTimeoutSeconds = 5,
+  keys,
 }: PostgresSettings): DatabaseHandle {
   const primary = primaryHost(url)
   const client = postgresClient(url, {
@@ -78,12 +89,13 @@ export function openPostgres({
       // plan them again on every execution, at a cost per page larger than the page itself
       // (docs/architecture.md, Design notes).
       plan_cache_mode: 'force_generic_plan',
+      ...keysParameter(keys),
     },
   })
   return {
     db: drizzlePostgres({ client }),
     kind: 'postgres',
-    settings: { url, poolSize, statementTimeoutMs, connectTimeoutSeconds },
+    settings: { url, poolSize, statementTimeoutMs, connectTimeoutSeconds, keys },
     close: async () => {
       await client.end({ timeout: 5 })
       await primary?.close()

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
-import type { Database } from './database.ts'
+import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import { type Database, keysParameter } from './database.ts'
 import { postgresClient } from './postgres-client.ts'
 import { unreachableDatabase } from './unreachable.ts'
 
@@ -23,8 +24,14 @@ const LOCK_POLL_MS = 100
 export async function migratePostgresDatabase(
   url: string,
   then: (db: Database) => Promise<unknown> = async () => {},
+  keys?: KeyEncryptionKeys,
 ): Promise<void> {
-  const client = postgresClient(url, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS })
+  const client = postgresClient(url, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    connection: keysParameter(keys),
+  })
   try {
     const tryLock = () =>
       client`select pg_try_advisory_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`.then(

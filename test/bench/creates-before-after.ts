@@ -1,5 +1,7 @@
 import postgres from 'postgres'
+import { keysParameter } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { startService } from './services.ts'
@@ -22,9 +24,10 @@ const bench = {
   serviceRoot: root,
 }
 const database = await createTestDatabase('creates_ab')
-const sql = postgres(database.url, { max: 2, onnotice: () => {} })
+// The key-encryption keys for the seed (an earlier checkout ignores the parameter).
+const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 try {
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   await seedEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)
   await sql`analyze`
   const writers = await writeFixture(bench.secret, 'writer', 1000)

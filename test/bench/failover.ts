@@ -1,6 +1,7 @@
 import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { runWrk } from './load.ts'
 import { median } from './memory.ts'
 import { type Bench, startService } from './services.ts'
@@ -29,7 +30,7 @@ export async function measureSynchronousCommit(bench: Bench, options: FailoverOp
     throw new Error(`the standby did not become ${on ? 'synchronous' : 'asynchronous'}`)
   }
   try {
-    await migratePostgresDatabase(pair.primaryUrl)
+    await migratePostgresDatabase(pair.primaryUrl, undefined, TEST_KEYS)
     const writers = await writeFixture(bench.secret, 'failover-writer', 1000)
     const service = await startService(bench, pair.primaryUrl)
     let idBase = 0

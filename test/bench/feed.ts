@@ -12,6 +12,7 @@ import { metricValue } from '../support/feed-load.ts'
 import { createTestFeed, TEST_NATS_URL } from '../support/nats.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import type { ServerProcess } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { startTestRelay } from '../support/test-relay.ts'
 import { ensureWrk, runWrk } from './load.ts'
 import { median, percentile } from './memory.ts'
@@ -38,7 +39,7 @@ const seconds = Number(flags.seconds)
 
 async function withDatabase<T>(label: string, use: (url: string) => Promise<T>): Promise<T> {
   const database = await createTestDatabase(label)
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   try {
     return await use(database.url)
   } finally {
@@ -72,7 +73,7 @@ async function measurePublishing(events: number, publishers: number): Promise<Pu
     const sql = postgres(url, { max: 1, onnotice: () => {} })
     await seedEvents(sql, 1, events, `'owner-' || (i % 100)`)
     await sql.end()
-    const storage = openPostgres({ url, poolSize: 4, statementTimeoutMs: 60_000 })
+    const storage = openPostgres({ keys: TEST_KEYS, url, poolSize: 4, statementTimeoutMs: 60_000 })
     const feed = await createTestFeed('bench_publish')
     const nc = await connect({ servers: TEST_NATS_URL })
     const started = performance.now()

@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
+import { keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { median } from './memory.ts'
@@ -29,11 +31,11 @@ const LOADS = [
 const READERS = 200
 
 const database = await createTestDatabase('reads_ab')
-const sql = postgres(database.url, { max: 2, onnotice: () => {} })
+const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 type Figures = { requestsPerSecond: number; serviceMs: number; databaseMs: number }
 const measured = new Map<string, Figures[]>()
 try {
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   await seedEvents(sql, 1, READERS * 50, `'reader-' || (i % ${READERS})`)
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', READERS)

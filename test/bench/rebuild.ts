@@ -1,21 +1,21 @@
-// Rebuilds the projection from 1,000,000 events on PostgreSQL and prints events/s next to the
 // ceiling measured in the same run: the same rows made by one set-based INSERT … SELECT.
 // Run: bun test/bench/rebuild.ts [events]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import { openPostgres } from '../../src/store/database.ts'
+import { keysParameter, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const EVENTS = Number(process.argv[2] ?? 1_000_000)
 const OWNERS = 1000
 
 const database = await createTestDatabase('bench_rebuild')
-await migratePostgresDatabase(database.url)
-const sql = postgres(database.url, { max: 1, onnotice: () => {} })
-const handle = openPostgres({ url: database.url, poolSize: 4, statementTimeoutMs: 600_000 })
+await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
+const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 4, statementTimeoutMs: 600_000 })
 const seconds = (since: number) => (performance.now() - since) / 1000
 const rate = (events: number, elapsed: number) =>
   `${Math.round(events / elapsed).toLocaleString('en')} events/s`
@@ -39,7 +39,8 @@ try {
   await sql`create table plants_ceiling (like plants including defaults)`
   await sql`insert into plants_ceiling (owner, id, name, tag, position)
             select k.owner, (d->>'id')::bigint, d->>'name', d->>'tag', e.position
-            from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym',
+            from events e join (select pseudonym, owner, plant_store_unwrap(key) as key from owner_keys) k
+              on k.pseudonym = e.metadata->>'pseudonym',
                  plant_store_open(e.data, k.key) as d`
   const insertOnly = seconds(started)
   await sql`alter table plants_ceiling add primary key (owner, id)`

@@ -2,6 +2,7 @@ import postgres from 'postgres'
 import { encodeCursor } from '../../src/plants/cursor.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { runWrk } from './load.ts'
 import { median } from './memory.ts'
 import { seedEvents } from './seed.ts'
@@ -25,7 +26,7 @@ export async function measureReplicas(bench: Bench, options: ReplicaOptions) {
   const pair = await startPrimaryWithReplica()
   const sql = postgres(pair.primaryUrl, { max: 2, onnotice: () => {} })
   try {
-    await migratePostgresDatabase(pair.primaryUrl)
+    await migratePostgresDatabase(pair.primaryUrl, undefined, TEST_KEYS)
     await seedEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)
     await pair.caughtUp()
     const readers = await writeFixture(bench.secret, 'replica-reader', READERS)

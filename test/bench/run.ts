@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { measureChanges } from './changes.ts'
 import { measureEmbedded } from './embedded.ts'
 import { measureSynchronousCommit } from './failover.ts'
@@ -70,7 +71,7 @@ async function withDatabase<T>(
   use: (url: string, sql: postgres.Sql) => Promise<T>,
 ): Promise<T> {
   const database = await createTestDatabase(label)
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   const sql = postgres(database.url, { max: 2, onnotice: () => {} })
   try {
     return await use(database.url, sql)

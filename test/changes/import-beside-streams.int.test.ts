@@ -3,6 +3,7 @@ import { importEvents } from '../../src/replay/import-events.ts'
 import { HEADER, keyLine, plainLine, sealedLine, type TestKey, testKey } from '../replay/sealed-lines.ts'
 import { createHarness, type Harness } from '../support/harness.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Live changes (docs/live-changes.md) beside an import (docs/operating.md, The event log): an `events import --append` is one large transaction whose positions
 // interleave with the creates committed meanwhile. An open stream must still deliver every
@@ -63,11 +64,12 @@ describe('an open change stream beside an --append import (PostgreSQL)', () => {
     readers.push(reader)
     // when: an import runs while the owner creates plants through the API
     let importing = true
-    const imported = importEvents(h.db, importLines(importOwners, IMPORTED, plain), { append: true }).finally(
-      () => {
-        importing = false
-      },
-    )
+    const imported = importEvents(h.db, importLines(importOwners, IMPORTED, plain), {
+      keys: TEST_KEYS,
+      append: true,
+    }).finally(() => {
+      importing = false
+    })
     const acknowledged: string[] = []
     let next = 1
     await Promise.all(

@@ -7,6 +7,7 @@ import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+import { withTestKeys } from '../support/test-keys.ts'
 
 const SECRET = 'import-burst-e2e-secret-of-32-bytes!'
 const ROOT = new URL('../..', import.meta.url).pathname
@@ -93,7 +94,7 @@ describe("an import's commit releasing a burst into a stream that catches up (a 
     // and an import stopped inside its final transaction, which holds the log's horizon
     const importing = Bun.spawn(['bun', 'src/cli/main.ts', 'events', 'import', '--append'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env() },
+      env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env() }),
       stdin: new TextEncoder().encode(await importFile()),
       stdout: 'pipe',
       stderr: 'pipe',

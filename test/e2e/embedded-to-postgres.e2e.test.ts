@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
 import postgres from 'postgres'
 import { makeDataDir } from '../support/data-dir.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type Env, runCli, startServer } from '../support/server-process.ts'
+import { TEST_KEY_ENCRYPTION_KEYS } from '../support/test-keys.ts'
 
 // What a user moving off the embedded default does: export from DATA_DIR, import into PostgreSQL.
 const BODIES: Record<string, string[]> = {
@@ -86,7 +88,13 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
   const before = await listings(embedded)
   // when
   const exported = await runCli(['events', 'export'], embedded)
-  const imported = await runCli(['events', 'import'], postgresEnv, exported.stdout)
+  const withoutItsKey = await runCli(['events', 'import'], postgresEnv, exported.stdout)
+  const embeddedKey = (await readFile(join(embedded.DATA_DIR ?? '', 'key-encryption-keys'), 'utf8')).trim()
+  const imported = await runCli(
+    ['events', 'import'],
+    { ...postgresEnv, KEY_ENCRYPTION_KEYS: `${TEST_KEY_ENCRYPTION_KEYS},${embeddedKey}` },
+    exported.stdout,
+  )
   // then: the header, 3 keys, 1 erased pseudonym, 8 plants and the erasure's notice
   expect(exported.exitCode).toBe(0)
   expect(exported.stderr).toContain('exported 9 events, with 3 owner key(s) and 1 erased owner(s)')
@@ -94,6 +102,10 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
   expect(lines.length).toBe(1 + 3 + 1 + 9)
   for (const trace of ['dave', 'Dave fern', 'Dave ivy', 'dave-tag'])
     expect(exported.stdout).not.toContain(trace)
+  // the export holds the keys only wrapped: without the embedded store's key-encryption key, the
+  // import is refused naming it; with it, each key is wrapped again under the new store's own
+  expect(withoutItsKey.exitCode).toBe(1)
+  expect(withoutItsKey.stderr).toMatch(/key-encryption key [0-9a-f]{8}, which KEY_ENCRYPTION_KEYS lacks/)
   expect(imported.exitCode).toBe(0)
   expect(imported.stderr).toContain('imported 9 events, each with its plant')
   let anew = ''

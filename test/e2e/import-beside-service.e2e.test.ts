@@ -4,6 +4,7 @@ import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
+import { withTestKeys } from '../support/test-keys.ts'
 
 // The event log (docs/operating.md): an import never stalls the service, even one waiting on its input. PostgreSQL only:
 // the embedded store serves one process, so no import runs beside its service.
@@ -50,7 +51,7 @@ test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no 
   // when: an --append import sends most of its file, then waits on its input for 10 s
   const importer = Bun.spawn(['bun', 'src/cli/main.ts', 'events', 'import', '--append'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }),
     stdin: 'pipe',
     stdout: 'pipe',
     stderr: 'pipe',

@@ -1,10 +1,12 @@
 import { afterAll, expect, test } from 'bun:test'
 import { rm } from 'node:fs/promises'
 import postgres from 'postgres'
+import { keysParameter } from '../../src/store/database.ts'
 import { HEADER, keyLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { type Env, runCli } from '../support/server-process.ts'
+import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname
 const cleanups: (() => Promise<void>)[] = []
@@ -60,21 +62,22 @@ test('a rebuild killed half-way leaves a table that status shows and the next re
   // given: a log long enough for a rebuild to be caught in the middle
   const { env, url } = await postgresEnv()
   expect((await runCli(['db', 'migrate'], env)).exitCode).toBe(0)
-  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   try {
     await sql`insert into owner_keys (pseudonym, owner, key)
-              values (encode(gen_random_bytes(16), 'hex'), 'seed', gen_random_bytes(32))`
+              values (encode(gen_random_bytes(16), 'hex'), 'seed', plant_store_wrap(gen_random_bytes(32)))`
     await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
               select plant_store_stream_id(n::text, k.key), 1, 'PlantCreated', 1,
                      jsonb_build_object('sealed', plant_store_seal(
                        jsonb_build_object('id', n::text, 'name', 'seed ' || n, 'tag', null)::text, k.key)),
                      jsonb_build_object('pseudonym', k.pseudonym,
                        'sealed', plant_store_seal('{"requestId": "seed"}', k.key)), now()
-              from generate_series(1, 200000) as n cross join owner_keys as k`
+              from generate_series(1, 200000) as n
+              cross join (select pseudonym, plant_store_unwrap(key) as key from owner_keys) as k`
     // when: the rebuild is killed once its table exists
     const rebuild = Bun.spawn(['bun', 'src/cli/main.ts', 'projection', 'rebuild'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+      env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }),
       stdout: 'ignore',
       stderr: 'ignore',
     })

@@ -88,6 +88,8 @@ describe('a DATA_DIR of the previous engine (PGlite)', () => {
     const copy = join(await makeDataDir('plant-store-pglite-copy-'), 'data')
     folders.push(copy)
     await Bun.write(join(copy, 'auth-secret'), Bun.file(join(dataDir, 'auth-secret')))
+    // the export's keys are wrapped under the moved store's key-encryption key: it goes along
+    await Bun.write(join(copy, 'key-encryption-keys'), Bun.file(join(dataDir, 'key-encryption-keys')))
     const imported = await runCli(['events', 'import'], { DATA_DIR: copy }, exported.stdout)
     expect(imported.stderr).toContain(`imported ${EVENTS} events`)
     const copied = await started(copy)

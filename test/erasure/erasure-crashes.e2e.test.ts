@@ -8,6 +8,7 @@ import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { plainLine } from '../replay/sealed-lines.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { runCli } from '../support/server-process.ts'
+import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
 import { findTraces } from './traces.ts'
 
 const SECRET = 'erasure-crashes-e2e-secret-of-32-bytes'
@@ -25,7 +26,7 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
   const spawnCli = (args: string[], stdin: 'ignore' | 'pipe' = 'ignore') => {
     const child = Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env() },
+      env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env() }),
       stdin,
       stdout: 'pipe',
       stderr: 'pipe',
@@ -65,8 +66,8 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
 
   beforeEach(async () => {
     database = await createTestDatabase('erasure_crashes')
-    await migratePostgresDatabase(database.url, (db) => upgradeLog(db))
-    handle = openPostgres({ url: database.url, poolSize: 4, statementTimeoutMs: 60_000 })
+    await migratePostgresDatabase(database.url, (db) => upgradeLog(db), TEST_KEYS)
+    handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 4, statementTimeoutMs: 60_000 })
     sql = postgres(database.url, { max: 4, onnotice: () => {} })
     for (const [index, name] of CAROL.entries()) {
       await create('carol', index + 1, name)

@@ -4,6 +4,7 @@ import { create, list, readsFrom, SECRET, tokenFor } from '../replicas/replica-c
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import { runCli, type ServerProcess } from '../support/server-process.ts'
 import { type ReplicatedService, startService } from '../support/service.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { findTraces } from './traces.ts'
 
 // An erasure reaches every instance and every read replica once it has replayed (docs/erasure.md):
@@ -51,7 +52,12 @@ test('after owners erase, every instance and the replica answer [] for the owner
   expect((await list(onPrimary.url, gone)).body).toEqual([])
   expect((await list(readingReplica.url, kept, keptPosition)).names).toEqual(['Kept fern'])
   // and no live row or statistic of the replica reveals the owner
-  const replica = openPostgres({ url: pair.replicaUrl, poolSize: 1, statementTimeoutMs: 10_000 })
+  const replica = openPostgres({
+    keys: TEST_KEYS,
+    url: pair.replicaUrl,
+    poolSize: 1,
+    statementTimeoutMs: 10_000,
+  })
   try {
     expect(await findTraces(replica.db, ['gone-ray-qwv', 'Qwvfern', 'Qwvpalm', '4815162342'])).toEqual([])
   } finally {

@@ -7,6 +7,7 @@ import { isInSync, verifyProjection } from '../../src/replay/verify-projection.t
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { count, listing } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import {
   createLegacyStore,
   type LegacyStore,
@@ -21,7 +22,7 @@ const KINDS: StorageKind[] = ['postgres', 'embedded']
 // This version's migrations on a legacy store, without the upgrade that an open runs after them.
 async function migrateOnly(legacy: LegacyStore): Promise<DatabaseHandle> {
   const handle = await openAsIs(legacy)
-  await migratePostgresDatabase(handle.settings.url)
+  await migratePostgresDatabase(handle.settings.url, undefined, TEST_KEYS)
   return handle
 }
 

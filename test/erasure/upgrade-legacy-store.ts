@@ -11,6 +11,7 @@ import { openDataDirServer } from '../../src/store/embedded/data-dir-server.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // A store as the version before erasure left it (migrations 0000–0005, commit c824ea0), so that
 // this version's open (migrations, then the log's upgrade) can be tried on it.
@@ -54,7 +55,7 @@ export async function createLegacyStore(
       await client.end()
     }
     return {
-      storage: { kind, url: database.url, poolSize: 10, statementTimeoutMs: 60_000 },
+      storage: { kind, url: database.url, poolSize: 10, statementTimeoutMs: 60_000, keys: TEST_KEYS },
       cleanup: database.drop,
     }
   }
@@ -69,17 +70,20 @@ export async function createLegacyStore(
     await client.end()
     await server.close()
   }
-  return { storage: { kind, dataDir }, cleanup: () => rm(dataDir, { recursive: true, force: true }) }
+  return {
+    storage: { kind, dataDir, keys: TEST_KEYS },
+    cleanup: () => rm(dataDir, { recursive: true, force: true }),
+  }
 }
 
 // The store's database as it is, nothing applied.
 export async function openAsIs({ storage }: LegacyStore): Promise<DatabaseHandle> {
   if (storage.kind === 'postgres') {
-    return openPostgres({ url: storage.url, poolSize: 1, statementTimeoutMs: 60_000 })
+    return openPostgres({ keys: TEST_KEYS, url: storage.url, poolSize: 1, statementTimeoutMs: 60_000 })
   }
   if (storage.kind !== 'embedded') throw new Error('a legacy store is kept on disk')
   const server = await openDataDirServer(storage.dataDir)
-  const handle = openPostgres({ url: server.url, poolSize: 1, statementTimeoutMs: 60_000 })
+  const handle = openPostgres({ keys: TEST_KEYS, url: server.url, poolSize: 1, statementTimeoutMs: 60_000 })
   return {
     ...handle,
     close: async () => {

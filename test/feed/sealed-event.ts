@@ -24,9 +24,9 @@ export function sealedEventInsert({
   return sql`
     with made as (
       insert into owner_keys (pseudonym, owner, key)
-      values (encode(gen_random_bytes(16), 'hex'), ${owner}, gen_random_bytes(32))
+      values (encode(gen_random_bytes(16), 'hex'), ${owner}, plant_store_wrap(gen_random_bytes(32)))
       on conflict (owner) where not erasing do update set owner = excluded.owner
-      returning pseudonym, key)
+      returning pseudonym, plant_store_unwrap(key) as key)
     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
     select plant_store_stream_id(${plantId}, key), 1, ${type}, ${schemaVersion},
            jsonb_build_object('sealed', plant_store_seal(${data}, key)),

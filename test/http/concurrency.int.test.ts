@@ -4,6 +4,7 @@ import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { createHarness, type Harness, TEST_SECRET } from '../support/harness.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Several app instances with their own pools on one database stand in for several processes
 // here; test/e2e runs the real multi-process case.
@@ -20,7 +21,12 @@ afterAll(async () => {
 })
 
 function secondInstance() {
-  const handle = openPostgres({ url: h.databaseUrl ?? '', poolSize: 10, statementTimeoutMs: 10_000 })
+  const handle = openPostgres({
+    keys: TEST_KEYS,
+    url: h.databaseUrl ?? '',
+    poolSize: 10,
+    statementTimeoutMs: 10_000,
+  })
   others.push(handle)
   return createApp({
     db: handle.db,

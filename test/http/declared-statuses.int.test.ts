@@ -6,6 +6,7 @@ import { silentLogger } from '../../src/logger.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { createHarness, type Harness, TEST_SECRET } from '../support/harness.ts'
 import { type HostileRequest, hostileRequest, tamperToken } from '../support/hostile-requests.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Every status a route answers is one its schema declares (and so one the OpenAPI document, built
 // from those schemas, names). An unknown path or method is not a route: it answers 404 or 405.
@@ -107,6 +108,7 @@ test(`the contract's flows and ${HOSTILE_RUNS} hostile requests answer only decl
 
 test('with the database unreachable, the routes answer only declared statuses', async () => {
   const handle = openPostgres({
+    keys: TEST_KEYS,
     url: 'postgres://postgres@127.0.0.1:1/none',
     poolSize: 1,
     statementTimeoutMs: 1000,

@@ -5,9 +5,11 @@ import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { TEST_SECRET } from '../support/harness.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // A port nothing listens on: the database is down for this whole file.
 const unreachable = openPostgres({
+  keys: TEST_KEYS,
   url: 'postgres://postgres@127.0.0.1:1/none',
   poolSize: 1,
   statementTimeoutMs: 1000,

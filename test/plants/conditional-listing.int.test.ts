@@ -7,11 +7,12 @@ import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { openStorage } from '../../src/log/open-store.ts'
 import { silentLogger } from '../../src/logger.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import type { Database } from '../../src/store/database.ts'
+import { type Database, keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { STORAGE_KINDS, type StorageKind, TEST_SECRET } from '../support/harness.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Conditional listings (docs/api.md): the ETag follows the caller's plants and nothing else, and a
 // matching If-None-Match is answered 304 from an index probe, without reading a row.
@@ -26,15 +27,15 @@ async function openStore(kind: StorageKind) {
   let closeStore: () => Promise<void>
   if (kind === 'postgres') {
     const database = await createTestDatabase('etag')
-    await migratePostgresDatabase(database.url)
+    await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
     url = database.url
     closeStore = database.drop
   } else {
-    const handle = await openStorage({ kind: 'memory' })
+    const handle = await openStorage({ kind: 'memory', keys: TEST_KEYS })
     url = handle.settings.url
     closeStore = handle.close
   }
-  const client = postgresClient(url, { max: 4, onnotice: () => {} })
+  const client = postgresClient(url, { max: 4, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   const db: Database = drizzlePostgres({ client, logger })
   const explain = async ({ query, params }: Query) => {
     const [row] = await client.unsafe(`explain (analyze, format json) ${query}`, params as string[])

@@ -238,7 +238,7 @@ async function logOf(storage: TestStorage, prefix: string) {
     storage.db,
     `select substr(k.owner, ${prefix.length + 1}) as owner, stream_version, type,
             plant_store_open(e.data, k.key)::text as data
-     from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym'
+     from events e join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k on k.pseudonym = e.metadata->>'pseudonym'
      where k.owner like '${prefix}%' order by position`,
   )
 }

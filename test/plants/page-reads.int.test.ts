@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { openStorage } from '../../src/log/open-store.ts'
 import { groupedReads, type PageFound, singleReads } from '../../src/plants/page-reads.ts'
-import type { Database } from '../../src/store/database.ts'
+import { type Database, keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { create, STORAGE_KINDS, type StorageKind } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Listings in flight together share statements (plants/page-reads.ts): each still gets exactly
 // its own owner's page and version, as a statement of its own would have read them.
@@ -16,7 +17,11 @@ async function openCountedStore(kind: StorageKind) {
   const statements: string[] = []
   const logger = { logQuery: (query: string) => void statements.push(query) }
   const opened = await openUrl(kind)
-  const client = postgresClient(opened.url, { max: 10, onnotice: () => {} })
+  const client = postgresClient(opened.url, {
+    max: 10,
+    onnotice: () => {},
+    connection: keysParameter(TEST_KEYS),
+  })
   const close = async () => {
     await client.end()
     await opened.close()
@@ -27,11 +32,11 @@ async function openCountedStore(kind: StorageKind) {
 // A migrated database's URL: on the test PostgreSQL, or on a throwaway embedded server.
 async function openUrl(kind: StorageKind): Promise<{ url: string; close: () => Promise<void> }> {
   if (kind === 'embedded') {
-    const handle = await openStorage({ kind: 'memory' })
+    const handle = await openStorage({ kind: 'memory', keys: TEST_KEYS })
     return { url: handle.settings.url, close: handle.close }
   }
   const database = await createTestDatabase('page_reads')
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   return { url: database.url, close: database.drop }
 }
 

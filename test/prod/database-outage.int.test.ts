@@ -8,6 +8,7 @@ import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { startTcpProxy } from '../support/tcp-proxy.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const SECRET = new TextEncoder().encode('outage-test-secret-of-at-least-32-bytes')
 // A guard against hanging forever, far above the server's own deadline; not a speed check.
@@ -22,12 +23,12 @@ let base: string
 
 beforeAll(async () => {
   database = await createTestDatabase('outage')
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   const target = new URL(database.url)
   proxy = startTcpProxy({ hostname: target.hostname, port: Number(target.port || 5432) })
   const viaProxy = new URL(database.url)
   viaProxy.port = String(proxy.port)
-  handle = openPostgres({ url: viaProxy.toString(), poolSize: 4, statementTimeoutMs: 5000 })
+  handle = openPostgres({ keys: TEST_KEYS, url: viaProxy.toString(), poolSize: 4, statementTimeoutMs: 5000 })
   const app = createApp({
     db: handle.db,
     verifyToken: createTokenVerifier({ secret: SECRET }),

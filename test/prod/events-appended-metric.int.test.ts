@@ -7,6 +7,7 @@ import { silentLogger } from '../../src/logger.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const SECRET = new TextEncoder().encode('appended-metric-secret-of-32-bytes-or-more')
 
@@ -14,8 +15,8 @@ let database: TestDatabase
 let handle: DatabaseHandle
 beforeAll(async () => {
   database = await createTestDatabase('appended_metric')
-  await migratePostgresDatabase(database.url)
-  handle = openPostgres({ url: database.url, poolSize: 8, statementTimeoutMs: 10_000 })
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
+  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 8, statementTimeoutMs: 10_000 })
 })
 afterAll(async () => {
   await handle?.close()

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/logger.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // No log line, at any level, holds a person: not a statement's parameters, a body, a name, a tag, a
 // plant id, nor (unless the operator asks for it) the caller's subject. Every line is captured at
@@ -32,16 +33,16 @@ let gone: DatabaseHandle
 let admin: postgres.Sql
 beforeAll(async () => {
   database = await createTestDatabase('logs_without_people')
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   admin = postgres(database.url, { max: 2, onnotice: () => {} })
   // A create that waits for a lock gives up soon, with an error of the database (not a 503).
   await admin.unsafe(`alter database "${database.name}" set lock_timeout = '300ms'`)
-  handle = openPostgres({ url: database.url, poolSize: 4, statementTimeoutMs: 5000 })
+  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 4, statementTimeoutMs: 5000 })
   const listener = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data: () => {} } })
   const nowhere = new URL(database.url)
   nowhere.port = String(listener.port)
   listener.stop(true)
-  gone = openPostgres({ url: nowhere.toString(), poolSize: 4, statementTimeoutMs: 5000 })
+  gone = openPostgres({ keys: TEST_KEYS, url: nowhere.toString(), poolSize: 4, statementTimeoutMs: 5000 })
 })
 afterAll(async () => {
   await handle.close()

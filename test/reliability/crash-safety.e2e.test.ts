@@ -9,6 +9,7 @@ import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { checkProjection } from '../support/projection-check.ts'
 import { type Env, runCli, startServer } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const OWNERS = ['ada', 'bo', 'cy']
 const WORKERS = 24
@@ -115,7 +116,8 @@ describe('a SIGKILL in the middle of a burst of creations loses no acknowledged 
       env: { DATABASE_URL: database.url, AUTH_JWT_SECRET: secret, DATABASE_POOL_SIZE: '5' },
       tokenFor: (subject) =>
         issueToken(new TextEncoder().encode(secret), { subject, ttlSeconds: 600, now: new Date() }),
-      openDatabase: async () => openPostgres({ url: database.url, poolSize: 1, statementTimeoutMs: 10_000 }),
+      openDatabase: async () =>
+        openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 10_000 }),
     })
   }, 60_000)
 

@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { checkProjection } from '../support/projection-check.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
 import { type CutMode, startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const SECRET = 'outage-test-secret-of-at-least-32-bytes'
 // The server's own deadline: a request whose database went silent is answered 503 by then.
@@ -156,7 +157,12 @@ describe.each<CutMode>(['reset', 'silent'])('when the database connection is cut
     const listed = (await listEveryPlant(server.url, token)).map((plant) => plant.name)
     expect(new Set(listed).size).toBe(listed.length)
     for (const name of acknowledged) expect(listed).toContain(name)
-    const direct = openPostgres({ url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
+    const direct = openPostgres({
+      keys: TEST_KEYS,
+      url: database.url,
+      poolSize: 1,
+      statementTimeoutMs: 10_000,
+    })
     try {
       const report = await checkProjection(direct.db)
       expect(report).toEqual({ events: listed.length, plants: listed.length, mismatches: 0 })

@@ -78,7 +78,7 @@ test('three instances on one database append exactly one event per owner+id and 
   try {
     const perPlant = await sql<{ owner: string; id: string; n: number; name: string }[]>`
       select k.owner, opened->>'id' as id, count(*)::int as n, min(opened->>'name') as name
-      from events as e join owner_keys as k on k.pseudonym = e.metadata->>'pseudonym',
+      from events as e join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) as k on k.pseudonym = e.metadata->>'pseudonym',
            plant_store_open(e.data, k.key) as opened
       group by 1, 2`
     expect(perPlant).toHaveLength(OWNERS.length * IDS.length)

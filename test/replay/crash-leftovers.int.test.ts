@@ -12,6 +12,7 @@ import {
   STORAGE_KINDS,
   type TestStorage,
 } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // What a rebuild or an import killed half-way leaves: its work table, with nobody holding it.
 async function leaveDeadTables(db: Database, suffix: string) {
@@ -61,9 +62,9 @@ for (const kind of STORAGE_KINDS) {
 
     test('the next import drops them too, also when it is refused', async () => {
       await leaveDeadTables(storage.db, 'b')
-      await expect(importEvents(storage.db, readLines(text('{}\n')), { append: true })).rejects.toMatchObject(
-        { code: 'IMPORT_REFUSED' },
-      )
+      await expect(
+        importEvents(storage.db, readLines(text('{}\n')), { keys: TEST_KEYS, append: true }),
+      ).rejects.toMatchObject({ code: 'IMPORT_REFUSED' })
       expect(await workTables(storage.db)).toEqual([])
     })
 
@@ -71,7 +72,7 @@ for (const kind of STORAGE_KINDS) {
       // given: events in the log that lack their projected row, as an interrupted run leaves them
       await appendAround(storage.db, 'ada', { data: { id: '2', name: 'Ivy', tag: null } })
       // when the import is run again
-      const refused = importEvents(storage.db, readLines(text('{}\n')))
+      const refused = importEvents(storage.db, readLines(text('{}\n')), { keys: TEST_KEYS })
       // then
       await expect(refused).rejects.toThrow(
         'the event log is not empty: it holds 2 event(s), up to position 2, and 1 of them lack their projected row',

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents } from '../../src/replay/import-events.ts'
 import { create, openTestStorage, rowsOf, type TestStorage } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, type TestKey, testKey } from './sealed-lines.ts'
 
 // The event log (docs/operating.md): successive `events export --after P`, each after the last position of the one
@@ -51,7 +52,11 @@ test('five successive --after exports under writers and an import: their union i
     let id = 0n
     while (writing) await create(storage.db, `writer ${writer}`, { id: id++, name: `w${writer}` })
   })
-  const importing = importEvents(storage.db, slowImport(10_000), { append: true, batchSize: 500 })
+  const importing = importEvents(storage.db, slowImport(10_000), {
+    keys: TEST_KEYS,
+    append: true,
+    batchSize: 500,
+  })
   // when: four exports run meanwhile, each after the last position of the one before, and a
   // fifth once the writers and the import are done
   const exports: bigint[][] = []

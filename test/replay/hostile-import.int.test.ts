@@ -6,6 +6,7 @@ import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
 import { count, create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import {
   HEADER,
   keyLine,
@@ -172,8 +173,8 @@ const HOSTILE: [string, () => Promise<string>, RegExp][] = [
   ],
   [
     'an unknown export version',
-    async () => '{"format":"plant-store-events","version":3}\n',
-    /^line 1: export version 3 is unknown/,
+    async () => '{"format":"plant-store-events","version":4}\n',
+    /^line 1: export version 4 is unknown/,
   ],
   [
     'a second event for an owner and id of the file',
@@ -309,7 +310,7 @@ for (const kind of STORAGE_KINDS) {
         )
         expect(duplicate).toBe('line 4: position 1 is also at line 3 (each event has its own position)')
         expect(await count(empty.db, 'owner_keys')).toBe(0)
-        expect(await importEvents(empty.db, readLines(chunks(await file())))).toBe(1)
+        expect(await importEvents(empty.db, readLines(chunks(await file())), { keys: TEST_KEYS })).toBe(1)
         expect(isInSync((await verifyProjection(empty.db)).diff)).toBe(true)
         expect(await count(empty.db, 'plants')).toBe(1)
       } finally {
@@ -328,7 +329,7 @@ async function exported(db: Database): Promise<string> {
 }
 
 async function refusalOf(db: Database, input: AsyncIterable<Uint8Array | string>, append = false) {
-  const outcome = await importEvents(db, readLines(input), { append }).then(
+  const outcome = await importEvents(db, readLines(input), { keys: TEST_KEYS, append }).then(
     (imported) => `imported ${imported}`,
     (error: unknown) => error,
   )

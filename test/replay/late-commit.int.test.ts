@@ -3,8 +3,10 @@ import postgres from 'postgres'
 import { type LogFollower, startLogFollower } from '../../src/log/follower.ts'
 import type { LoggedEvent } from '../../src/log/reading.ts'
 import { silentLogger } from '../../src/logger.ts'
+import { keysParameter } from '../../src/store/database.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Two writers on their own connections, so their transactions interleave as chosen here, and the
 // process's reader of the log (the follower the feed and the change streams take from).
@@ -16,7 +18,7 @@ let follower: LogFollower
 const seen: string[] = []
 beforeAll(async () => {
   storage = await openTestStorage('postgres')
-  client = postgres(storage.url ?? '', { max: 2, onnotice: () => {} })
+  client = postgres(storage.url ?? '', { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   first = await client.reserve()
   second = await client.reserve()
   // The owner's key exists, so that the writers below append as the live path does.
@@ -45,7 +47,7 @@ const append = (connection: postgres.ReservedSql, name: string) => {
     select plant_store_stream_id(${data}::text::jsonb->>'id', k.key), 1, 'PlantCreated', 1,
            jsonb_build_object('sealed', plant_store_seal(${data}::text, k.key)),
            jsonb_build_object('pseudonym', k.pseudonym), now()
-    from owner_keys k where k.owner = 'o' returning position`
+    from (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k where k.owner = 'o' returning position`
 }
 
 const settle = () => Bun.sleep(300)

@@ -83,7 +83,8 @@ for (const kind of STORAGE_KINDS) {
       // sealed under olivia's key, as this version stores every event
       await storage.db.execute(sql`
         with key as (
-          insert into owner_keys (pseudonym, owner, key) values ('p-olivia', 'olivia', gen_random_bytes(32)) returning key
+          insert into owner_keys (pseudonym, owner, key) values ('p-olivia', 'olivia', plant_store_wrap(gen_random_bytes(32)))
+            returning plant_store_unwrap(key) as key
         )
         insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
         select plant_store_stream_id(id, key.key), 1, 'PlantCreated', version,

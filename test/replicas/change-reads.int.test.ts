@@ -9,6 +9,7 @@ import { silentLogger } from '../../src/logger.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { eventually } from './replica-client.ts'
 
 // The rule that lets a change stream read from a replica (docs/live-changes.md; docs/operating.md, Scaling out): a read shows every
@@ -27,8 +28,8 @@ const position = () => follower.position() ?? 0n
 beforeAll(async () => {
   pair = await startPrimaryWithReplica()
   const settings = { poolSize: 4, statementTimeoutMs: 10_000 }
-  primary = await openStorage({ kind: 'postgres', url: pair.primaryUrl, ...settings })
-  replica = openPostgres({ url: pair.replicaUrl, ...settings })
+  primary = await openStorage({ kind: 'postgres', keys: TEST_KEYS, url: pair.primaryUrl, ...settings })
+  replica = openPostgres({ keys: TEST_KEYS, url: pair.replicaUrl, ...settings })
   follower = startLogFollower({ db: primary.db, logger: silentLogger(), pollMs: 20 })
   await follower.ready()
   marks = followWalMarks({ primary: primary.db, position })

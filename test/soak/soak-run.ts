@@ -3,6 +3,7 @@ import { openPostgres } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { checkProjection, type ProjectionReport } from '../support/projection-check.ts'
 import { startServer } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { INTENDED_STATUS, type Kind, kindCycle, type MixState, planRequest } from './request-mix.ts'
 import { type MemorySample, median, percentile, sampleResidentMemory, settledRss } from './resident-memory.ts'
 
@@ -99,7 +100,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     memory.stop()
     exitCode = await server.stop('SIGTERM')
   }
-  const direct = openPostgres({ url: database.url, poolSize: 1, statementTimeoutMs: 30_000 })
+  const direct = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 30_000 })
   try {
     const store = { ...(await checkProjection(direct.db)), acknowledgedCreates: state.created.length }
     return { ...report, store, exitCode }

@@ -4,6 +4,7 @@ import { openStorage } from '../../src/log/open-store.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 describe('on PostgreSQL', () => {
   let database: TestDatabase
@@ -18,7 +19,9 @@ describe('on PostgreSQL', () => {
   })
 
   test('several instances migrating at once do not collide, and each migration runs once', async () => {
-    await Promise.all(Array.from({ length: 5 }, () => migratePostgresDatabase(database.url)))
+    await Promise.all(
+      Array.from({ length: 5 }, () => migratePostgresDatabase(database.url, undefined, TEST_KEYS)),
+    )
     const [row] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`
     const migrationFiles = [...new Bun.Glob('*.sql').scanSync('db/migrations')]
     expect(row?.n).toBe(migrationFiles.length)

@@ -8,6 +8,7 @@ import { listPlants } from '../../src/plants/list-plants.ts'
 import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // The service's statements are prepared once per connection and planned once (a generic plan), so
 // a plan made while the tables were small must still be right once they are large, before anything
@@ -20,9 +21,9 @@ let handle: DatabaseHandle
 let admin: postgres.Sql
 beforeAll(async () => {
   database = await createTestDatabase('plans_at_scale')
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   // One connection: the statements are prepared, and planned, on it while the store is small.
-  handle = openPostgres({ url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
+  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
   admin = postgres(database.url, { max: 1, onnotice: () => {} })
 })
 afterAll(async () => {
@@ -76,7 +77,7 @@ test('creates, retries, pages and reads of the log planned on a small store scan
   await readLog(0n)
   await admin`
     insert into owner_keys (pseudonym, owner, key)
-    select md5(i::text), 'other-' || i, gen_random_bytes(32) from generate_series(1, 50000) as i`
+    select md5(i::text), 'other-' || i, gen_random_bytes(52) from generate_series(1, 50000) as i`
   await admin`
     insert into plants (owner, id, name, tag, position)
     select 'other-' || i, i, 'plant', null, 1000000 + i from generate_series(1, 50000) as i`

@@ -5,6 +5,7 @@ import { listPlants } from '../../src/plants/list-plants.ts'
 import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // The hot statements are named through Drizzle's public `.prepare(name)`, which is what makes
 // postgres.js prepare them (parse once per connection); this fails if that route stops preparing.
@@ -12,9 +13,9 @@ let database: TestDatabase
 let handle: DatabaseHandle
 beforeAll(async () => {
   database = await createTestDatabase('prepared')
-  await migratePostgresDatabase(database.url)
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   // One connection, so the statements and the look at them share a session.
-  handle = openPostgres({ url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
+  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
 })
 afterAll(async () => {
   await handle.close()

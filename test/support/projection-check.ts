@@ -14,7 +14,8 @@ export async function checkProjection(db: Database): Promise<ProjectionReport> {
         (select count(*)::int from plants) as plants,
         (select count(*)::int
            from (select e.position, k.owner, plant_store_open(e.data, k.key) as data
-                 from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym' and not k.erasing
+                 from events e join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k
+                   on k.pseudonym = e.metadata->>'pseudonym' and not k.erasing
                  where e.type = 'PlantCreated') e
            full outer join plants p
              on p.owner = e.owner and p.id = (e.data->>'id')::bigint

@@ -7,9 +7,9 @@ export function sealedSeed(source: string, { project }: { project: boolean }): s
     with source as (${source}),
     keys as (
       insert into owner_keys (pseudonym, owner, key)
-      select encode(gen_random_bytes(16), 'hex'), owner, gen_random_bytes(32) from (select distinct owner from source) as o
+      select encode(gen_random_bytes(16), 'hex'), owner, plant_store_wrap(gen_random_bytes(32)) from (select distinct owner from source) as o
       on conflict (owner) where not erasing do update set owner = excluded.owner
-      returning pseudonym, owner, key),
+      returning pseudonym, owner, plant_store_unwrap(key) as key),
     sealed as (
       select s.owner, s.id, s.name, s.tag, plant_store_stream_id(s.id::text, k.key) as stream_id,
              jsonb_build_object('sealed', plant_store_seal(

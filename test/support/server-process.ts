@@ -1,4 +1,5 @@
 import type { Subprocess } from 'bun'
+import { withTestKeys } from './test-keys.ts'
 
 export type Env = Record<string, string>
 
@@ -16,7 +17,12 @@ export type ServerProcess = {
 const ROOT = new URL('../..', import.meta.url).pathname
 
 function childEnv(env: Env): Env {
-  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'info', ...env }
+  return withTestKeys({
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    LOG_LEVEL: 'info',
+    ...env,
+  })
 }
 
 // The server as `bun run start` runs it: request headers up to 128 KiB reach the app (Bun's own

@@ -6,6 +6,7 @@ import type { PlantView } from '../../src/plants/schemas.ts'
 import { type Database, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from './postgres.ts'
+import { TEST_KEYS } from './test-keys.ts'
 
 export type StorageKind = 'postgres' | 'embedded'
 export const STORAGE_KINDS: StorageKind[] = ['postgres', 'embedded']
@@ -22,12 +23,12 @@ export async function openTestStorage(
   { label = 'replay', statementTimeoutMs = 60_000 }: TestStorageOptions = {},
 ): Promise<TestStorage> {
   if (kind === 'embedded') {
-    const handle = await openStorage({ kind: 'memory' })
+    const handle = await openStorage({ kind: 'memory', keys: TEST_KEYS })
     return { kind, db: handle.db, close: handle.close }
   }
   const database = await createTestDatabase(label)
-  await migratePostgresDatabase(database.url)
-  const handle = openPostgres({ url: database.url, poolSize: 10, statementTimeoutMs })
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
+  const handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 10, statementTimeoutMs })
   const close = async () => {
     await handle.close()
     await database.drop()
@@ -68,7 +69,7 @@ export async function count(db: Database, table: string): Promise<number> {
 export function eventsOfOwner(owner: string): string {
   return `(select e.*, k.owner, plant_store_open(e.data, k.key) as opened,
                   plant_store_open(e.metadata, k.key) as opened_metadata
-           from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym'
+           from events e join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k on k.pseudonym = e.metadata->>'pseudonym'
            where k.owner = ${quoted(owner)})`
 }
 
@@ -88,9 +89,9 @@ export async function appendAround(
     db,
     `with key as (
        insert into owner_keys (pseudonym, owner, key)
-       values (encode(gen_random_bytes(16), 'hex'), ${quoted(owner)}, gen_random_bytes(32))
+       values (encode(gen_random_bytes(16), 'hex'), ${quoted(owner)}, plant_store_wrap(gen_random_bytes(32)))
        on conflict (owner) where not erasing do update set owner = excluded.owner
-       returning pseudonym, key)
+       returning pseudonym, plant_store_unwrap(key) as key)
      insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
      select coalesce(plant_store_stream_id(${quoted(JSON.stringify(data))}::jsonb->>'id', key.key),
                      'other:' || gen_random_uuid()), 1, ${quoted(type)}, ${schemaVersion},

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { keysParameter } from '../../src/store/database.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { createTestFeed, type TestFeed } from '../support/nats.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
@@ -13,6 +14,7 @@ import {
   type ServerProcess,
   startServer,
 } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const SECRET = 'tracing-e2e-secret-of-at-least-32-bytes'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
@@ -40,7 +42,8 @@ describe('traces over OTLP/HTTP', () => {
   const openedMetadata = async () =>
     sql<{ metadata: Record<string, unknown>; opened: Record<string, unknown> | null }[]>`
       select e.metadata, plant_store_open(e.metadata, k.key) as opened
-      from events as e left join owner_keys as k on k.pseudonym = e.metadata->>'pseudonym'
+      from events as e
+      left join (select pseudonym, plant_store_unwrap(key) as key from owner_keys) as k on k.pseudonym = e.metadata->>'pseudonym'
       where e.type = 'PlantCreated' order by e.position`
   // The stream's CloudEvents once it holds the whole log (a stream per test, the log shared).
   const cloudEvents = async () => {
@@ -51,7 +54,7 @@ describe('traces over OTLP/HTTP', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase('tracing')
-    sql = postgres(database.url, { max: 1, onnotice: () => {} })
+    sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   })
   afterEach(async () => {
     server?.process.kill('SIGKILL')

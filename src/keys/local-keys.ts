@@ -1,0 +1,53 @@
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Failure } from '../errors.ts'
+import {
+  formatKeyEncryptionKeys,
+  type KeyEncryptionKeys,
+  newKeyEncryptionKey,
+  parseKeyEncryptionKeys,
+} from './key-encryption-keys.ts'
+
+export const LOCAL_KEYS_FILE = 'key-encryption-keys'
+
+// The embedded default needs no key settings: a KEK is made on first start and kept in DATA_DIR
+// (mode 0600), as the token secret is (auth/local-secret.ts), in the form KEY_ENCRYPTION_KEYS
+// takes, so that KEY_ENCRYPTION_KEYS_FILE can name it when the store moves to PostgreSQL.
+export async function loadOrCreateLocalKeys(dataDir: string): Promise<KeyEncryptionKeys> {
+  const existing = await readLocalKeys(dataDir)
+  if (existing) return existing
+  await mkdir(dataDir, { recursive: true })
+  const keys = [newKeyEncryptionKey()]
+  try {
+    await writeFile(join(dataDir, LOCAL_KEYS_FILE), `${formatKeyEncryptionKeys(keys)}\n`, {
+      mode: 0o600,
+      flag: 'wx',
+    })
+  } catch (error) {
+    // Another process wrote it first: use theirs.
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return (await readLocalKeys(dataDir)) ?? keys
+    throw error
+  }
+  await chmod(join(dataDir, LOCAL_KEYS_FILE), 0o600)
+  return keys
+}
+
+// Replaces the file's list (`keys rotate`): written aside, then renamed over it.
+export async function writeLocalKeys(dataDir: string, keys: KeyEncryptionKeys): Promise<void> {
+  const path = join(dataDir, LOCAL_KEYS_FILE)
+  await writeFile(`${path}.new`, `${formatKeyEncryptionKeys(keys)}\n`, { mode: 0o600 })
+  await rename(`${path}.new`, path)
+}
+
+async function readLocalKeys(dataDir: string): Promise<KeyEncryptionKeys | undefined> {
+  let text: string
+  try {
+    text = await readFile(join(dataDir, LOCAL_KEYS_FILE), 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+  const keys = parseKeyEncryptionKeys(text)
+  if (typeof keys === 'string') throw new Failure('BAD_SETTING', `DATA_DIR's ${LOCAL_KEYS_FILE} file ${keys}`)
+  return keys
+}

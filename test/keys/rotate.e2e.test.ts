@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { Buffer } from 'node:buffer'
+import { readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import postgres from 'postgres'
+import { parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
+import { keysParameter } from '../../src/store/database.ts'
+import { makeDataDir } from '../support/data-dir.ts'
+import { listEveryPlant, postPlant } from '../support/plant-client.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { type Env, runCli, runServerToExit, startServer } from '../support/server-process.ts'
+
+// `keys rotate` on PostgreSQL, beside a service that keeps creating: nothing lost, and once the
+// old key-encryption key is dropped, a copy of owner_keys taken before an erasure (a backup, a
+// replica, a dead row) opens nothing of the erased owner.
+
+const OLD = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
+const NEW = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
+
+let database: TestDatabase
+let base: Env
+beforeAll(async () => {
+  database = await createTestDatabase('keys_rotate')
+  base = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }
+})
+afterAll(() => database.drop())
+
+const env = (keys: string) => ({ ...base, KEY_ENCRYPTION_KEYS: keys })
+
+function session(keys: string) {
+  const parsed = parseKeyEncryptionKeys(keys)
+  if (typeof parsed === 'string') throw new Error(parsed)
+  return postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(parsed) })
+}
+
+async function token(owner: string): Promise<string> {
+  return (await runCli(['token', 'issue', owner], base)).stdout.trim()
+}
+
+test('given a backup of owner_keys from before an erasure, when keys rotate runs beside creates and the old key-encryption key is dropped, then the backup opens nothing of the erased owner and nothing created is lost', async () => {
+  // given: alice and bob under the old key-encryption key
+  const first = await startServer(env(OLD))
+  const [alice, bob] = [await token('alice'), await token('bob')]
+  for (const id of [1, 2]) {
+    expect((await postPlant(first.url, alice, { id, name: `alice ${id}` })).status).toBe(200)
+    expect((await postPlant(first.url, bob, { id, name: `bob ${id}` })).status).toBe(200)
+  }
+  await first.stop()
+  // a "base backup" of the keys, taken before the erasure
+  const admin = session(OLD)
+  await admin`create table owner_keys_backup as select * from owner_keys`
+  await admin.end()
+  expect((await runCli(['owners', 'erase', 'alice'], env(OLD))).exitCode).toBe(0)
+  // and the backup with the old key-encryption key does open alice's events (what is at stake)
+  const withOld = session(OLD)
+  const opened = await withOld`select count(*)::int as n from events e join owner_keys_backup b
+    on b.pseudonym = e.metadata->>'pseudonym' where b.owner = 'alice'
+    and plant_store_open(e.data, plant_store_unwrap(b.key)) is not null`
+  await withOld.end()
+  expect(opened[0]?.n).toBe(2)
+
+  // when: the new key first on the service, creates running, keys rotate beside them
+  const server = await startServer(env(`${NEW},${OLD}`))
+  const writers = ['carol', 'dave', 'bob']
+  const tokens = await Promise.all(writers.map(token))
+  const acknowledged: { owner: string; name: string }[] = []
+  let writing = true
+  const write = async (owner: string, bearer: string) => {
+    for (let id = 100; writing || id < 110; id++) {
+      const name = `${owner} ${id}`
+      const response = await postPlant(server.url, bearer, { id, name })
+      if (response.status === 200) acknowledged.push({ owner, name })
+    }
+  }
+  const running = writers.map((owner, index) => write(owner, tokens[index] ?? ''))
+  await Bun.sleep(300)
+  const rotated = await runCli(['keys', 'rotate'], env(`${NEW},${OLD}`))
+  writing = false
+  await Promise.all(running)
+  await server.stop()
+
+  // then: every key is under the new key-encryption key, the service starts without the old one,
+  // and every acknowledged create is listed
+  expect({ exitCode: rotated.exitCode, stderr: rotated.stderr }).toMatchObject({ exitCode: 0 })
+  expect(Number(rotated.stdout.trim())).toBeGreaterThan(0)
+  const after = await startServer(env(NEW))
+  try {
+    for (const [index, owner] of writers.entries()) {
+      const listed = (await listEveryPlant(after.url, tokens[index] ?? '')).map((plant) => plant.name)
+      const mine = acknowledged.filter((create) => create.owner === owner).map((create) => create.name)
+      expect(mine.length).toBeGreaterThan(10)
+      expect(mine.filter((name) => !listed.includes(name))).toEqual([])
+    }
+    expect(await listEveryPlant(after.url, bob)).toContainEqual({ name: 'bob 1' })
+    expect(await listEveryPlant(after.url, alice)).toEqual([])
+  } finally {
+    await after.stop()
+  }
+  expect((await runCli(['projection', 'verify'], env(NEW))).exitCode).toBe(0)
+  // and the backup, with the live log, opens nothing of alice once the old key is dropped
+  const withNew = session(NEW)
+  try {
+    const refused = await withNew`select count(*)::int as n from events e join owner_keys_backup b
+      on b.pseudonym = e.metadata->>'pseudonym' where b.owner = 'alice'
+      and plant_store_open(e.data, plant_store_unwrap(b.key)) is not null`.then(
+      () => 'opened',
+      (error: { code?: string }) => error.code,
+    )
+    expect(refused).toBe('PSKEK')
+  } finally {
+    await withNew.end()
+  }
+  // and a start that still lacks the new key (the old one alone) stops in one line naming the variable
+  const stale = await runServerToExit(env(OLD))
+  expect(stale.exitCode).not.toBe(0)
+  expect(stale.stderr.trim().split('\n')).toHaveLength(1)
+  expect(stale.stderr).toContain('KEY_ENCRYPTION_KEYS lacks the key-encryption key')
+  expect(stale.stderr).not.toContain(OLD)
+}, 180_000)
+
+test('given the embedded default with its generated key-encryption key, when keys rotate runs with the service stopped, then the file holds a new key alone and every plant is still listed; beside a running service it refuses', async () => {
+  // given
+  const dataDir = await makeDataDir('keys-rotate-embedded-')
+  const embedded = { DATA_DIR: dataDir }
+  try {
+    const server = await startServer(embedded)
+    const owner = (await runCli(['token', 'issue', 'erin'], embedded)).stdout.trim()
+    expect((await postPlant(server.url, owner, { id: 1, name: 'Aloe' })).status).toBe(200)
+    const beside = await runCli(['keys', 'rotate'], embedded)
+    await server.stop()
+    const before = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
+    // when
+    const rotated = await runCli(['keys', 'rotate'], embedded)
+    // then
+    expect(beside.exitCode).toBe(1)
+    expect(beside.stderr).toContain('stop it, run keys rotate')
+    expect({ exitCode: rotated.exitCode, stdout: rotated.stdout }).toEqual({ exitCode: 0, stdout: '1\n' })
+    const after = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
+    expect(after).not.toBe(before)
+    expect(after.trim().split(',')).toHaveLength(1)
+    const again = await startServer(embedded)
+    try {
+      expect(await listEveryPlant(again.url, owner)).toEqual([{ name: 'Aloe' }])
+    } finally {
+      await again.stop()
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true })
+  }
+}, 120_000)
