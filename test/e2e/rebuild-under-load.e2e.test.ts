@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
+import { keysParameter } from '../../src/store/database.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const SEEDED = 100_000
 const WRITERS = 4
@@ -15,7 +17,7 @@ beforeAll(async () => {
   env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }
   server = await startServer(env)
   // A log long enough for the rebuild to take a while; the projection is left to the rebuild.
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   await sql.unsafe(
     sealedSeed(
       `select 'seed' as owner, n::bigint as id, 'seed ' || n as name, null::text as tag

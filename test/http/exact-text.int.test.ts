@@ -5,6 +5,7 @@ import { base64Bytes, type OwnerKey, ownerKey } from '../../src/replay/sealed-ev
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { rowsOf } from '../../src/store/database.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
+import { withRawKeys } from '../support/test-keys.ts'
 
 // The lines of an export this test reads: key lines, and events sealed under those keys.
 type ExportLine = {
@@ -78,10 +79,11 @@ for (const kind of STORAGE_KINDS) {
     })
 
     test('the export carries the text exactly', async () => {
-      let text = ''
+      let wrapped = ''
       await exportEvents(h.db, async (chunk) => {
-        text += chunk
+        wrapped += chunk
       })
+      const text = withRawKeys(wrapped)
       // The events are sealed under their owner's key, which the export carries on a key line.
       const lines = text
         .trim()

@@ -10,9 +10,9 @@ import { openStorage } from '../../src/log/open-store.ts'
 import { type Database, rowsOf } from '../../src/store/database.ts'
 import { openDataDirServer } from '../../src/store/embedded/data-dir-server.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
-import { create, listing, openTestStorage } from '../support/storage.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
+import { create, listing, openTestStorage } from '../support/storage.ts'
 
 // An owner's key never reaches the disk unwrapped: the embedded store's whole DATA_DIR (tables,
 // WAL, everything) is searched for the raw bytes, read through SQL with the key-encryption key.

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { keysParameter } from '../../src/store/database.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type ServerProcess, startServer } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const SECRET = 'scale-out-secret-of-at-least-32-bytes'
 const MIGRATIONS = (
@@ -74,7 +76,7 @@ test('three instances on one database append exactly one event per owner+id and 
   // then every answer is 200 or 409, never 500
   expect(new Set(answers.map((answer) => answer.status))).toEqual(new Set([200, 409]))
   // and the log holds exactly one event per owner+id
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   try {
     const perPlant = await sql<{ owner: string; id: string; n: number; name: string }[]>`
       select k.owner, opened->>'id' as id, count(*)::int as n, min(opened->>'name') as name
