@@ -13,9 +13,11 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { createInMemoryStore } from '../../src/in-memory-store.ts'
+import { keysParameter } from '../../src/store/database.ts'
 import { makeDataDirSync } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu, processCpuMs } from './cpu.ts'
 import { ensureWrk, runWrk } from './load.ts'
 import { median } from './memory.ts'
@@ -175,7 +177,7 @@ async function measureService(): Promise<void> {
     create: await writeFixture(SECRET, 'writer', 1000),
     page: await writeFixture(SECRET, 'reader', READERS),
   }
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   let idBase = 0
   const treeCpuMs = (pids: number[]) =>
     pids.reduce((sum, pid) => {

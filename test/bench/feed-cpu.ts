@@ -4,10 +4,12 @@
 import process from 'node:process'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { keysParameter } from '../../src/store/database.ts'
 import { createTestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { startServer } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 
 const CREATES = Number(process.argv[2] ?? 4000)
@@ -17,7 +19,7 @@ const SECRET = crypto.randomUUID() + crypto.randomUUID()
 
 const database = await createTestDatabase('bench_feed_cpu')
 const feed = await createTestFeed('bench_feed_cpu')
-const sql = postgres(database.url, { max: 2, onnotice: () => {} })
+const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...feed.env })
 try {
   const secret = new TextEncoder().encode(SECRET)

@@ -2,12 +2,15 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type postgres from 'postgres'
+import { newKeyEncryptionKey, sessionKeys } from '../../src/keys/key-encryption-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { percentile } from './memory.ts'
 
 // The database ceilings, independent of the service's design: pgbench (prepared statements, as
 // many clients as the service's pool) on the project's migrated schema, running the least any
 // event-sourced service must do for the job, with no HTTP, JSON or JWT and no driver of ours.
+const CEILING_KEY = newKeyEncryptionKey()
+
 const SCRIPTS = {
   // A create: one transaction that finds or makes the owner's key, appends the PlantCreated event
   // sealed under it (docs/erasure.md: pseudonym, sealed data and request id, HMAC stream id) and
@@ -21,13 +24,13 @@ BEGIN;
 WITH source AS (
   SELECT 'ceiling-' || CAST(:owner AS text) AS owner, CAST(:id AS bigint) AS id),
 found AS (
-  SELECT k.pseudonym, k.owner, k.key FROM owner_keys k, source s WHERE k.owner = s.owner AND NOT k.erasing),
+  SELECT k.pseudonym, k.owner, plant_store_unwrap(k.key) AS key FROM owner_keys k, source s WHERE k.owner = s.owner AND NOT k.erasing),
 made AS (
   INSERT INTO owner_keys (pseudonym, owner, key)
-  SELECT encode(gen_random_bytes(16), 'hex'), s.owner, gen_random_bytes(32) FROM source s
+  SELECT encode(gen_random_bytes(16), 'hex'), s.owner, plant_store_wrap(gen_random_bytes(32)) FROM source s
   WHERE NOT EXISTS (SELECT 1 FROM found)
   ON CONFLICT (owner) WHERE NOT erasing DO UPDATE SET owner = excluded.owner
-  RETURNING pseudonym, owner, key),
+  RETURNING pseudonym, owner, plant_store_unwrap(key) AS key),
 keys AS (SELECT * FROM found UNION ALL SELECT * FROM made),
 appended AS (
   INSERT INTO events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
@@ -51,13 +54,13 @@ WITH source AS (
   SELECT 'ceiling-' || CAST((:owner + g) % 100000 AS text) AS owner, CAST(:id AS bigint) * 100 + g AS id, g
   FROM generate_series(1, BATCH) AS g),
 found AS (
-  SELECT k.pseudonym, k.owner, k.key FROM owner_keys k WHERE k.owner IN (SELECT owner FROM source) AND NOT k.erasing),
+  SELECT k.pseudonym, k.owner, plant_store_unwrap(k.key) AS key FROM owner_keys k WHERE k.owner IN (SELECT owner FROM source) AND NOT k.erasing),
 made AS (
   INSERT INTO owner_keys (pseudonym, owner, key)
-  SELECT encode(gen_random_bytes(16), 'hex'), o.owner, gen_random_bytes(32)
+  SELECT encode(gen_random_bytes(16), 'hex'), o.owner, plant_store_wrap(gen_random_bytes(32))
   FROM (SELECT DISTINCT owner FROM source) o WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.owner = o.owner)
   ON CONFLICT (owner) WHERE NOT erasing DO UPDATE SET owner = excluded.owner
-  RETURNING pseudonym, owner, key),
+  RETURNING pseudonym, owner, plant_store_unwrap(key) AS key),
 keys AS (SELECT * FROM found UNION ALL SELECT * FROM made),
 sealed AS (
   SELECT s.owner, s.id, s.g, plant_store_stream_id(CAST(s.id AS text), k.key) AS stream_id,
@@ -126,7 +129,14 @@ export async function runPgbench(run: CeilingRun, admin: postgres.Sql): Promise<
         `--log-prefix=${join(directory, 'tx')}`,
         run.url,
       ],
-      { cwd: directory, stdout: 'pipe', stderr: 'pipe' },
+      {
+        cwd: directory,
+        stdout: 'pipe',
+        stderr: 'pipe',
+        // The sessions unwrap owners' keys as the service's do: the key-encryption keys go in
+        // the startup message.
+        env: { ...process.env, PGOPTIONS: `-c plant_store.keks=${sessionKeys([CEILING_KEY])}` },
+      },
     )
     const [stdout, stderr, exitCode] = await Promise.all([
       new Response(child.stdout).text(),

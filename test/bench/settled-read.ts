@@ -5,7 +5,9 @@
 import process from 'node:process'
 import postgres from 'postgres'
 import { openStorage } from '../../src/log/open-store.ts'
+import { keysParameter } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { seedEvents } from './seed.ts'
 
 const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
@@ -14,7 +16,7 @@ const EVENTS = 20_000
 const { readSettledEvents } = await import(`${root}/src/log/reading.ts`)
 
 const database = await createTestDatabase('bench_settled_read')
-const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 const storage = await openStorage({
   kind: 'postgres',
   url: database.url,

@@ -7,9 +7,11 @@ import { join } from 'node:path'
 import process from 'node:process'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { keysParameter } from '../../src/store/database.ts'
 import { startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { SERVER_COMMAND, startServer } from '../support/server-process.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 
 const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
@@ -21,7 +23,7 @@ const SECRET = crypto.randomUUID() + crypto.randomUUID()
 
 const receiver = startOtlpReceiver()
 const database = await createTestDatabase('bench_tracing_cpu')
-const sql = postgres(database.url, { max: 2, onnotice: () => {} })
+const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 const tracing: Record<string, string> = mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : {}
 const command = SERVER_COMMAND.map((part) => (part === 'src/main.ts' ? join(root, part) : part))
 const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...tracing }, command)
