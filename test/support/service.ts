@@ -21,11 +21,15 @@ export type ServiceOptions = {
   // More of the server's environment; it wins over what the fixture sets.
   env?: Env
   command?: string[]
+  // How many server processes to start at once (default 1), for tests of servers starting together.
+  instances?: number
 }
 
 export type Service = {
   url: string
   server: ServerProcess
+  // Every server started at the start (`instances` of them), `server` first.
+  servers: ServerProcess[]
   // The server's environment, for the CLI or another instance beside it.
   env: Env
   secret: string
@@ -102,11 +106,14 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       servers.push(server)
       return server
     }
-    const server = await startAnother()
+    const started = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startAnother()))
+    const server = started[0]
+    if (!server) throw new Error('instances must be at least 1')
     const key = new TextEncoder().encode(secret)
     return {
       url: server.url,
       server,
+      servers: started,
       env,
       secret,
       databaseUrl: pair?.primaryUrl ?? database?.url,
