@@ -21,6 +21,9 @@ export type ServiceOptions = {
   // More of the server's environment; it wins over what the fixture sets.
   env?: Env
   command?: string[]
+  // The DATABASE_URL the servers and the CLI get, made from the fresh database's own URL (one through
+  // a proxy, a multi-host one); `databaseUrl` in the result stays the database's own. PostgreSQL only.
+  databaseUrl?: (url: string) => string
   // How many server processes to start at once (default 1), for tests of servers starting together.
   instances?: number
 }
@@ -58,6 +61,7 @@ export async function startService(options?: ServiceOptions): Promise<Service>
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const { storage = 'postgres', label = 'service', secret = SERVICE_SECRET } = options
   if (storage === 'embedded' && options.replicas) throw new Error('replicas need storage: postgres')
+  if (storage === 'embedded' && options.databaseUrl) throw new Error('databaseUrl needs storage: postgres')
   const cleanups: (() => Promise<void>)[] = []
   const servers: ServerProcess[] = []
   const stop = async () => {
@@ -88,6 +92,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       cleanups.push(() => rm(made, { recursive: true, force: true }))
       env.DATA_DIR = made
     }
+    if (options.databaseUrl && env.DATABASE_URL) env.DATABASE_URL = options.databaseUrl(env.DATABASE_URL)
     let feed: TestFeed | undefined
     if (options.feed) {
       const created = await createTestFeed(label)
