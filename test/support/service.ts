@@ -24,7 +24,8 @@ export type ServiceOptions = {
   // The DATABASE_URL the servers and the CLI get, made from the fresh database's own URL (one through
   // a proxy, a multi-host one); `databaseUrl` in the result stays the database's own. PostgreSQL only.
   databaseUrl?: (url: string) => string
-  // How many server processes to start at once (default 1), for tests of servers starting together.
+  // How many server processes to start at once (default 1), for tests of servers starting together;
+  // 0 for the storage (and feed) alone, the test starting its servers with startAnother.
   instances?: number
 }
 
@@ -53,12 +54,16 @@ export const SERVICE_SECRET = 'service-fixture-secret-of-at-least-32-bytes'
 
 export type ReplicatedService = Service & { pair: PrimaryWithReplica }
 
+// What `instances: 0` gives: everything but a running server.
+export type ServiceStorage = Omit<Service, 'url' | 'server'>
+
 // One running service over real parts, as a test needs it: storage, replicas and feed are options.
 export async function startService(
   options: ServiceOptions & { replicas: true | ReplicaOptions },
 ): Promise<ReplicatedService>
+export async function startService(options: ServiceOptions & { instances: 0 }): Promise<ServiceStorage>
 export async function startService(options?: ServiceOptions): Promise<Service>
-export async function startService(options: ServiceOptions = {}): Promise<Service> {
+export async function startService(options: ServiceOptions = {}): Promise<Service | ServiceStorage> {
   const { storage = 'postgres', label = 'service', secret = SERVICE_SECRET } = options
   if (storage === 'embedded' && options.replicas) throw new Error('replicas need storage: postgres')
   if (storage === 'embedded' && options.databaseUrl) throw new Error('databaseUrl needs storage: postgres')
@@ -113,11 +118,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     }
     const started = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startAnother()))
     const server = started[0]
-    if (!server) throw new Error('instances must be at least 1')
     const key = new TextEncoder().encode(secret)
     return {
-      url: server.url,
-      server,
+      ...(server && { url: server.url, server }),
       servers: started,
       env,
       secret,
