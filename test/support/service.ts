@@ -1,5 +1,6 @@
 import { rm } from 'node:fs/promises'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { readLocalSecret } from '../../src/auth/local-secret.ts'
 import { makeDataDir } from './data-dir.ts'
 import { createTestFeed, type TestFeed } from './nats.ts'
 import { createTestDatabase, type TestDatabase } from './postgres.ts'
@@ -17,7 +18,9 @@ export type ServiceOptions = {
   feed?: boolean
   // Names the database, stream and data folder, for whoever reads what a failed test left.
   label?: string
-  secret?: string
+  // null: no AUTH_JWT_SECRET, so an embedded server makes its own in DATA_DIR as the default does
+  // (tokenFor reads it there once a server has started). Embedded only.
+  secret?: string | null
   // More of the server's environment; it wins over what the fixture sets.
   env?: Env
   command?: string[]
@@ -36,7 +39,8 @@ export type Service = {
   servers: ServerProcess[]
   // The server's environment, for the CLI or another instance beside it.
   env: Env
-  secret: string
+  // Undefined with `secret: null`.
+  secret?: string
   databaseUrl?: string
   database?: TestDatabase
   pair?: PrimaryWithReplica
@@ -67,6 +71,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const { storage = 'postgres', label = 'service', secret = SERVICE_SECRET } = options
   if (storage === 'embedded' && options.replicas) throw new Error('replicas need storage: postgres')
   if (storage === 'embedded' && options.databaseUrl) throw new Error('databaseUrl needs storage: postgres')
+  if (storage !== 'embedded' && secret === null) throw new Error('secret: null needs storage: embedded')
   const cleanups: (() => Promise<void>)[] = []
   const servers: ServerProcess[] = []
   const stop = async () => {
@@ -77,7 +82,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
   }
   try {
-    const env: Env = { AUTH_JWT_SECRET: secret }
+    const env: Env = secret === null ? {} : { AUTH_JWT_SECRET: secret }
     let database: TestDatabase | undefined
     let pair: PrimaryWithReplica | undefined
     let dataDir: string | undefined
@@ -118,18 +123,24 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     }
     const started = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startAnother()))
     const server = started[0]
-    const key = new TextEncoder().encode(secret)
+    const key = async () => {
+      if (secret !== null) return new TextEncoder().encode(secret)
+      const local = await readLocalSecret(dataDir ?? '')
+      if (!local) throw new Error('no server has made its local secret yet')
+      return local
+    }
     return {
       ...(server && { url: server.url, server }),
       servers: started,
       env,
-      secret,
+      secret: secret ?? undefined,
       databaseUrl: pair?.primaryUrl ?? database?.url,
       database,
       pair,
       feed,
       dataDir,
-      tokenFor: (subject, ttlSeconds = 3600) => issueToken(key, { subject, ttlSeconds, now: new Date() }),
+      tokenFor: async (subject, ttlSeconds = 3600) =>
+        issueToken(await key(), { subject, ttlSeconds, now: new Date() }),
       startAnother,
       cli: (args, stdin) => runCli(args, env, stdin),
       stop,
