@@ -12,7 +12,11 @@ let service: Service
 beforeAll(async () => {
   service = await startService({ label: 'rebuild_load' })
   // A log long enough for the rebuild to take a while; the projection is left to the rebuild.
-  const sql = postgres(String(service.databaseUrl), { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(String(service.databaseUrl), {
+    max: 1,
+    onnotice: () => {},
+    connection: keysParameter(TEST_KEYS),
+  })
   await sql.unsafe(
     sealedSeed(
       `select 'seed' as owner, n::bigint as id, 'seed ' || n as name, null::text as tag

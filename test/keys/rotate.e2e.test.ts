@@ -29,7 +29,11 @@ const env = (keys: string) => ({ ...base, KEY_ENCRYPTION_KEYS: keys })
 function session(keys: string) {
   const parsed = parseKeyEncryptionKeys(keys)
   if (typeof parsed === 'string') throw new Error(parsed)
-  return postgres(String(storage.databaseUrl), { max: 1, onnotice: () => {}, connection: keysParameter(parsed) })
+  return postgres(String(storage.databaseUrl), {
+    max: 1,
+    onnotice: () => {},
+    connection: keysParameter(parsed),
+  })
 }
 
 async function token(owner: string): Promise<string> {
