@@ -1,29 +1,28 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
-import { makeDataDir } from '../support/data-dir.ts'
 import { readmeBlock } from '../support/readme.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
-let dataDir: string
+let service: Service
 let server: ServerProcess
 let browser: Browser
 
 beforeAll(async () => {
-  dataDir = await makeDataDir('plant-store-changes-browser-')
-  server = await startServer({ DATA_DIR: dataDir })
+  // The embedded default, its secret its own.
+  service = await startService({ storage: 'embedded', secret: null, label: 'changes-browser' })
+  server = service.server
   browser = await launchChromium()
 }, 120_000)
 afterAll(async () => {
   await browser?.close()
-  server?.process.kill('SIGKILL')
-  await rm(dataDir, { recursive: true, force: true })
+  await service?.stop()
 })
 
 test("a page's fetch-based SSE client receives a plant created after it connected", async () => {
   // given a same-origin page following the changes with the docs' client, taken from docs/live-changes.md
-  const token = (await runCli(['token', 'issue', 'browser-user'], { DATA_DIR: dataDir })).stdout.trim()
+  const token = (await service.cli(['token', 'issue', 'browser-user'])).stdout.trim()
   const page = await browser.newPage()
   await page.goto(`${server.url}/docs`)
   await page.evaluate(

@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
 import {
   expectLongAbsenceResumes,
   expectSigtermEndsStreams,
   expectStalledClientDisconnected,
 } from '../support/change-scenarios.ts'
-import { makeDataDir } from '../support/data-dir.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { runCli, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
+import { SERVER_COMMAND, type ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 
 // The embedded store: the service's own PostgreSQL server, followed as any PostgreSQL is.
@@ -18,20 +17,22 @@ const commands: Record<string, (dataDir: string) => string[]> = {
 }
 
 describe.each(Object.keys(commands))('GET /plants/changes on the embedded store, served by %s', (runtime) => {
-  let dataDir: string
+  let storage: ServiceStorage
   let server: ServerProcess
-  const tokenFor = async (subject: string) =>
-    (await runCli(['token', 'issue', subject], { DATA_DIR: dataDir })).stdout.trim()
+  const tokenFor = async (subject: string) => (await storage.cli(['token', 'issue', subject])).stdout.trim()
 
   beforeAll(async () => {
-    dataDir = await makeDataDir(`plant-store-changes-${runtime}-`)
+    storage = await startService({
+      storage: 'embedded',
+      secret: null,
+      label: `changes-${runtime}`,
+      instances: 0,
+    })
     // The local secret is made on the first start; tokens are issued with it.
-    server = await startServer({ DATA_DIR: dataDir, NO_COLOR: '1' }, commands[runtime]?.(dataDir))
+    server = await storage.startAnother({ NO_COLOR: '1' }, commands[runtime]?.(String(storage.dataDir)))
   }, 120_000)
   afterAll(async () => {
-    server?.process.kill('SIGKILL')
-    await server?.process.exited
-    await rm(dataDir, { recursive: true, force: true })
+    await storage?.stop()
   })
 
   test('a plant created after the stream opened arrives; a resumed stream gets exactly the rest', async () => {

@@ -7,23 +7,16 @@ import {
 } from '../support/change-scenarios.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
 
 // Three instances on one PostgreSQL database, one of them on Deno (the pinned binary).
-const SECRET = 'changes-e2e-secret-of-at-least-32-bytes'
-
-let database: TestDatabase
+let service: Service
 let servers: ServerProcess[] = []
 const readers: SseReader[] = []
 const STREAMS_PER_OWNER = 4
-const env = () => ({
-  DATABASE_URL: database.url,
-  AUTH_JWT_SECRET: SECRET,
-  CHANGE_STREAMS_PER_OWNER: String(STREAMS_PER_OWNER),
-})
-const tokenFor = async (subject: string) => (await runCli(['token', 'issue', subject], env())).stdout.trim()
+const tokenFor = async (subject: string) => (await service.cli(['token', 'issue', subject])).stdout.trim()
 const follow = async (server: ServerProcess | undefined, token: string, options = {}) => {
   const reader = await openSse(changesRequest(server?.url ?? '', token, options))
   expect(reader.response.status).toBe(200)
@@ -35,20 +28,22 @@ const create = async (server: ServerProcess | undefined, token: string, id: numb
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase('changes_e2e')
   // The first applies the migrations; the others start on a migrated database.
-  servers = [await startServer(env())]
+  service = await startService({
+    label: 'changes_e2e',
+    env: { CHANGE_STREAMS_PER_OWNER: String(STREAMS_PER_OWNER) },
+  })
+  servers = [service.server]
   servers.push(
     ...(await Promise.all([
-      startServer(env()),
-      startServer({ ...env(), NO_COLOR: '1' }, denoServerCommand()),
+      service.startAnother(),
+      service.startAnother({ NO_COLOR: '1' }, denoServerCommand()),
     ])),
   )
 }, 120_000)
 afterAll(async () => {
   await Promise.all(readers.map((reader) => reader.close()))
-  for (const server of servers) server.process.kill('SIGKILL')
-  await database.drop()
+  await service?.stop()
 })
 
 test('a create through one instance reaches the streams open on every instance, Deno too', async () => {

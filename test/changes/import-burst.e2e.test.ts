@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { HEADER, keyLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
 import { withTestKeys } from '../support/test-keys.ts'
 
-const SECRET = 'import-burst-e2e-secret-of-32-bytes!'
 const ROOT = new URL('../..', import.meta.url).pathname
 const IMPORTED = 10_000
 // The owner's plants before the stream opens (one catch-up read: fewer than its batch of 100) and
@@ -26,14 +24,13 @@ const plantBody = (id: number) => ({ id, name: `${id} `.padEnd(1024, 'n'), tag: 
 // process stopped (SIGSTOP) inside its final transaction, the stream's first read behind a lock
 // the test requests on the projection. No gap, whatever the timing.
 describe("an import's commit releasing a burst into a stream that catches up (a real server, PostgreSQL)", () => {
-  let database: TestDatabase
+  let service: Service
   let sql: postgres.Sql
   let server: ServerProcess
   const readers: SseReader[] = []
   const children: Subprocess[] = []
-  const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
-  const token = (subject: string) =>
-    issueToken(new TextEncoder().encode(SECRET), { subject, ttlSeconds: 3600, now: new Date() })
+  const env = () => service.env
+  const token = (subject: string) => service.tokenFor(subject, 3600)
   const until = async (what: string, check: () => Promise<boolean>) => {
     const deadline = Date.now() + 60_000
     while (!(await check())) {
@@ -69,17 +66,15 @@ describe("an import's commit releasing a burst into a stream that catches up (a 
       .then((rows) => rows.length > 0)
 
   beforeAll(async () => {
-    database = await createTestDatabase('import_burst')
-    sql = postgres(database.url, { max: 4, onnotice: () => {} })
-    server = await startServer(env())
+    service = await startService({ label: 'import_burst' })
+    sql = postgres(String(service.databaseUrl), { max: 4, onnotice: () => {} })
+    server = service.server
   })
   afterAll(async () => {
     await Promise.all(readers.map((reader) => reader.close()))
     for (const child of children) child.kill('SIGKILL')
-    server.process.kill('SIGKILL')
-    await server.process.exited
     await sql.end({ timeout: 1 })
-    await database.drop()
+    await service.stop()
   })
 
   test('every acknowledged plant reaches the stream once, in order', async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { docSection } from '../support/readme.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
 // The README's curl session and its sequel in docs/live-changes.md, run as written against a fresh
 // server: every command's output must be the one the docs print under it, so that its ids and
@@ -28,19 +28,16 @@ async function stepsOf(section: string): Promise<Step[]> {
 }
 
 // On PostgreSQL: the session's ids and positions are the same on both storages.
-let database: TestDatabase
+let service: Service
 let server: ServerProcess
 let token: string
 beforeAll(async () => {
-  database = await createTestDatabase('readme_session')
-  const env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'readme-session-secret-of-32-bytes-or-more' }
-  server = await startServer(env)
-  token = (await runCli(['token', 'issue', 'alice', '--ttl', '24h'], env)).stdout.trim()
+  service = await startService({ label: 'readme_session' })
+  server = service.server
+  token = (await service.cli(['token', 'issue', 'alice', '--ttl', '24h'])).stdout.trim()
 }, 120_000)
 afterAll(async () => {
-  server?.process.kill('SIGKILL')
-  await server?.process.exited
-  await database?.drop()
+  await service?.stop()
 })
 
 // Runs a step's command with curl; a stream (-N) is read for `streamMs`.

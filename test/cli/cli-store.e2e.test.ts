@@ -1,21 +1,23 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli, type ServerProcess } from '../support/server-process.ts'
+import { type Service, type ServiceStorage, startService } from '../support/service.ts'
 
 // The commands that touch a store, on PostgreSQL: only the server and `token issue` need a token
 // secret, and `--` lets any owner be named.
-const SECRET = 'cli-store-secret-of-at-least-32-bytes!!'
 const OWNERS = ['--help', '-h', '-x', 'alice']
 
-let source: TestDatabase
-let target: TestDatabase
+let service: Service
+let targetStorage: ServiceStorage
+let sourceUrl: string
+let targetUrl: string
 let server: ServerProcess
 beforeAll(async () => {
-  source = await createTestDatabase('cli_source')
-  target = await createTestDatabase('cli_target')
-  server = await startServer({ DATABASE_URL: source.url, AUTH_JWT_SECRET: SECRET })
+  service = await startService({ label: 'cli_source' })
+  targetStorage = await startService({ label: 'cli_target', instances: 0 })
+  sourceUrl = String(service.databaseUrl)
+  targetUrl = String(targetStorage.databaseUrl)
+  server = service.server
   for (const [index, owner] of OWNERS.entries()) {
     const created = await postPlant(server.url, await tokenFor(owner), {
       id: index,
@@ -26,12 +28,12 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
-  await source?.drop()
-  await target?.drop()
+  await service?.stop()
+  await targetStorage?.stop()
 })
 
 function tokenFor(subject: string): Promise<string> {
-  return issueToken(new TextEncoder().encode(SECRET), { subject, ttlSeconds: 600, now: new Date() })
+  return service.tokenFor(subject, 600)
 }
 
 async function listing(owner: string): Promise<unknown> {
@@ -44,9 +46,9 @@ async function listing(owner: string): Promise<unknown> {
 test('export, import and verify with DATABASE_URL alone: no token secret is asked for', async () => {
   // given the source and an empty target, named by DATABASE_URL and nothing else
   // when
-  const exported = await runCli(['events', 'export'], { DATABASE_URL: source.url })
-  const imported = await runCli(['events', 'import'], { DATABASE_URL: target.url }, exported.stdout)
-  const verified = await runCli(['projection', 'verify'], { DATABASE_URL: target.url })
+  const exported = await runCli(['events', 'export'], { DATABASE_URL: sourceUrl })
+  const imported = await runCli(['events', 'import'], { DATABASE_URL: targetUrl }, exported.stdout)
+  const verified = await runCli(['projection', 'verify'], { DATABASE_URL: targetUrl })
   // then
   expect({ exitCode: exported.exitCode, stderr: exported.stderr }).toMatchObject({ exitCode: 0 })
   expect({ exitCode: imported.exitCode, stderr: imported.stderr }).toEqual({
@@ -60,7 +62,7 @@ test('export, import and verify with DATABASE_URL alone: no token secret is aske
 }, 60_000)
 
 test('token issue with DATABASE_URL and no secret is refused, naming what to set', async () => {
-  const refused = await runCli(['token', 'issue', 'alice'], { DATABASE_URL: source.url })
+  const refused = await runCli(['token', 'issue', 'alice'], { DATABASE_URL: sourceUrl })
   expect(refused.exitCode).toBe(2)
   expect(refused.stdout).toBe('')
   expect(refused.stderr).toContain('AUTH_JWT_SECRET')
@@ -71,7 +73,7 @@ test('owners erase -- --help erases the owner "--help", and -- -h, -- -x theirs;
   // when the three that look like options are erased after --
   const erased = []
   for (const owner of ['--help', '-h', '-x'])
-    erased.push(await runCli(['owners', 'erase', '--', owner], { DATABASE_URL: source.url }))
+    erased.push(await runCli(['owners', 'erase', '--', owner], { DATABASE_URL: sourceUrl }))
   // then each printed the one plant it had, and only alice lists hers
   expect(erased.map(({ exitCode, stdout }) => ({ exitCode, stdout }))).toEqual([
     { exitCode: 0, stdout: '1\n' },
@@ -84,7 +86,7 @@ test('owners erase -- --help erases the owner "--help", and -- -h, -- -x theirs;
 
 test('a misspelt variable is warned about on stderr, naming the known one, and the command goes on', async () => {
   const status = await runCli(['projection', 'status'], {
-    DATABASE_URL: source.url,
+    DATABASE_URL: sourceUrl,
     DATABASE_POOL_SIZ: '3',
     events_nats_url: 'nats://127.0.0.1:4222',
   })

@@ -1,25 +1,26 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rm, stat } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { makeDataDir } from '../support/data-dir.ts'
-import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runServerToExit, type ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 
 // The zero-setup default, as a newcomer runs it: no settings, a data directory, a CLI token.
 describe('the embedded default', () => {
+  let storage: ServiceStorage
   let dataDir: string
   let server: ServerProcess
   let token: string
   beforeAll(async () => {
-    dataDir = await makeDataDir('plant-store-e2e-')
-    const issued = await runCli(['token', 'issue', 'alice', '--ttl', '1h'], { DATA_DIR: dataDir })
+    storage = await startService({ storage: 'embedded', secret: null, label: 'e2e', instances: 0 })
+    dataDir = String(storage.dataDir)
+    const issued = await storage.cli(['token', 'issue', 'alice', '--ttl', '1h'])
     expect(issued.exitCode).toBe(0)
     token = issued.stdout.trim()
-    server = await startServer({ DATA_DIR: dataDir })
+    server = await storage.startAnother()
   })
   afterAll(async () => {
-    server.process.kill('SIGKILL')
-    await rm(dataDir, { recursive: true, force: true })
+    await storage?.stop()
   })
 
   const authorized = (init: RequestInit = {}) => ({
@@ -74,7 +75,7 @@ describe('the embedded default', () => {
     expect(response.status).toBe(200)
     expect(await exited).toBe(0)
 
-    server = await startServer({ DATA_DIR: dataDir })
+    server = await storage.startAnother()
     const listed = await fetch(`${server.url}/plants`, authorized())
     expect(await listed.json()).toEqual([{ name: 'Fern' }, { name: 'Slow' }])
     const retry = await fetch(

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readFile, rm } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { makeDataDir } from '../support/data-dir.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { type Env, runCli, startServer } from '../support/server-process.ts'
+import { type Env, runCli } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEY_ENCRYPTION_KEYS } from '../support/test-keys.ts'
 
 // What a user moving off the embedded default does: export from DATA_DIR, import into PostgreSQL.
@@ -20,27 +19,29 @@ const BODIES: Record<string, string[]> = {
   'dave.erased': ['{"id": 41, "name": "Dave fern", "tag": "dave-tag"}', '{"id": 42, "name": "Dave ivy"}'],
 }
 
-let dataDir: string
-let database: TestDatabase
+// The embedded store as the default makes it: no AUTH_JWT_SECRET, the server making its own.
+let embeddedStore: ServiceStorage
+let postgresStore: ServiceStorage
 let embedded: Env
 let postgresEnv: Env
 beforeAll(async () => {
-  dataDir = await makeDataDir('plant-store-move-')
-  database = await createTestDatabase('move')
-  embedded = { DATA_DIR: dataDir }
-  postgresEnv = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }
+  embeddedStore = await startService({ storage: 'embedded', secret: null, label: 'move', instances: 0 })
+  postgresStore = await startService({ label: 'move', instances: 0 })
+  embedded = embeddedStore.env
+  postgresEnv = postgresStore.env
 })
 afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true })
-  await database.drop()
+  await embeddedStore?.stop()
+  await postgresStore?.stop()
 })
 
 // Every owner's listing; then `afterwards` (with the server still up).
 async function listings(
-  env: Env,
+  store: ServiceStorage,
   afterwards: (url: string) => Promise<void> = async () => {},
 ): Promise<Record<string, string>> {
-  const server = await startServer(env)
+  const env = store.env
+  const server = await store.startAnother()
   try {
     const found: Record<string, string> = {}
     for (const owner of Object.keys(BODIES)) {
@@ -70,7 +71,7 @@ async function createAnew(env: Env, url: string): Promise<string> {
 
 test('embedded → export → import into PostgreSQL → the same listing for every owner, the erased one erased', async () => {
   // given: plants created through the embedded server
-  const server = await startServer(embedded)
+  const server = await embeddedStore.startAnother()
   for (const [owner, bodies] of Object.entries(BODIES)) {
     const token = (await runCli(['token', 'issue', owner], embedded)).stdout.trim()
     for (const body of bodies) {
@@ -85,7 +86,7 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
   await server.stop()
   const erased = await runCli(['owners', 'erase', 'dave.erased'], embedded)
   expect(erased).toMatchObject({ exitCode: 0, stdout: '2\n' })
-  const before = await listings(embedded)
+  const before = await listings(embeddedStore)
   // when
   const exported = await runCli(['events', 'export'], embedded)
   const withoutItsKey = await runCli(['events', 'import'], postgresEnv, exported.stdout)
@@ -110,7 +111,7 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
   expect(imported.stderr).toContain('imported 9 events, each with its plant')
   let anew = ''
   expect(
-    await listings(postgresEnv, async (url) => {
+    await listings(postgresStore, async (url) => {
       anew = await createAnew(postgresEnv, url)
     }),
   ).toEqual(before)
@@ -134,7 +135,7 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
 
 test('verify exits non-zero and names the drift; status shows the last rebuild against the head', async () => {
   // given
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(String(postgresStore.databaseUrl), { max: 1, onnotice: () => {} })
   await sql`delete from plants where owner = 'carol' and id = 2`
   await sql.end()
   // when

@@ -1,26 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { denoServerCommand } from '../support/deno.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runServerToExit, SERVER_COMMAND, startServer } from '../support/server-process.ts'
+import { runServerToExit, SERVER_COMMAND } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 
 // What a start says about itself: the variables it ignores, what it runs on, and why it cannot
 // listen, each in one line.
-const SECRET = 'honest-start-secret-of-at-least-32-bytes'
-
-let database: TestDatabase
+let storage: ServiceStorage
+let databaseName: string
 let onPostgres: Record<string, string>
 beforeAll(async () => {
-  database = await createTestDatabase('honest_start')
-  onPostgres = { DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET }
+  storage = await startService({ label: 'honest_start', instances: 0 })
+  databaseName = String(storage.database?.name)
+  onPostgres = storage.env
 })
-afterAll(() => database?.drop())
+afterAll(() => storage?.stop())
 
 type Line = { level: number; msg: string; variable?: string; nearest?: string; database?: string }
 
 test('misspelt variables are warned about at start, one line each naming the known one, and it goes on', async () => {
   // given a PostgreSQL start with four variables the service does not read
-  const server = await startServer({
-    ...onPostgres,
+  const server = await storage.startAnother({
     DATABSE_URL: 'postgres://nobody@127.0.0.1:1/elsewhere',
     database_url: 'postgres://nobody@127.0.0.1:1/elsewhere',
     EVENT_NATS_URL: 'nats://127.0.0.1:4222',
@@ -40,7 +39,7 @@ test('misspelt variables are warned about at start, one line each naming the kno
     ])
     const listening = lines.at(-1)
     expect(listening?.msg).toBe(
-      `plant store listening on 127.0.0.1:${new URL(server.url).port}: PostgreSQL 127.0.0.1:5432/${database.name}, feed off`,
+      `plant store listening on 127.0.0.1:${new URL(server.url).port}: PostgreSQL 127.0.0.1:5432/${databaseName}, feed off`,
     )
     expect((await fetch(`${server.url}/health`)).status).toBe(200)
   } finally {
@@ -49,13 +48,13 @@ test('misspelt variables are warned about at start, one line each naming the kno
 }, 60_000)
 
 test("the start's line names the database without the password", async () => {
-  const withPassword = new URL(database.url)
+  const withPassword = new URL(String(storage.databaseUrl))
   withPassword.password = 'not-the-password-but-secret'
-  const server = await startServer({ ...onPostgres, DATABASE_URL: withPassword.toString() })
+  const server = await storage.startAnother({ DATABASE_URL: withPassword.toString() })
   try {
     expect(server.startLines.join('\n')).not.toContain('not-the-password-but-secret')
     expect((JSON.parse(server.startLines.at(-1) ?? '{}') as Line).database).toBe(
-      `127.0.0.1:5432/${database.name}`,
+      `127.0.0.1:5432/${databaseName}`,
     )
   } finally {
     await server.stop()

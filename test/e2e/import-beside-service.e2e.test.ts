@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { HEADER, keyLine, sealedLine, type TestKey, testKey } from '../replay/sealed-lines.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli, type ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 import { withTestKeys } from '../support/test-keys.ts'
 
@@ -13,17 +13,17 @@ const BEFORE_PAUSE = 5_200
 const AFTER_PAUSE = 100
 const PAUSE_MS = 10_000
 
-let database: TestDatabase
+let service: Service
 let server: ServerProcess
 let env: Record<string, string>
 beforeAll(async () => {
-  database = await createTestDatabase('import_beside')
-  env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }
-  server = await startServer(env)
+  service = await startService({ label: 'import_beside' })
+  env = service.env
+  server = service.server
 })
 afterAll(async () => {
   await server?.stop()
-  await database.drop()
+  await service?.stop()
 })
 
 // An export of other owners than the one creating through the API: the header and their keys,

@@ -1,11 +1,9 @@
 import { afterAll, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
 import postgres from 'postgres'
 import { keysParameter } from '../../src/store/database.ts'
 import { HEADER, keyLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
-import { makeDataDir } from '../support/data-dir.ts'
-import { createTestDatabase } from '../support/postgres.ts'
 import { type Env, runCli } from '../support/server-process.ts'
+import { startService } from '../support/service.ts'
 import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname
@@ -14,19 +12,17 @@ afterAll(async () => {
   for (const cleanup of cleanups) await cleanup()
 })
 
+// The commands alone, on a store no server has opened.
 async function postgresEnv(): Promise<{ env: Env; url: string }> {
-  const database = await createTestDatabase('import_cli')
-  cleanups.push(database.drop)
-  return {
-    env: { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' },
-    url: database.url,
-  }
+  const storage = await startService({ label: 'import_cli', instances: 0 })
+  cleanups.push(storage.stop)
+  return { env: storage.env, url: String(storage.databaseUrl) }
 }
 
 async function embeddedEnv(): Promise<Env> {
-  const dataDir = await makeDataDir('plant-store-import-cli-')
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
-  return { DATA_DIR: dataDir }
+  const storage = await startService({ storage: 'embedded', secret: null, label: 'import-cli', instances: 0 })
+  cleanups.push(storage.stop)
+  return storage.env
 }
 
 // An export of one owner's plant (the header, the key on line 2, the event on line 3), and a

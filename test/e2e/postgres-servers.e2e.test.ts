@@ -1,23 +1,21 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
-const SECRET = 'e2e-secret-that-is-at-least-32-bytes-long'
-let database: TestDatabase
+let service: Service
 let servers: ServerProcess[] = []
 let token: string
 
 beforeAll(async () => {
-  database = await createTestDatabase('e2e')
-  const env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET }
   // Started together: both apply the migrations at start, under the advisory lock.
-  servers = await Promise.all([startServer(env), startServer(env)])
-  token = (await runCli(['token', 'issue', 'racer'], env)).stdout.trim()
+  service = await startService({ label: 'e2e', instances: 2 })
+  servers = [...service.servers]
+  token = (await service.cli(['token', 'issue', 'racer'])).stdout.trim()
 })
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop('SIGTERM')))
-  await database.drop()
+  await service?.stop()
 })
 
 test('two server processes racing on one owner+id append exactly one event and never answer 500', async () => {
@@ -31,7 +29,7 @@ test('two server processes racing on one owner+id append exactly one event and n
     ),
   )
   expect(statuses.every((status) => status === 200 || status === 409)).toBe(true)
-  const sql = postgres(database.url, { max: 1 })
+  const sql = postgres(String(service.databaseUrl), { max: 1 })
   try {
     const [row] = await sql`select count(*)::int as n from events`
     expect(row?.n).toBe(1)

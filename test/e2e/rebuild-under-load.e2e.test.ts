@@ -1,23 +1,22 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { keysParameter } from '../../src/store/database.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 const SEEDED = 100_000
 const WRITERS = 4
 
-let database: TestDatabase
-let server: ServerProcess
-let env: Record<string, string>
+let service: Service
 beforeAll(async () => {
-  database = await createTestDatabase('rebuild_load')
-  env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }
-  server = await startServer(env)
+  service = await startService({ label: 'rebuild_load' })
   // A log long enough for the rebuild to take a while; the projection is left to the rebuild.
-  const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(String(service.databaseUrl), {
+    max: 1,
+    onnotice: () => {},
+    connection: keysParameter(TEST_KEYS),
+  })
   await sql.unsafe(
     sealedSeed(
       `select 'seed' as owner, n::bigint as id, 'seed ' || n as name, null::text as tag
@@ -28,12 +27,11 @@ beforeAll(async () => {
   await sql.end()
 })
 afterAll(async () => {
-  await server?.stop()
-  await database.drop()
+  await service?.stop()
 })
 
 async function tokenFor(subject: string): Promise<string> {
-  const { stdout, exitCode } = await runCli(['token', 'issue', subject], env)
+  const { stdout, exitCode } = await service.cli(['token', 'issue', subject])
   if (exitCode !== 0) throw new Error('token issue failed')
   return stdout.trim()
 }
@@ -46,7 +44,7 @@ test('a rebuild while the server takes writes loses none of them, and verify agr
   const acknowledged: number[][] = tokens.map(() => [])
   const writers = tokens.map(async (token, w) => {
     for (let id = 1; rebuilding || id <= 20; id++) {
-      const response = await fetch(`${server.url}/plants`, {
+      const response = await fetch(`${service.url}/plants`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: JSON.stringify({ id, name: `plant ${id}` }),
@@ -58,7 +56,7 @@ test('a rebuild while the server takes writes loses none of them, and verify agr
     }
   })
   // when
-  const rebuild = await runCli(['projection', 'rebuild'], env)
+  const rebuild = await service.cli(['projection', 'rebuild'])
   rebuilding = false
   await Promise.all(writers)
   // then
@@ -67,13 +65,13 @@ test('a rebuild while the server takes writes loses none of them, and verify agr
   expect(rebuild.stderr).toContain('rebuild: ')
   expect(duringRebuild).toBeGreaterThan(0)
   for (const [w, token] of tokens.entries()) {
-    const response = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+    const response = await fetch(`${service.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
     const names = ((await response.json()) as { name: string }[]).map((plant) => plant.name)
     expect(names).toEqual((acknowledged[w] ?? []).map((id) => `plant ${id}`))
   }
-  const verify = await runCli(['projection', 'verify'], env)
+  const verify = await service.cli(['projection', 'verify'])
   expect(verify.stdout).toContain('matches')
   expect(verify.exitCode).toBe(0)
-  const status = await runCli(['projection', 'status'], env)
+  const status = await service.cli(['projection', 'status'])
   expect(status.stdout).toContain('up to date')
 }, 120_000)

@@ -6,23 +6,22 @@ import { createPlant } from '../../src/plants/create-plant.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { plainLine } from '../replay/sealed-lines.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { runCli } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
 import { findTraces } from './traces.ts'
 
-const SECRET = 'erasure-crashes-e2e-secret-of-32-bytes'
 const ROOT = new URL('../..', import.meta.url).pathname
 const CAROL = ['CarolName1', 'CarolName2', 'CarolName3']
 
 // Erasure (docs/erasure.md) when commands die: real CLI processes on PostgreSQL, SIGKILLed at a chosen step.
 // Each is held at that step by a lock the test takes, so that the kill lands there every time.
 describe('owners erase and commands killed half-way (PostgreSQL)', () => {
-  let database: TestDatabase
+  let storage: ServiceStorage
   let handle: DatabaseHandle
   let sql: postgres.Sql
   const children: Subprocess[] = []
-  const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
+  const env = () => storage.env
   const spawnCli = (args: string[], stdin: 'ignore' | 'pipe' = 'ignore') => {
     const child = Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
       cwd: ROOT,
@@ -65,10 +64,12 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
   const carolKey = () => sql`select erasing from owner_keys where owner = 'carol'`.then((rows) => [...rows])
 
   beforeEach(async () => {
-    database = await createTestDatabase('erasure_crashes')
-    await migratePostgresDatabase(database.url, (db) => upgradeLog(db), TEST_KEYS)
-    handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 4, statementTimeoutMs: 60_000 })
-    sql = postgres(database.url, { max: 4, onnotice: () => {} })
+    // The commands alone: no server runs beside them.
+    storage = await startService({ label: 'erasure_crashes', instances: 0 })
+    const url = String(storage.databaseUrl)
+    await migratePostgresDatabase(url, (db) => upgradeLog(db), TEST_KEYS)
+    handle = openPostgres({ keys: TEST_KEYS, url, poolSize: 4, statementTimeoutMs: 60_000 })
+    sql = postgres(url, { max: 4, onnotice: () => {} })
     for (const [index, name] of CAROL.entries()) {
       await create('carol', index + 1, name)
       await create('bob', index + 1, `Bob ${index}`)
@@ -78,7 +79,7 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
     for (const child of children.splice(0)) await kill(child)
     await sql.end()
     await handle.close()
-    await database.drop()
+    await storage.stop()
   })
 
   test('an import and a rebuild killed after filling their tables: the erasure drops them, and nothing of the owner is left', async () => {

@@ -10,8 +10,8 @@ import {
   type TestFeed,
 } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 import { changesRequest, openSse, type SseReader } from '../support/sse-client.ts'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts'
 
@@ -31,19 +31,14 @@ const bodyOf = (message: FeedMessageSeen) => JSON.parse(message.body) as Body
 
 // Erasure (docs/erasure.md) with the feed on: `owners erase` beside a running instance that publishes it.
 describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', () => {
-  let database: TestDatabase
+  let storage: ServiceStorage
   let sql: postgres.Sql
   let feed: TestFeed
   let tokens: Record<'ann' | 'bob', string>
-  const servers: ServerProcess[] = []
   const proxies: TcpProxy[] = []
   const readers: SseReader[] = []
-  const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...feed.env })
-  const start = async (extra: Record<string, string> = {}) => {
-    const server = await startServer({ ...env(), ...extra })
-    servers.push(server)
-    return server
-  }
+  const env = () => ({ ...storage.env, ...feed.env })
+  const start = (extra: Record<string, string> = {}) => storage.startAnother({ ...feed.env, ...extra })
   const erase = (extra: Record<string, string> = {}, args: string[] = []) =>
     runCli(['owners', 'erase', 'ann', ...args], { ...env(), ...extra })
   const createAll = async (url: string) => {
@@ -91,20 +86,17 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     }
   })
   beforeEach(async () => {
-    database = await createTestDatabase('erasure_feed')
-    sql = postgres(database.url, { max: 2, onnotice: () => {} })
+    storage = await startService({ label: 'erasure_feed', secret: SECRET, instances: 0 })
+    sql = postgres(String(storage.databaseUrl), { max: 2, onnotice: () => {} })
     feed = await createTestFeed('erasure_feed_e2e')
   })
   afterEach(async () => {
     await Promise.all(readers.splice(0).map((reader) => reader.close()))
-    for (const server of servers.splice(0)) {
-      server.process.kill('SIGKILL')
-      await server.process.exited
-    }
+    await sql.end()
+    // Its servers are killed before their proxies and feed go.
+    await storage.stop()
     for (const proxy of proxies.splice(0)) proxy.stop()
     await feed.drop()
-    await sql.end()
-    await database.drop()
   })
 
   test("the stream keeps none of the owner's messages and one notice; their change stream ends", async () => {
@@ -206,10 +198,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     const server = await start()
     await createAll(server.url)
     // when
-    const refused = await runCli(['owners', 'erase', 'ann'], {
-      DATABASE_URL: database.url,
-      AUTH_JWT_SECRET: SECRET,
-    })
+    const refused = await runCli(['owners', 'erase', 'ann'], storage.env)
     // then
     expect(refused.exitCode).not.toBe(0)
     expect(refused.stderr).toContain('EVENTS_NATS_URL')
@@ -257,8 +246,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
 
   test('a store that never had a feed gets no NATS work from an erasure, whatever EVENTS_NATS_URL says', async () => {
     // given: a store served without a feed
-    const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
-    servers.push(server)
+    const server = await storage.startAnother()
     await createAll(server.url)
     // when: erased with the feed's settings, and with a NATS that cannot be reached
     const erased = await erase()

@@ -7,8 +7,8 @@ import { plantSubject } from '../../src/feed/cloud-event.ts'
 import { findInFiles } from '../support/file-traces.ts'
 import { startNatsCluster, startNatsServer } from '../support/nats-cluster.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli, type ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 
 const SECRET = 'nats-files-e2e-secret-of-32-bytes!!'
 const PLANTS = 300
@@ -25,7 +25,7 @@ const bobPlant = (index: number) => ({ id: 1_000 + index, name: `Bob plant ${ind
 // Erasure (docs/erasure.md) down to NATS's own files, on a nats-server the test starts itself (as Debian ships
 // it: /usr/sbin/nats-server 2.9), so that its store folder can be searched byte by byte.
 describe("NATS's files after an erasure", () => {
-  let database: TestDatabase
+  let storage: ServiceStorage
   let sql: postgres.Sql
   let tokens: Record<'ann' | 'bob', string>
   const stops: (() => unknown)[] = []
@@ -35,7 +35,7 @@ describe("NATS's files after an erasure", () => {
     EVENTS_NATS_SUBJECT_PREFIX: 'files',
   })
   const serve = async (env: Record<string, string>): Promise<ServerProcess> => {
-    const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...env })
+    const server = await storage.startAnother(env)
     stops.push(async () => {
       server.process.kill('SIGKILL')
       await server.process.exited
@@ -61,7 +61,7 @@ describe("NATS's files after an erasure", () => {
     }
   }
   const erase = (env: Record<string, string>) =>
-    runCli(['owners', 'erase', 'ann'], { DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...env })
+    runCli(['owners', 'erase', 'ann'], { ...storage.env, ...env })
 
   beforeAll(async () => {
     const secret = new TextEncoder().encode(SECRET)
@@ -72,13 +72,13 @@ describe("NATS's files after an erasure", () => {
     }
   })
   beforeEach(async () => {
-    database = await createTestDatabase('nats_files')
-    sql = postgres(database.url, { max: 2, onnotice: () => {} })
+    storage = await startService({ label: 'nats_files', secret: SECRET, instances: 0 })
+    sql = postgres(String(storage.databaseUrl), { max: 2, onnotice: () => {} })
   })
   afterEach(async () => {
     for (const stop of stops.splice(0).reverse()) await stop()
     await sql.end()
-    await database.drop()
+    await storage.stop()
   })
 
   test("the owner's names, tags and ids are gone from the stream's files when the command exits", async () => {

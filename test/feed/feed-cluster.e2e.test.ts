@@ -2,45 +2,39 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { type NatsCluster, startNatsCluster } from '../support/nats-cluster.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { stopOnExit } from '../support/server-cleanup.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
 // The feed on a three-node NATS JetStream cluster, its stream kept by all three (docs/operating.md, Scaling out):
 // the node leading the stream is killed while writers run, and restarted.
-const SECRET = 'feed-cluster-secret-of-at-least-32-bytes'
 const STREAM = `CLUSTER_${crypto.randomUUID().slice(0, 8)}`
 const PREFIX = `cluster.${STREAM}`
 let cluster: NatsCluster
-let database: TestDatabase
+let service: Service
 let server: ServerProcess
 let nc: NatsConnection
-let killServer = () => {}
 
 beforeAll(async () => {
   cluster = await startNatsCluster(3)
-  database = await createTestDatabase('feed_cluster')
-  server = await startServer({
-    DATABASE_URL: database.url,
-    AUTH_JWT_SECRET: SECRET,
-    EVENTS_NATS_URL: cluster.urls,
-    EVENTS_NATS_STREAM: STREAM,
-    EVENTS_NATS_SUBJECT_PREFIX: PREFIX,
-    EVENTS_NATS_REPLICAS: '3',
+  service = await startService({
+    label: 'feed_cluster',
+    env: {
+      EVENTS_NATS_URL: cluster.urls,
+      EVENTS_NATS_STREAM: STREAM,
+      EVENTS_NATS_SUBJECT_PREFIX: PREFIX,
+      EVENTS_NATS_REPLICAS: '3',
+    },
   })
-  void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
-  killServer = stopOnExit(() => server.process.kill('SIGKILL'), `kill -9 ${server.process.pid}`)
+  server = service.server
   nc = await connect({ servers: cluster.urls.split(','), timeout: 5000 })
 }, 60_000)
 afterAll(async () => {
   await nc?.close()
   await server?.stop()
-  killServer()
+  await service?.stop()
   cluster?.stop()
-  await database?.drop()
 }, 30_000)
 
 async function streamState() {
@@ -66,11 +60,7 @@ function startWriters(writers: number) {
   let running = true
   const done = Promise.all(
     Array.from({ length: writers }, async (_, writer) => {
-      const token = await issueToken(new TextEncoder().encode(SECRET), {
-        subject: `writer-${writer}`,
-        ttlSeconds: 600,
-        now: new Date(),
-      })
+      const token = await service.tokenFor(`writer-${writer}`, 600)
       for (let id = 1; running; id++) {
         statuses.push((await postPlant(server.url, token, { id, name: `plant ${id}` })).status)
         await Bun.sleep(5)
@@ -105,7 +95,7 @@ test('with the stream leader killed and restarted under writes, the stream equal
   // then every create succeeded (the feed never holds up a create)
   expect(statuses.filter((status) => status !== 200)).toEqual([])
   // and the stream catches up with the log: each event exactly once, in log order
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(String(service.databaseUrl), { max: 1, onnotice: () => {} })
   const log = (await sql`select position::text as position from events order by events.position`).map((row) =>
     String(row.position),
   )

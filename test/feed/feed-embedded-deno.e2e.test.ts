@@ -1,32 +1,15 @@
 import { afterEach, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { makeDataDir } from '../support/data-dir.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { startLoad } from '../support/feed-load.ts'
-import { createTestFeed, positionsOf, type TestFeed } from '../support/nats.ts'
+import { positionsOf, type TestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase } from '../support/postgres.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli } from '../support/server-process.ts'
+import { startService } from '../support/service.ts'
 
 const cleanups: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
-
-function track(server: ServerProcess): ServerProcess {
-  cleanups.push(async () => {
-    server.process.kill('SIGKILL')
-    await server.process.exited
-  })
-  return server
-}
-
-async function testFeed(label: string): Promise<TestFeed> {
-  const feed = await createTestFeed(label)
-  cleanups.push(feed.drop)
-  return feed
-}
 
 // The positions in the log, in log order, as `events export` writes them after its header and key
 // lines (the server is stopped: one process at a time on a data directory).
@@ -41,19 +24,26 @@ async function exportedPositions(env: Record<string, string>): Promise<string[]>
 
 test('embedded store: a SIGKILL mid-burst and a restart leave every event in the stream once, in order', async () => {
   // given a server on the embedded default with the feed on, taking a burst of creations
-  const dataDir = await makeDataDir('plant-store-feed-')
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
-  const feed = await testFeed('embedded')
-  const env = { DATA_DIR: dataDir, ...feed.env }
+  // (no AUTH_JWT_SECRET: the embedded default makes its own)
+  const store = await startService({
+    storage: 'embedded',
+    secret: null,
+    feed: true,
+    label: 'feed',
+    instances: 0,
+  })
+  cleanups.push(store.stop)
+  const feed = store.feed as TestFeed
+  const env = store.env
   const token = (await runCli(['token', 'issue', 'embedded-feed'], env)).stdout.trim()
-  let server = track(await startServer(env))
+  let server = await store.startAnother()
   const burst = startLoad(() => [server.url], token, { workers: 8 })
   await feed.waitFor(30)
   // when it is killed mid-burst and started again
   server.process.kill('SIGKILL')
   await server.process.exited
   await burst.stop()
-  server = track(await startServer(env))
+  server = await store.startAnother()
   expect((await postPlant(server.url, token, { id: 10_000_000, name: 'after restart' })).status).toBe(200)
   await Bun.sleep(1000)
   server.process.kill('SIGTERM')
@@ -68,22 +58,16 @@ test('embedded store: a SIGKILL mid-burst and a restart leave every event in the
 
 test('under Deno: the server publishes the feed, with the permissions the docs give', async () => {
   // given
-  const database = await createTestDatabase('feed_deno')
-  cleanups.push(database.drop)
-  const feed = await testFeed('deno')
-  const secret = 'deno-feed-secret-of-at-least-32-bytes!'
-  const command = denoServerCommand()
-  const server = track(
-    await startServer(
-      { DATABASE_URL: database.url, AUTH_JWT_SECRET: secret, NO_COLOR: '1', ...feed.env },
-      command,
-    ),
-  )
-  const token = await issueToken(new TextEncoder().encode(secret), {
-    subject: 'deno 🦕',
-    ttlSeconds: 600,
-    now: new Date(),
+  const service = await startService({
+    label: 'feed_deno',
+    feed: true,
+    env: { NO_COLOR: '1' },
+    command: denoServerCommand(),
   })
+  cleanups.push(service.stop)
+  const feed = service.feed as TestFeed
+  const server = service.server
+  const token = await service.tokenFor('deno 🦕', 600)
   // when
   for (const [id, name] of [
     ['9223372036854775807', '\uFEFFBOM'],

@@ -4,25 +4,20 @@ import { issueToken } from '../../src/auth/issue-token.ts'
 import { metricValue, percentile, startLoad } from '../support/feed-load.ts'
 import { createTestFeed, natsAddress, positionsOf, type TestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
+import { runCli, runServerToExit, type ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 import { startTcpProxy } from '../support/tcp-proxy.ts'
 
 const SECRET = 'feed-e2e-secret-of-at-least-32-bytes!'
 
 describe('the feed of server processes on PostgreSQL', () => {
-  let database: TestDatabase
+  let storage: ServiceStorage
   let sql: postgres.Sql
   let token: string
-  const servers: ServerProcess[] = []
   const feeds: TestFeed[] = []
   let nextId = 1
-  const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
-  const start = async (extra: Record<string, string>) => {
-    const server = await startServer({ ...env(), ...extra })
-    servers.push(server)
-    return server
-  }
+  const env = () => storage.env
+  const start = (extra: Record<string, string>) => storage.startAnother(extra)
   const feedFor = async (label: string) => {
     const feed = await createTestFeed(label)
     feeds.push(feed)
@@ -48,8 +43,8 @@ describe('the feed of server processes on PostgreSQL', () => {
 
   // A database of its own for each test: its log holds only what the test wrote.
   beforeEach(async () => {
-    database = await createTestDatabase('feed')
-    sql = postgres(database.url, { max: 2, onnotice: () => {} })
+    storage = await startService({ label: 'feed', secret: SECRET, instances: 0 })
+    sql = postgres(String(storage.databaseUrl), { max: 2, onnotice: () => {} })
   })
   beforeAll(async () => {
     token = await issueToken(new TextEncoder().encode(SECRET), {
@@ -59,13 +54,10 @@ describe('the feed of server processes on PostgreSQL', () => {
     })
   })
   afterEach(async () => {
-    for (const server of servers.splice(0)) {
-      server.process.kill('SIGKILL')
-      await server.process.exited
-    }
-    for (const feed of feeds.splice(0)) await feed.drop()
     await sql.end()
-    await database.drop()
+    // Its servers are killed before the feeds they publish to are dropped.
+    await storage.stop()
+    for (const feed of feeds.splice(0)) await feed.drop()
   })
 
   test('a SIGKILL mid-burst and a restart: every event in the stream once, in log order', async () => {

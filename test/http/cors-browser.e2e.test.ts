@@ -1,47 +1,35 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Server } from 'bun'
 import type { Browser } from 'playwright-core'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { launchChromium } from '../support/chromium.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { readmeBlock } from '../support/readme.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
 // A browser app on another origin, in the real Chromium: a page served by another port calls the
 // service as CORS_ORIGINS allows it, with the docs' change-stream client (docs/live-changes.md); a page of an origin
 // the list does not name is blocked by its browser and changes nothing.
-const SECRET = 'cors-browser-secret-of-at-least-32-bytes'
-
-let database: TestDatabase
 let pages: Server<undefined>
-let server: ServerProcess
+let service: Service
 let browser: Browser
 let token: string
 beforeAll(async () => {
-  database = await createTestDatabase('cors_browser')
   pages = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
     fetch: () =>
       new Response('<!doctype html><title>plant app</title>', { headers: { 'content-type': 'text/html' } }),
   })
-  server = await startServer({
-    DATABASE_URL: database.url,
-    AUTH_JWT_SECRET: SECRET,
-    CORS_ORIGINS: `http://127.0.0.1:${pages.port}`,
+  service = await startService({
+    label: 'cors_browser',
+    env: { CORS_ORIGINS: `http://127.0.0.1:${pages.port}` },
   })
-  token = await issueToken(new TextEncoder().encode(SECRET), {
-    subject: 'browser-app',
-    ttlSeconds: 600,
-    now: new Date(),
-  })
+  token = await service.tokenFor('browser-app', 600)
   browser = await launchChromium()
 }, 120_000)
 afterAll(async () => {
   await browser?.close()
-  await server?.stop()
+  await service?.stop()
   await pages?.stop(true)
-  await database?.drop()
 })
 
 type Seen = { status: number; headers: Record<string, string | null>; body: string }
@@ -98,7 +86,7 @@ test('a page of a listed origin creates, lists, revalidates with its ETag and fo
       })
       return { created, conflict, anonymous, listed, revalidated, followed }
     },
-    [server.url, token, client] as const,
+    [service.url, token, client] as const,
   )
   // then every answer was readable, with the headers a client acts on
   expect(seen.created).toMatchObject({ status: 200, body: '{"name":"Cross-origin fern"}' })
@@ -139,10 +127,10 @@ test('a page of an origin the list does not name is blocked by its browser, and 
         health: await attempt(fetch(`${api}/health`)),
       }
     },
-    [server.url, token] as const,
+    [service.url, token] as const,
   )
   // then the browser kept both from the page, and the plant was never created
   expect(outcomes).toEqual({ create: 'blocked: TypeError', health: 'blocked: TypeError' })
-  const listed = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+  const listed = await fetch(`${service.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
   expect(await listed.text()).not.toContain('Smuggled')
 }, 60_000)

@@ -3,8 +3,9 @@ import { Buffer } from 'node:buffer'
 import postgres from 'postgres'
 import { keyEncryptionKeyId } from '../../src/keys/key-encryption-keys.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, POSTGRES_ADMIN_URL, type TestDatabase } from '../support/postgres.ts'
-import { type Env, runCli, runServerToExit, startServer } from '../support/server-process.ts'
+import { POSTGRES_ADMIN_URL } from '../support/postgres.ts'
+import { type Env, runCli, runServerToExit } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 
 // KEY_ENCRYPTION_KEYS: required with PostgreSQL by what makes or opens keys, and by nothing else;
 // a bad value stops in one line naming the variable; the key itself shows in no log line, no
@@ -13,18 +14,16 @@ import { type Env, runCli, runServerToExit, startServer } from '../support/serve
 const KEK = Buffer.from(crypto.getRandomValues(new Uint8Array(32)))
 const KEK_TEXT = KEK.toString('base64')
 
-let database: TestDatabase
+let storage: ServiceStorage
+let databaseName: string
 let base: Env
 beforeAll(async () => {
-  database = await createTestDatabase('key_settings')
   // An empty KEY_ENCRYPTION_KEYS is unset (the test support's default KEK is then not added).
-  base = {
-    DATABASE_URL: database.url,
-    AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long',
-    KEY_ENCRYPTION_KEYS: '',
-  }
+  storage = await startService({ label: 'key_settings', instances: 0, env: { KEY_ENCRYPTION_KEYS: '' } })
+  databaseName = String(storage.database?.name)
+  base = storage.env
 })
-afterAll(() => database.drop())
+afterAll(() => storage?.stop())
 
 const oneLine = (text: string) => text.trim().split('\n')
 
@@ -61,14 +60,14 @@ test('given a bad key-encryption key, when the server starts, then it stops in o
 
 test('given a server under load, then the key-encryption key is in no log line and no statement pg_stat_activity shows', async () => {
   // given
-  const server = await startServer({ ...base, KEY_ENCRYPTION_KEYS: KEK_TEXT, LOG_LEVEL: 'trace' })
+  const server = await storage.startAnother({ KEY_ENCRYPTION_KEYS: KEK_TEXT, LOG_LEVEL: 'trace' })
   const watcher = postgres(POSTGRES_ADMIN_URL, { max: 1, onnotice: () => {} })
   const seen: string[] = []
   let watching = true
   const watch = (async () => {
     while (watching) {
       const rows =
-        await watcher`select coalesce(query, '') as query from pg_stat_activity where datname = ${database.name}`
+        await watcher`select coalesce(query, '') as query from pg_stat_activity where datname = ${databaseName}`
       for (const row of rows) seen.push(String(row.query))
       await Bun.sleep(5)
     }

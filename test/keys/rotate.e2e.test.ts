@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
-import { readFile, rm } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
 import { keysParameter } from '../../src/store/database.ts'
-import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { type Env, runCli, runServerToExit, startServer } from '../support/server-process.ts'
+import { type Env, runCli, runServerToExit } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 
 // `keys rotate` on PostgreSQL, beside a service that keeps creating: nothing lost, and once the
 // old key-encryption key is dropped, a copy of owner_keys taken before an erasure (a backup, a
@@ -17,20 +16,24 @@ import { type Env, runCli, runServerToExit, startServer } from '../support/serve
 const OLD = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
 const NEW = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
 
-let database: TestDatabase
+let storage: ServiceStorage
 let base: Env
 beforeAll(async () => {
-  database = await createTestDatabase('keys_rotate')
-  base = { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'e2e-secret-that-is-at-least-32-bytes-long' }
+  storage = await startService({ label: 'keys_rotate', instances: 0 })
+  base = storage.env
 })
-afterAll(() => database.drop())
+afterAll(() => storage?.stop())
 
 const env = (keys: string) => ({ ...base, KEY_ENCRYPTION_KEYS: keys })
 
 function session(keys: string) {
   const parsed = parseKeyEncryptionKeys(keys)
   if (typeof parsed === 'string') throw new Error(parsed)
-  return postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(parsed) })
+  return postgres(String(storage.databaseUrl), {
+    max: 1,
+    onnotice: () => {},
+    connection: keysParameter(parsed),
+  })
 }
 
 async function token(owner: string): Promise<string> {
@@ -39,7 +42,7 @@ async function token(owner: string): Promise<string> {
 
 test('given a backup of owner_keys from before an erasure, when keys rotate runs beside creates and the old key-encryption key is dropped, then the backup opens nothing of the erased owner and nothing created is lost', async () => {
   // given: alice and bob under the old key-encryption key
-  const first = await startServer(env(OLD))
+  const first = await storage.startAnother(env(OLD))
   const [alice, bob] = [await token('alice'), await token('bob')]
   for (const id of [1, 2]) {
     expect((await postPlant(first.url, alice, { id, name: `alice ${id}` })).status).toBe(200)
@@ -60,7 +63,7 @@ test('given a backup of owner_keys from before an erasure, when keys rotate runs
   expect(opened[0]?.n).toBe(2)
 
   // when: the new key first on the service, creates running, keys rotate beside them
-  const server = await startServer(env(`${NEW},${OLD}`))
+  const server = await storage.startAnother(env(`${NEW},${OLD}`))
   const writers = ['carol', 'dave', 'bob']
   const tokens = await Promise.all(writers.map(token))
   const acknowledged: { owner: string; name: string }[] = []
@@ -83,7 +86,7 @@ test('given a backup of owner_keys from before an erasure, when keys rotate runs
   // and every acknowledged create is listed
   expect({ exitCode: rotated.exitCode, stderr: rotated.stderr }).toMatchObject({ exitCode: 0 })
   expect(Number(rotated.stdout.trim())).toBeGreaterThan(0)
-  const after = await startServer(env(NEW))
+  const after = await storage.startAnother(env(NEW))
   try {
     for (const [index, owner] of writers.entries()) {
       const listed = (await listEveryPlant(after.url, tokens[index] ?? '')).map((plant) => plant.name)
@@ -120,10 +123,11 @@ test('given a backup of owner_keys from before an erasure, when keys rotate runs
 
 test('given the embedded default with its generated key-encryption key, when keys rotate runs with the service stopped, then the file holds a new key alone and every plant is still listed; beside a running service it refuses', async () => {
   // given
-  const dataDir = await makeDataDir('keys-rotate-embedded-')
-  const embedded = { DATA_DIR: dataDir }
+  const store = await startService({ storage: 'embedded', secret: null, label: 'keys-rotate', instances: 0 })
+  const dataDir = String(store.dataDir)
+  const embedded = store.env
   try {
-    const server = await startServer(embedded)
+    const server = await store.startAnother()
     const owner = (await runCli(['token', 'issue', 'erin'], embedded)).stdout.trim()
     expect((await postPlant(server.url, owner, { id: 1, name: 'Aloe' })).status).toBe(200)
     const beside = await runCli(['keys', 'rotate'], embedded)
@@ -138,13 +142,13 @@ test('given the embedded default with its generated key-encryption key, when key
     const after = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
     expect(after).not.toBe(before)
     expect(after.trim().split(',')).toHaveLength(1)
-    const again = await startServer(embedded)
+    const again = await store.startAnother()
     try {
       expect(await listEveryPlant(again.url, owner)).toEqual([{ name: 'Aloe' }])
     } finally {
       await again.stop()
     }
   } finally {
-    await rm(dataDir, { recursive: true, force: true })
+    await store.stop()
   }
 }, 120_000)

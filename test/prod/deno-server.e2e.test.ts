@@ -1,31 +1,22 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
-import { rm } from 'node:fs/promises'
-import { makeDataDir } from '../support/data-dir.ts'
 import { DENO, denoServerCommand } from '../support/deno.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { type Env, runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 
 // The same entry, src/main.ts, served by Deno (the pinned binary: see test/support/deno.ts).
 
-type Storage = { env: Env; command: string[]; cleanup: () => Promise<void> }
+type Storage = { store: ServiceStorage; command: string[] }
 
 const storages: Record<string, () => Promise<Storage>> = {
   embedded: async () => {
-    const dataDir = await makeDataDir('plant-store-deno-')
-    return {
-      env: { DATA_DIR: dataDir },
-      command: denoServerCommand(dataDir),
-      cleanup: () => rm(dataDir, { recursive: true, force: true }),
-    }
+    // No AUTH_JWT_SECRET: the embedded default makes its own.
+    const store = await startService({ storage: 'embedded', secret: null, label: 'deno', instances: 0 })
+    return { store, command: denoServerCommand(store.dataDir) }
   },
   postgres: async () => {
-    const database: TestDatabase = await createTestDatabase('deno')
-    return {
-      env: { DATABASE_URL: database.url, AUTH_JWT_SECRET: 'deno-smoke-secret-of-at-least-32-bytes' },
-      command: denoServerCommand(),
-      cleanup: database.drop,
-    }
+    const store = await startService({ label: 'deno', instances: 0 })
+    return { store, command: denoServerCommand() }
   },
 }
 
@@ -39,14 +30,13 @@ describe.each(Object.keys(storages))('the server on Deno, %s storage', (kind) =>
   let token: string
   beforeAll(async () => {
     storage = await (storages[kind] as () => Promise<Storage>)()
-    const issued = await runCli(['token', 'issue', `deno-${kind}`], storage.env)
+    const issued = await storage.store.cli(['token', 'issue', `deno-${kind}`])
     expect(issued.exitCode).toBe(0)
     token = issued.stdout.trim()
-    server = await startServer({ ...storage.env, NO_COLOR: '1' }, storage.command)
+    server = await storage.store.startAnother({ NO_COLOR: '1' }, storage.command)
   }, 60_000)
   afterAll(async () => {
-    server?.process.kill('SIGKILL')
-    await storage?.cleanup()
+    await storage?.store.stop()
   })
 
   const call = (path: string, init: RequestInit & { auth?: string } = {}) =>

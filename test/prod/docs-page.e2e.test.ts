@@ -1,23 +1,22 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
-import { makeDataDir } from '../support/data-dir.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
-let dataDir: string
+let service: Service
 let server: ServerProcess
 let browser: Browser
 
 beforeAll(async () => {
-  dataDir = await makeDataDir('plant-store-docs-')
-  server = await startServer({ DATA_DIR: dataDir })
+  // The embedded default, its secret its own.
+  service = await startService({ storage: 'embedded', secret: null, label: 'docs' })
+  server = service.server
   browser = await launchChromium()
 }, 60_000)
 afterAll(async () => {
   await browser?.close()
-  server?.process.kill('SIGKILL')
-  await rm(dataDir, { recursive: true, force: true })
+  await service?.stop()
 })
 
 test('GET /docs loads in a real browser with no failed or outside requests and shows both operations', async () => {

@@ -1,27 +1,26 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
 import { treaty } from '@elysiajs/eden'
 import type { App } from '../../src/app.ts'
-import { makeDataDir } from '../support/data-dir.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 
 // Eden Treaty over real HTTP against the server process: the client's types come from the app's
 // own schemas, so `bun run typecheck` fails when a call no longer fits the API.
-let dataDir: string
+let storage: ServiceStorage
 let server: ServerProcess
 let client: ReturnType<typeof treaty<App>>
 let anonymous: ReturnType<typeof treaty<App>>
 
 beforeAll(async () => {
-  dataDir = await makeDataDir('plant-store-eden-')
-  const token = (await runCli(['token', 'issue', 'eden-user'], { DATA_DIR: dataDir })).stdout.trim()
-  server = await startServer({ DATA_DIR: dataDir })
+  // The embedded default, its secret its own: the token is issued before the server starts.
+  storage = await startService({ storage: 'embedded', secret: null, label: 'eden', instances: 0 })
+  const token = (await storage.cli(['token', 'issue', 'eden-user'])).stdout.trim()
+  server = await storage.startAnother()
   client = treaty<App>(server.url, { headers: { authorization: `Bearer ${token}` } })
   anonymous = treaty<App>(server.url)
 }, 60_000)
 afterAll(async () => {
-  server?.process.kill('SIGKILL')
-  await rm(dataDir, { recursive: true, force: true })
+  await storage?.stop()
 })
 
 test('a typed client creates, retries, conflicts and lists, with typed data and typed errors', async () => {

@@ -1,14 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { rm } from 'node:fs/promises'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { readLocalSecret } from '../../src/auth/local-secret.ts'
 import { openStorage } from '../../src/log/open-store.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
-import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
-import { createTestDatabase } from '../support/postgres.ts'
 import { checkProjection } from '../support/projection-check.ts'
-import { type Env, runCli, startServer } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 const OWNERS = ['ada', 'bo', 'cy']
@@ -49,14 +44,14 @@ async function burstUntilKilled(url: string, tokens: Map<string, string>, kill: 
 }
 
 type Setup = {
-  env: Env
-  tokenFor: (owner: string) => Promise<string>
+  store: ServiceStorage
   openDatabase: () => Promise<DatabaseHandle>
 }
 
-async function crashAndRecover({ env, tokenFor, openDatabase }: Setup) {
+async function crashAndRecover({ store, openDatabase }: Setup) {
+  const tokenFor = (owner: string) => store.tokenFor(owner, 600)
   // given a server taking a burst of concurrent creations
-  let server = await startServer(env)
+  let server = await store.startAnother()
   const tokens = new Map(await Promise.all(OWNERS.map(async (o) => [o, await tokenFor(o)] as const)))
   // when it is killed with SIGKILL mid-burst and started again on the same storage
   const { acknowledged, unexpected, unanswered } = await burstUntilKilled(server.url, tokens, () =>
@@ -67,7 +62,7 @@ async function crashAndRecover({ env, tokenFor, openDatabase }: Setup) {
   expect(unexpected).toEqual([])
   // the kill landed mid-burst: creations were in flight and never got an answer
   expect(unanswered).toBeGreaterThan(0)
-  server = await startServer(env)
+  server = await store.startAnother()
   let listedInAll = 0
   try {
     // then every acknowledged plant is listed, and no plant is listed twice
@@ -95,7 +90,7 @@ async function crashAndRecover({ env, tokenFor, openDatabase }: Setup) {
     await handle.close()
   }
   // and the service's own check agrees
-  const verify = await runCli(['projection', 'verify'], env)
+  const verify = await store.cli(['projection', 'verify'])
   expect({ exitCode: verify.exitCode, stdout: verify.stdout }).toEqual({
     exitCode: 0,
     stdout: expect.stringContaining('matches the fold of the log'),
@@ -109,29 +104,27 @@ describe('a SIGKILL in the middle of a burst of creations loses no acknowledged 
   })
 
   test('on PostgreSQL', async () => {
-    const database = await createTestDatabase('crash')
-    cleanups.push(database.drop)
-    const secret = 'crash-test-secret-of-at-least-32-bytes'
+    const store = await startService({ label: 'crash', instances: 0, env: { DATABASE_POOL_SIZE: '5' } })
+    cleanups.push(store.stop)
     await crashAndRecover({
-      env: { DATABASE_URL: database.url, AUTH_JWT_SECRET: secret, DATABASE_POOL_SIZE: '5' },
-      tokenFor: (subject) =>
-        issueToken(new TextEncoder().encode(secret), { subject, ttlSeconds: 600, now: new Date() }),
+      store,
       openDatabase: async () =>
-        openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 10_000 }),
+        openPostgres({
+          keys: TEST_KEYS,
+          url: String(store.databaseUrl),
+          poolSize: 1,
+          statementTimeoutMs: 10_000,
+        }),
     })
   }, 60_000)
 
   test('on the embedded default, where the lock went with the killed server', async () => {
-    const dataDir = await makeDataDir('plant-store-crash-')
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
+    // No AUTH_JWT_SECRET: the server makes its own in DATA_DIR, as the default does.
+    const store = await startService({ storage: 'embedded', secret: null, label: 'crash', instances: 0 })
+    cleanups.push(store.stop)
     await crashAndRecover({
-      env: { DATA_DIR: dataDir },
-      tokenFor: async (subject) => {
-        const secret = await readLocalSecret(dataDir)
-        if (!secret) throw new Error('the server made no local secret')
-        return issueToken(secret, { subject, ttlSeconds: 600, now: new Date() })
-      },
-      openDatabase: () => openStorage({ kind: 'embedded', dataDir }),
+      store,
+      openDatabase: () => openStorage({ kind: 'embedded', dataDir: String(store.dataDir) }),
     })
   }, 60_000)
 })

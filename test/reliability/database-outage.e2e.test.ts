@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { POSTGRES_ADMIN_URL } from '../support/postgres.ts'
 import { checkProjection } from '../support/projection-check.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 import { type CutMode, startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-const SECRET = 'outage-test-secret-of-at-least-32-bytes'
 // The server's own deadline: a request whose database went silent is answered 503 by then.
 const SERVER_DEADLINE_MS = 4_000
 // Bounds, not speed targets: the machine is shared. No call may take longer than this.
@@ -65,33 +64,31 @@ async function loadWhile(
 }
 
 describe.each<CutMode>(['reset', 'silent'])('when the database connection is cut (%s)', (how) => {
-  let database: TestDatabase
+  let service: Service
   let proxy: TcpProxy
   let server: ServerProcess
   let token: string
 
   beforeAll(async () => {
-    database = await createTestDatabase('outage')
-    proxy = startTcpProxy({ hostname: '127.0.0.1', port: Number(new URL(database.url).port || 5432) })
-    const throughProxy = new URL(database.url)
-    throughProxy.hostname = '127.0.0.1'
-    throughProxy.port = String(proxy.port)
-    server = await startServer({
-      DATABASE_URL: throughProxy.toString(),
-      AUTH_JWT_SECRET: SECRET,
-      DATABASE_POOL_SIZE: '5',
-      REQUEST_TIMEOUT_MS: String(SERVER_DEADLINE_MS),
+    proxy = startTcpProxy({ hostname: '127.0.0.1', port: Number(new URL(POSTGRES_ADMIN_URL).port || 5432) })
+    const throughProxy = (url: string) => {
+      const proxied = new URL(url)
+      proxied.hostname = '127.0.0.1'
+      proxied.port = String(proxy.port)
+      return proxied.toString()
+    }
+    service = await startService({
+      label: 'outage',
+      databaseUrl: throughProxy,
+      env: { DATABASE_POOL_SIZE: '5', REQUEST_TIMEOUT_MS: String(SERVER_DEADLINE_MS) },
     })
-    token = await issueToken(new TextEncoder().encode(SECRET), {
-      subject: 'ops',
-      ttlSeconds: 600,
-      now: new Date(),
-    })
+    server = service.server
+    token = await service.tokenFor('ops', 600)
   }, 30_000)
   afterAll(async () => {
     await server?.stop('SIGTERM')
     proxy?.stop()
-    await database?.drop()
+    await service?.stop()
   })
 
   test('an outage under load answers 503 with Retry-After, never 500 or a hang, and heals by itself', async () => {
@@ -159,7 +156,7 @@ describe.each<CutMode>(['reset', 'silent'])('when the database connection is cut
     for (const name of acknowledged) expect(listed).toContain(name)
     const direct = openPostgres({
       keys: TEST_KEYS,
-      url: database.url,
+      url: String(service.databaseUrl),
       poolSize: 1,
       statementTimeoutMs: 10_000,
     })

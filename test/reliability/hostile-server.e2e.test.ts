@@ -1,30 +1,24 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { hostileRequest, tamperToken } from '../support/hostile-requests.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { rawExchange } from '../support/raw-http.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 
-const SECRET = 'hostile-server-secret-of-at-least-32-bytes'
 const REQUESTS = 300
 const REQUEST_BOUND_MS = 15_000
 
-let database: TestDatabase
+let service: Service
 let server: ServerProcess
 let token: string
 beforeAll(async () => {
-  database = await createTestDatabase('hostile')
-  server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, DATABASE_POOL_SIZE: '4' })
-  token = await issueToken(new TextEncoder().encode(SECRET), {
-    subject: 'eve',
-    ttlSeconds: 600,
-    now: new Date(),
-  })
+  service = await startService({ label: 'hostile', env: { DATABASE_POOL_SIZE: '4' } })
+  server = service.server
+  token = await service.tokenFor('eve', 600)
 }, 30_000)
 afterAll(async () => {
   await server?.stop('SIGTERM')
-  await database?.drop()
+  await service?.stop()
 })
 
 const exchange = (bytes: Uint8Array | string) => rawExchange(server.url, bytes, { waitMs: 10_000 })

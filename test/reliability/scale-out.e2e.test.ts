@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { keysParameter } from '../../src/store/database.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { type ServerProcess, startServer } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type Service, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-const SECRET = 'scale-out-secret-of-at-least-32-bytes'
 const MIGRATIONS = (
   (await Bun.file(new URL('../../db/migrations/meta/_journal.json', import.meta.url)).json()) as {
     entries: unknown[]
@@ -18,29 +16,21 @@ const IDS = Array.from({ length: 12 }, (_, index) => index + 1)
 // Each owner+id is posted this many times, spread over the instances, with two competing names.
 const ATTEMPTS = 4
 
-let database: TestDatabase
+let service: Service
+let databaseUrl: string
 let servers: ServerProcess[] = []
 const tokens = new Map<string, string>()
 
 beforeAll(async () => {
-  database = await createTestDatabase('scale')
-  const env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, DATABASE_POOL_SIZE: '4' }
   // All three start at once on an empty database: each applies the migrations at start.
-  servers = await Promise.all([startServer(env), startServer(env), startServer(env)])
-  for (const owner of OWNERS) {
-    tokens.set(
-      owner,
-      await issueToken(new TextEncoder().encode(SECRET), {
-        subject: owner,
-        ttlSeconds: 600,
-        now: new Date(),
-      }),
-    )
-  }
+  service = await startService({ label: 'scale', instances: 3, env: { DATABASE_POOL_SIZE: '4' } })
+  databaseUrl = String(service.databaseUrl)
+  servers = [...service.servers]
+  for (const owner of OWNERS) tokens.set(owner, await service.tokenFor(owner, 600))
 }, 30_000)
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop('SIGTERM')))
-  await database?.drop()
+  await service?.stop()
 })
 
 test('three instances on one database append exactly one event per owner+id and list the same plants', async () => {
@@ -59,7 +49,7 @@ test('three instances on one database append exactly one event per owner+id and 
   )
   // and each instance's first batch is held on the owners' locks, so that the creates arriving
   // meanwhile queue up and go in batches (group commit)
-  const holder = postgres(database.url, { max: 1, onnotice: () => {} })
+  const holder = postgres(databaseUrl, { max: 1, onnotice: () => {} })
   await holder`select pg_advisory_lock(hashtextextended(owner, 0)) from unnest(${OWNERS}::text[]) as owner`
   const pending = Promise.all(
     requests.map(async ({ owner, id, name, server }) => {
@@ -76,7 +66,7 @@ test('three instances on one database append exactly one event per owner+id and 
   // then every answer is 200 or 409, never 500
   expect(new Set(answers.map((answer) => answer.status))).toEqual(new Set([200, 409]))
   // and the log holds exactly one event per owner+id
-  const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
   try {
     const perPlant = await sql<{ owner: string; id: string; n: number; name: string }[]>`
       select k.owner, opened->>'id' as id, count(*)::int as n, min(opened->>'name') as name

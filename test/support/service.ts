@@ -1,5 +1,6 @@
 import { rm } from 'node:fs/promises'
 import { issueToken } from '../../src/auth/issue-token.ts'
+import { readLocalSecret } from '../../src/auth/local-secret.ts'
 import { makeDataDir } from './data-dir.ts'
 import { createTestFeed, type TestFeed } from './nats.ts'
 import { createTestDatabase, type TestDatabase } from './postgres.ts'
@@ -17,18 +18,29 @@ export type ServiceOptions = {
   feed?: boolean
   // Names the database, stream and data folder, for whoever reads what a failed test left.
   label?: string
-  secret?: string
+  // null: no AUTH_JWT_SECRET, so an embedded server makes its own in DATA_DIR as the default does
+  // (tokenFor reads it there once a server has started). Embedded only.
+  secret?: string | null
   // More of the server's environment; it wins over what the fixture sets.
   env?: Env
   command?: string[]
+  // The DATABASE_URL the servers and the CLI get, made from the fresh database's own URL (one through
+  // a proxy, a multi-host one); `databaseUrl` in the result stays the database's own. PostgreSQL only.
+  databaseUrl?: (url: string) => string
+  // How many server processes to start at once (default 1), for tests of servers starting together;
+  // 0 for the storage (and feed) alone, the test starting its servers with startAnother.
+  instances?: number
 }
 
 export type Service = {
   url: string
   server: ServerProcess
+  // Every server started at the start (`instances` of them), `server` first.
+  servers: ServerProcess[]
   // The server's environment, for the CLI or another instance beside it.
   env: Env
-  secret: string
+  // Undefined with `secret: null`.
+  secret?: string
   databaseUrl?: string
   database?: TestDatabase
   pair?: PrimaryWithReplica
@@ -46,14 +58,20 @@ export const SERVICE_SECRET = 'service-fixture-secret-of-at-least-32-bytes'
 
 export type ReplicatedService = Service & { pair: PrimaryWithReplica }
 
+// What `instances: 0` gives: everything but a running server.
+export type ServiceStorage = Omit<Service, 'url' | 'server'>
+
 // One running service over real parts, as a test needs it: storage, replicas and feed are options.
 export async function startService(
   options: ServiceOptions & { replicas: true | ReplicaOptions },
 ): Promise<ReplicatedService>
+export async function startService(options: ServiceOptions & { instances: 0 }): Promise<ServiceStorage>
 export async function startService(options?: ServiceOptions): Promise<Service>
-export async function startService(options: ServiceOptions = {}): Promise<Service> {
+export async function startService(options: ServiceOptions = {}): Promise<Service | ServiceStorage> {
   const { storage = 'postgres', label = 'service', secret = SERVICE_SECRET } = options
   if (storage === 'embedded' && options.replicas) throw new Error('replicas need storage: postgres')
+  if (storage === 'embedded' && options.databaseUrl) throw new Error('databaseUrl needs storage: postgres')
+  if (storage !== 'embedded' && secret === null) throw new Error('secret: null needs storage: embedded')
   const cleanups: (() => Promise<void>)[] = []
   const servers: ServerProcess[] = []
   const stop = async () => {
@@ -64,7 +82,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
   }
   try {
-    const env: Env = { AUTH_JWT_SECRET: secret }
+    const env: Env = secret === null ? {} : { AUTH_JWT_SECRET: secret }
     let database: TestDatabase | undefined
     let pair: PrimaryWithReplica | undefined
     let dataDir: string | undefined
@@ -84,6 +102,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       cleanups.push(() => rm(made, { recursive: true, force: true }))
       env.DATA_DIR = made
     }
+    if (options.databaseUrl && env.DATABASE_URL) env.DATABASE_URL = options.databaseUrl(env.DATABASE_URL)
     let feed: TestFeed | undefined
     if (options.feed) {
       const created = await createTestFeed(label)
@@ -102,19 +121,26 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       servers.push(server)
       return server
     }
-    const server = await startAnother()
-    const key = new TextEncoder().encode(secret)
+    const started = await Promise.all(Array.from({ length: options.instances ?? 1 }, () => startAnother()))
+    const server = started[0]
+    const key = async () => {
+      if (secret !== null) return new TextEncoder().encode(secret)
+      const local = await readLocalSecret(dataDir ?? '')
+      if (!local) throw new Error('no server has made its local secret yet')
+      return local
+    }
     return {
-      url: server.url,
-      server,
+      ...(server && { url: server.url, server }),
+      servers: started,
       env,
-      secret,
+      secret: secret ?? undefined,
       databaseUrl: pair?.primaryUrl ?? database?.url,
       database,
       pair,
       feed,
       dataDir,
-      tokenFor: (subject, ttlSeconds = 3600) => issueToken(key, { subject, ttlSeconds, now: new Date() }),
+      tokenFor: async (subject, ttlSeconds = 3600) =>
+        issueToken(await key(), { subject, ttlSeconds, now: new Date() }),
       startAnother,
       cli: (args, stdin) => runCli(args, env, stdin),
       stop,

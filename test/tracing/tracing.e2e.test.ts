@@ -1,22 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { keysParameter } from '../../src/store/database.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { createTestFeed, type TestFeed } from '../support/nats.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { postPlant } from '../support/plant-client.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import {
-  runCli,
-  runServerToExit,
-  SERVER_COMMAND,
-  type ServerProcess,
-  startServer,
-} from '../support/server-process.ts'
+import { runCli, runServerToExit, SERVER_COMMAND, type ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-const SECRET = 'tracing-e2e-secret-of-at-least-32-bytes'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER_SPAN = '00f067aa0ba902b7'
 const SERVER = 2
@@ -26,14 +18,13 @@ const PRODUCER = 4
 // A create followed from the caller's trace through the server's request, the batch statement it
 // joined and the feed's publish, to the CloudEvent a consumer continues from; then an erasure.
 describe('traces over OTLP/HTTP', () => {
-  let database: TestDatabase
+  let storage: ServiceStorage
   let sql: postgres.Sql
   let receiver: OtlpReceiver
   let feed: TestFeed
   let server: ServerProcess | undefined
-  const token = (subject: string) =>
-    issueToken(new TextEncoder().encode(SECRET), { subject, ttlSeconds: 3600, now: new Date() })
-  const env = () => ({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...feed.env })
+  const token = (subject: string) => storage.tokenFor(subject, 3600)
+  const env = () => ({ ...storage.env, ...feed.env })
   const tracingEnv = () => ({
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_SERVICE_NAME: 'plants-under-test',
@@ -53,8 +44,12 @@ describe('traces over OTLP/HTTP', () => {
   }
 
   beforeAll(async () => {
-    database = await createTestDatabase('tracing')
-    sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+    storage = await startService({ label: 'tracing', instances: 0 })
+    sql = postgres(String(storage.databaseUrl), {
+      max: 1,
+      onnotice: () => {},
+      connection: keysParameter(TEST_KEYS),
+    })
   })
   afterEach(async () => {
     server?.process.kill('SIGKILL')
@@ -65,7 +60,7 @@ describe('traces over OTLP/HTTP', () => {
   })
   afterAll(async () => {
     await sql.end()
-    await database.drop()
+    await storage.stop()
   })
 
   test.each([
@@ -77,7 +72,7 @@ describe('traces over OTLP/HTTP', () => {
       // given
       receiver = startOtlpReceiver()
       feed = await createTestFeed('tracing_on')
-      server = await startServer({ ...env(), ...tracingEnv() }, command)
+      server = await storage.startAnother({ ...env(), ...tracingEnv() }, command)
       // when
       const response = await fetch(`${server.url}/plants`, {
         method: 'POST',
@@ -133,7 +128,7 @@ describe('traces over OTLP/HTTP', () => {
     // given
     receiver = startOtlpReceiver()
     feed = await createTestFeed('tracing_batch')
-    server = await startServer({ ...env(), ...tracingEnv() })
+    server = await storage.startAnother({ ...env(), ...tracingEnv() })
     const url = server.url
     const bearer = `Bearer ${await token('batched-owner')}`
     // when a burst of creates arrives at once, each from a trace of its own
@@ -173,7 +168,7 @@ describe('traces over OTLP/HTTP', () => {
     // given
     receiver = startOtlpReceiver()
     feed = await createTestFeed('tracing_root')
-    server = await startServer({ ...env(), ...tracingEnv() })
+    server = await storage.startAnother({ ...env(), ...tracingEnv() })
     // when
     const response = await postPlant(server.url, await token('untraced-caller'), { id: 2, name: 'Ivy' })
     const messages = await cloudEvents()
@@ -190,7 +185,7 @@ describe('traces over OTLP/HTTP', () => {
     // given
     receiver = startOtlpReceiver()
     feed = await createTestFeed('tracing_off')
-    server = await startServer({ ...env(), OTEL_SERVICE_NAME: 'unused-without-endpoint' })
+    server = await storage.startAnother({ ...env(), OTEL_SERVICE_NAME: 'unused-without-endpoint' })
     // when a caller sends its traceparent
     const response = await fetch(`${server.url}/plants`, {
       method: 'POST',
@@ -234,7 +229,7 @@ describe('traces over OTLP/HTTP', () => {
     // given the traced owner's event, with its traceparent sealed
     receiver = startOtlpReceiver()
     feed = await createTestFeed('tracing_erase')
-    server = await startServer({ ...env(), ...tracingEnv() })
+    server = await storage.startAnother({ ...env(), ...tracingEnv() })
     expect((await postPlant(server.url, await token('erased-owner'), { id: 4, name: 'Sage' })).status).toBe(
       200,
     )
