@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import { type ReplicatedService, startService } from '../support/service.ts'
+import type { ReplicatedService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf, type SseEvent, type SseReader } from '../support/sse-client.ts'
-import { create, eventually, metric, SECRET, tokenFor } from './replica-client.ts'
+import { create, eventually, metric, startReplicatedService, tokenFor } from './replica-client.ts'
 
 // GET /plants/changes on a server reading from a real streaming replica (docs/live-changes.md; docs/operating.md, Scaling out): the
 // catch-up comes from the replica when it has replayed far enough, else from the primary, and
@@ -15,12 +15,7 @@ let server: ServerProcess
 let readers: SseReader[] = []
 
 beforeAll(async () => {
-  service = await startService({
-    label: 'replicas',
-    replicas: true,
-    secret: SECRET,
-    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(READ_WAIT_MS) },
-  })
+  service = await startReplicatedService(READ_WAIT_MS)
   ;({ pair, server } = service)
 }, 60_000)
 afterEach(async () => {

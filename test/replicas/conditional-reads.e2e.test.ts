@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import { type ReplicatedService, startService } from '../support/service.ts'
-import { create, readsFrom, SECRET, tokenFor } from './replica-client.ts'
+import type { ReplicatedService } from '../support/service.ts'
+import { create, readsFrom, startReplicatedService, tokenFor } from './replica-client.ts'
 
 // Conditional listings through a streaming replica (docs/api.md; docs/operating.md, Scaling out): the replica answers 304,
 // and a tag with the caller's position is compared only where that position is visible.
@@ -12,12 +12,7 @@ let pair: PrimaryWithReplica
 let server: ServerProcess
 
 beforeAll(async () => {
-  service = await startService({
-    label: 'replicas',
-    replicas: true,
-    secret: SECRET,
-    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(READ_WAIT_MS) },
-  })
+  service = await startReplicatedService(READ_WAIT_MS)
   ;({ pair, server } = service)
 }, 60_000)
 afterAll(async () => {

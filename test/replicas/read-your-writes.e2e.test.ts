@@ -2,8 +2,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import { type ReplicatedService, startService } from '../support/service.ts'
-import { create, eventually, list, metric, readsFrom, SECRET, tokenFor } from './replica-client.ts'
+import type { ReplicatedService } from '../support/service.ts'
+import {
+  create,
+  eventually,
+  list,
+  metric,
+  readsFrom,
+  startReplicatedService,
+  tokenFor,
+} from './replica-client.ts'
 
 // A real primary and streaming replica, and the server reading from the replica (docs/operating.md, Scaling out).
 const READ_WAIT_MS = 1500
@@ -12,12 +20,7 @@ let pair: PrimaryWithReplica
 let server: ServerProcess
 
 beforeAll(async () => {
-  service = await startService({
-    label: 'replicas',
-    replicas: true,
-    secret: SECRET,
-    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(READ_WAIT_MS) },
-  })
+  service = await startReplicatedService(READ_WAIT_MS)
   ;({ pair, server } = service)
 }, 60_000)
 afterAll(async () => {

@@ -2,12 +2,23 @@ import { issueToken } from '../../src/auth/issue-token.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { stopOnExit } from '../support/server-cleanup.ts'
 import { type Env, type ServerProcess, startServer } from '../support/server-process.ts'
+import { type ReplicatedService, startService } from '../support/service.ts'
 
 // What the read-replica tests share: a server on a primary and its replicas, and its answers.
 export const SECRET = 'read-replica-secret-of-at-least-32-bytes'
 
 export const tokenFor = (subject: string) =>
   issueToken(new TextEncoder().encode(SECRET), { subject, ttlSeconds: 3600, now: new Date() })
+
+// A service reading from a streaming replica of its primary, as the end-to-end files test it.
+export function startReplicatedService(readWaitMs: number): Promise<ReplicatedService> {
+  return startService({
+    label: 'replicas',
+    replicas: true,
+    secret: SECRET,
+    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(readWaitMs) },
+  })
+}
 
 // The server, killed with the test process if afterAll never runs.
 export async function startReplicaServer(env: Env): Promise<ServerProcess> {
