@@ -48,22 +48,26 @@ async function keysOf(db: Database): Promise<{ raw: Buffer[]; wrapped: Buffer[] 
   }
 }
 
+// 303 owners, each with a key: three through the create path, 300 seeded.
+async function createOwners(db: Database): Promise<void> {
+  for (const owner of ['alice', 'bob', 'carol']) await create(db, owner, { id: 1n, name: `${owner}'s` })
+  await db.execute(
+    sql.raw(
+      sealedSeed(
+        "select 'o' || i as owner, i::bigint as id, 'n' as name, null as tag from generate_series(1, 300) as i",
+        { project: true },
+      ),
+    ),
+  )
+}
+
 test('given owners on the embedded store, when everything is checkpointed, then no file of DATA_DIR or its WAL holds a raw key', async () => {
   // given
   const dataDir = await makeDataDir('keys-on-disk-')
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
   const storage = await openStorage({ kind: 'embedded', dataDir })
   try {
-    for (const owner of ['alice', 'bob', 'carol'])
-      await create(storage.db, owner, { id: 1n, name: `${owner}'s` })
-    await storage.db.execute(
-      sql.raw(
-        sealedSeed(
-          "select 'o' || i as owner, i::bigint as id, 'n' as name, null as tag from generate_series(1, 300) as i",
-          { project: true },
-        ),
-      ),
-    )
+    await createOwners(storage.db)
     // when
     await storage.db.execute(sql`checkpoint`)
     await storage.db.execute(sql`select pg_switch_wal()`)
@@ -83,16 +87,7 @@ test("given owners on the machine's PostgreSQL, when everything is checkpointed,
   // given (the test runs as root, beside the server, and reads its data directory)
   const storage = await openTestStorage('postgres')
   try {
-    for (const owner of ['alice', 'bob', 'carol'])
-      await create(storage.db, owner, { id: 1n, name: `${owner}'s` })
-    await storage.db.execute(
-      sql.raw(
-        sealedSeed(
-          "select 'o' || i as owner, i::bigint as id, 'n' as name, null as tag from generate_series(1, 300) as i",
-          { project: true },
-        ),
-      ),
-    )
+    await createOwners(storage.db)
     // when
     await storage.db.execute(sql`checkpoint`)
     const [where] = rowsOf<{ dir: string; oid: string }>(
