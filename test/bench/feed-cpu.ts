@@ -3,13 +3,13 @@
 // Run: bun test/bench/feed-cpu.ts [creates]   (needs the PostgreSQL and NATS of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { keysParameter } from '../../src/store/database.ts'
 import { createTestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { startServer } from '../support/server-process.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
+import { concurrentCreates } from './concurrent-creates.ts'
 import { meterCpu } from './cpu.ts'
 
 const CREATES = Number(process.argv[2] ?? 4000)
@@ -22,22 +22,9 @@ const feed = await createTestFeed('bench_feed_cpu')
 const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...feed.env })
 try {
-  const secret = new TextEncoder().encode(SECRET)
-  const tokens = await Promise.all(
-    Array.from({ length: CLIENTS }, (_, index) =>
-      issueToken(secret, { subject: `owner-${index}`, ttlSeconds: 3600, now: new Date() }),
-    ),
-  )
-  let next = 0
-  const create = async (count: number) => {
-    const end = next + count
-    await Promise.all(
-      tokens.map(async (token) => {
-        for (let id = next++; id < end; id = next++)
-          await postPlant(server.url, token, { id, name: `plant ${id}` })
-      }),
-    )
-  }
+  const create = await concurrentCreates(SECRET, CLIENTS, async (token, id) => {
+    await postPlant(server.url, token, { id, name: `plant ${id}` })
+  })
   await create(WARM_UP)
   await feed.waitFor(WARM_UP, 60_000)
   const meter = await meterCpu(sql, database.name, server.process.pid)

@@ -6,12 +6,12 @@
 import { join } from 'node:path'
 import process from 'node:process'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { keysParameter } from '../../src/store/database.ts'
 import { startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { SERVER_COMMAND, startServer } from '../support/server-process.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
+import { concurrentCreates } from './concurrent-creates.ts'
 import { meterCpu } from './cpu.ts'
 
 const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
@@ -29,34 +29,20 @@ const command = SERVER_COMMAND.map((part) => (part === 'src/main.ts' ? join(root
 const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...tracing }, command)
 void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
 try {
-  const secret = new TextEncoder().encode(SECRET)
-  const tokens = await Promise.all(
-    Array.from({ length: CLIENTS }, (_, index) =>
-      issueToken(secret, { subject: `owner-${index}`, ttlSeconds: 3600, now: new Date() }),
-    ),
-  )
-  let next = 0
   // Every create comes with a caller's traceparent, as from a traced client; off, it is ignored.
-  const create = async (count: number) => {
-    const end = next + count
-    await Promise.all(
-      tokens.map(async (token) => {
-        for (let id = next++; id < end; id = next++) {
-          const trace = crypto.randomUUID().replaceAll('-', '')
-          const response = await fetch(`${server.url}/plants`, {
-            method: 'POST',
-            headers: {
-              authorization: `Bearer ${token}`,
-              'content-type': 'application/json',
-              traceparent: `00-${trace}-${trace.slice(0, 16)}-01`,
-            },
-            body: JSON.stringify({ id, name: `plant ${id}` }),
-          })
-          if (response.status !== 200) throw new Error(`a create answered ${response.status}`)
-        }
-      }),
-    )
-  }
+  const create = await concurrentCreates(SECRET, CLIENTS, async (token, id) => {
+    const trace = crypto.randomUUID().replaceAll('-', '')
+    const response = await fetch(`${server.url}/plants`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        traceparent: `00-${trace}-${trace.slice(0, 16)}-01`,
+      },
+      body: JSON.stringify({ id, name: `plant ${id}` }),
+    })
+    if (response.status !== 200) throw new Error(`a create answered ${response.status}`)
+  })
   await create(WARM_UP)
   const meter = await meterCpu(sql, database.name, server.process.pid)
   const started = performance.now()
