@@ -1,6 +1,5 @@
 import { Buffer } from 'node:buffer'
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { createLocalFileOnce, readLocalFile } from '../store/local-file.ts'
 
 const SECRET_FILE = 'auth-secret'
 
@@ -9,26 +8,15 @@ const SECRET_FILE = 'auth-secret'
 export async function loadOrCreateLocalSecret(dataDir: string): Promise<Uint8Array> {
   const existing = await readLocalSecret(dataDir)
   if (existing) return existing
-  await mkdir(dataDir, { recursive: true })
-  const path = join(dataDir, SECRET_FILE)
-  const secret = crypto.getRandomValues(new Uint8Array(32))
-  try {
-    await writeFile(path, `${Buffer.from(secret).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' })
-  } catch (error) {
-    // Another process wrote it first: use theirs.
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return (await readLocalSecret(dataDir)) ?? secret
-    throw error
-  }
-  await chmod(path, 0o600)
-  return secret
+  const made = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
+  return secretOf(await createLocalFileOnce(dataDir, SECRET_FILE, `${made}\n`))
 }
 
 export async function readLocalSecret(dataDir: string): Promise<Uint8Array | undefined> {
-  try {
-    const text = await readFile(join(dataDir, SECRET_FILE), 'utf8')
-    return new Uint8Array(Buffer.from(text.trim(), 'base64url'))
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw error
-  }
+  const text = await readLocalFile(dataDir, SECRET_FILE)
+  return text === undefined ? undefined : secretOf(text)
+}
+
+function secretOf(text: string): Uint8Array {
+  return new Uint8Array(Buffer.from(text.trim(), 'base64url'))
 }

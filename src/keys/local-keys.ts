@@ -1,6 +1,7 @@
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Failure } from '../errors.ts'
+import { createLocalFileOnce, readLocalFile } from '../store/local-file.ts'
 import {
   formatKeyEncryptionKeys,
   type KeyEncryptionKeys,
@@ -16,20 +17,8 @@ export const LOCAL_KEYS_FILE = 'key-encryption-keys'
 export async function loadOrCreateLocalKeys(dataDir: string): Promise<KeyEncryptionKeys> {
   const existing = await readLocalKeys(dataDir)
   if (existing) return existing
-  await mkdir(dataDir, { recursive: true })
-  const keys = [newKeyEncryptionKey()]
-  try {
-    await writeFile(join(dataDir, LOCAL_KEYS_FILE), `${formatKeyEncryptionKeys(keys)}\n`, {
-      mode: 0o600,
-      flag: 'wx',
-    })
-  } catch (error) {
-    // Another process wrote it first: use theirs.
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return (await readLocalKeys(dataDir)) ?? keys
-    throw error
-  }
-  await chmod(join(dataDir, LOCAL_KEYS_FILE), 0o600)
-  return keys
+  const made = `${formatKeyEncryptionKeys([newKeyEncryptionKey()])}\n`
+  return keysOf(await createLocalFileOnce(dataDir, LOCAL_KEYS_FILE, made))
 }
 
 // Replaces the file's list (`keys rotate`): written aside, then renamed over it.
@@ -40,13 +29,11 @@ export async function writeLocalKeys(dataDir: string, keys: KeyEncryptionKeys): 
 }
 
 async function readLocalKeys(dataDir: string): Promise<KeyEncryptionKeys | undefined> {
-  let text: string
-  try {
-    text = await readFile(join(dataDir, LOCAL_KEYS_FILE), 'utf8')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw error
-  }
+  const text = await readLocalFile(dataDir, LOCAL_KEYS_FILE)
+  return text === undefined ? undefined : keysOf(text)
+}
+
+function keysOf(text: string): KeyEncryptionKeys {
   const keys = parseKeyEncryptionKeys(text)
   if (typeof keys === 'string') throw new Failure('BAD_SETTING', `DATA_DIR's ${LOCAL_KEYS_FILE} file ${keys}`)
   return keys
