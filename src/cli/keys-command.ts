@@ -1,14 +1,14 @@
 import process from 'node:process'
 import type { Config } from '../config.ts'
 import { Failure } from '../errors.ts'
+import { rotateKeys } from '../log/rotate-keys.ts'
+import { openPostgres } from '../store/database.ts'
 import {
   type KeyEncryptionKeys,
   keyEncryptionKeyId,
   newKeyEncryptionKey,
-} from '../keys/key-encryption-keys.ts'
-import { writeLocalKeys } from '../keys/local-keys.ts'
-import { rotateKeys } from '../keys/rotate-keys.ts'
-import { openPostgres } from '../store/database.ts'
+} from '../store/key-encryption-keys.ts'
+import { writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
 import { withStorage } from './projection-command.ts'
 

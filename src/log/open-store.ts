@@ -1,13 +1,13 @@
 import type { Config } from '../config.ts'
 import { Failure } from '../errors.ts'
-import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../keys/key-encryption-keys.ts'
-import { loadOrCreateLocalKeys } from '../keys/local-keys.ts'
-import { requireKeysCovered, wrapStoredKeys } from '../keys/wrap-stored-keys.ts'
 import { type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
+import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../store/key-encryption-keys.ts'
+import { loadOrCreateLocalKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
 import { type UpgradeOptions, upgradeLog } from './upgrade.ts'
+import { requireKeysCovered, wrapStoredKeys } from './wrap-stored-keys.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
 // connection is a PostgreSQL process of its own: docs/operating.md (The embedded default) has the

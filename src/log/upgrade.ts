@@ -7,7 +7,7 @@ import { newWrappedKey, unwrappedKey } from './sealing.ts'
 // Where the upgrade of a log written before erasure is (docs/erasure.md): sealing its events, batch
 // by batch, then rewriting the table and its statistics, then closing the fence.
 export type UpgradeProgress = {
-  // 'wrap' to 'wrapped': the owners' keys of a version before key-encryption keys (keys/wrap-stored-keys.ts).
+  // 'wrap' to 'wrapped': the owners' keys of a version before key-encryption keys (wrap-stored-keys.ts).
   step:
     | 'seal'
     | 'wait'

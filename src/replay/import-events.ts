@@ -1,9 +1,9 @@
 import { Failure, isFailure } from '../errors.ts'
-import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { whileAppendsBlocked } from '../log/append-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../log/work-tables.ts'
 import type { Database } from '../store/database.ts'
 import { databaseMessage } from '../store/database-error.ts'
+import type { KeyEncryptionKeys } from '../store/key-encryption-keys.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 import { lineChecker } from './import-lines.ts'
 import {

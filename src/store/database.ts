@@ -1,6 +1,6 @@
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import { type KeyEncryptionKeys, sessionKeys } from '../keys/key-encryption-keys.ts'
+import { type KeyEncryptionKeys, sessionKeys } from './key-encryption-keys.ts'
 import { postgresClient } from './postgres-client.ts'
 import { primaryHost } from './primary-host.ts'
 

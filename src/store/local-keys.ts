@@ -1,13 +1,13 @@
 import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Failure } from '../errors.ts'
-import { createLocalFileOnce, readLocalFile } from '../store/local-file.ts'
 import {
   formatKeyEncryptionKeys,
   type KeyEncryptionKeys,
   newKeyEncryptionKey,
   parseKeyEncryptionKeys,
 } from './key-encryption-keys.ts'
+import { createLocalFileOnce, readLocalFile } from './local-file.ts'
 
 export const LOCAL_KEYS_FILE = 'key-encryption-keys'
 

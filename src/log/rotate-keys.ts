@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
-import { ownerKeys } from '../log/schema.ts'
 import { type Database, rowsOf } from '../store/database.ts'
-import { type KeyEncryptionKeys, keyEncryptionKeyId } from './key-encryption-keys.ts'
+import { type KeyEncryptionKeys, keyEncryptionKeyId } from '../store/key-encryption-keys.ts'
+import { ownerKeys } from './schema.ts'
 
 export type Rotated = { rewrapped: number; kept: number }
 

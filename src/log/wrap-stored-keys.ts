@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm'
 import { Failure } from '../errors.ts'
-import { ownerKeys } from '../log/schema.ts'
-import { snapshotsPassed, type UpgradeOptions } from '../log/upgrade.ts'
 import { type Database, rowsOf } from '../store/database.ts'
-import { type KeyEncryptionKeys, keyEncryptionKeyId } from './key-encryption-keys.ts'
+import { type KeyEncryptionKeys, keyEncryptionKeyId } from '../store/key-encryption-keys.ts'
+import { ownerKeys } from './schema.ts'
+import { snapshotsPassed, type UpgradeOptions } from './upgrade.ts'
 
 const DEFAULT_BATCH_SIZE = 5000
 
