@@ -46,7 +46,8 @@ export type Config = {
   cors?: CorsConfig
   // The event feed to NATS JetStream (docs/feed.md); undefined when EVENTS_NATS_URL is unset.
   feed?: FeedConfig
-  // Streaming replicas that serve listings (docs/operating.md, Scaling out); undefined when DATABASE_READ_URLS is unset.
+  // Streaming replicas that serve listings (docs/operating.md, Scaling out); undefined when
+  // DATABASE_READ_URLS is unset.
   readReplicas?: ReadReplicasConfig
   // Spans over OTLP/HTTP; undefined when no endpoint is set or OTEL_SDK_DISABLED=true.
   tracing?: TracingConfig

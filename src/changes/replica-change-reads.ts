@@ -18,11 +18,11 @@ export type ReplicaChangeReadsDeps = ReplicaChoiceDeps & {
 
 type Read<T> = (db: Executor, upTo: bigint) => Promise<T>
 
-// A stream's reads from the replicas (docs/operating.md, Scaling out), as gap-free as from the primary: each read is
-// served by a replica that has replayed the primary's WAL past a mark of the follower's position
-// (wal-marks.ts), so it shows every event up to that position, and reads no further than it.
-// A replica behind the mark is looked at again until `waitMs`, then the primary answers; one that
-// fails is skipped, as listings do (store/replica-choice.ts).
+// A stream's reads from the replicas (docs/operating.md, Scaling out), as gap-free as from the
+// primary: each read is served by a replica that has replayed the primary's WAL past a mark of the
+// follower's position (wal-marks.ts), so it shows every event up to that position, and reads no
+// further than it. A replica behind the mark is looked at again until `waitMs`, then the primary
+// answers; one that fails is skipped, as listings do (store/replica-choice.ts).
 export function replicaChangeReads({
   primary,
   marks,

@@ -23,8 +23,9 @@ export function feedFilter(prefix: string): string {
   return `${prefix}.events.>`
 }
 
-// Where an owner's PlantCreated messages go: the feed allows one token after the type (docs/feed.md), opaque to consumers,
-// and the pseudonym (random, never derived from the subject) is the one an erasure purges by.
+// Where an owner's PlantCreated messages go: the feed allows one token after the type
+// (docs/feed.md), opaque to consumers, and the pseudonym (random, never derived from the subject)
+// is the one an erasure purges by.
 export function plantSubject(prefix: string, pseudonym: string): string {
   return `${legacyPlantSubject(prefix)}.${pseudonym}`
 }

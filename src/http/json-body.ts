@@ -2,7 +2,8 @@ import { Failure } from '../errors.ts'
 
 export const MAX_BODY_BYTES = 65_536
 // The longest a body may take to arrive, whole. A client that stops half-way is told so (408) and
-// its connection closed, well inside the 30 s within which a stalled body must be answered, before the request deadline's 503.
+// its connection closed, well inside the 30 s within which a stalled body must be answered, before
+// the request deadline's 503.
 export const BODY_TIMEOUT_MS = 10_000
 
 // The body, or the Failure that rejects it. Returned rather than thrown so the caller can

@@ -26,12 +26,13 @@ const blockAppends = async (tx: Transaction) => {
   await tx.execute(sql`lock table ${events} in exclusive mode`)
 }
 
-// Runs `work` in a transaction that holds the events table EXCLUSIVE (unless `lock` says otherwise). Every append holds the
-// table's ROW EXCLUSIVE lock, as any insert does, at no extra cost: once EXCLUSIVE is granted no
-// append is in flight, none starts until the transaction ends, and every event in the table is
-// committed. Readers carry on. Every lock the transaction waits for (this one, and whatever `work`
-// takes, such as a projection swap's) is waited for at most `waitMs`; then the transaction gives
-// way, and is tried again, so that creates never queue behind it for longer.
+// Runs `work` in a transaction that holds the events table EXCLUSIVE (unless `lock` says
+// otherwise). Every append holds the table's ROW EXCLUSIVE lock, as any insert does, at no extra
+// cost: once EXCLUSIVE is granted no append is in flight, none starts until the transaction ends,
+// and every event in the table is committed. Readers carry on. Every lock the transaction waits for
+// (this one, and whatever `work` takes, such as a projection swap's) is waited for at most
+// `waitMs`; then the transaction gives way, and is tried again, so that creates never queue behind
+// it for longer.
 export async function whileAppendsBlocked<Result>(
   db: Database,
   work: (tx: Transaction) => Promise<Result>,

@@ -30,8 +30,9 @@ export function claimWorkTable(db: Database, name: string): Promise<() => Promis
 }
 
 // A session advisory lock named `name`, held until the returned function is called: postgres.js
-// lends a connection for it alone; a client that reserves none (PGlite, which reads a data folder of
-// the previous engine while it is moved) has one session, which lives exactly as long as the process. `onWait` is called first when the lock is taken and must be waited for.
+// lends a connection for it alone; a client that reserves none (PGlite, which reads a data folder
+// of the previous engine while it is moved) has one session, which lives exactly as long as the
+// process. `onWait` is called first when the lock is taken and must be waited for.
 export async function holdSessionLock(
   db: Database,
   name: string,

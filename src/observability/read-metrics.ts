@@ -1,8 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { ReplicaStatus } from '../store/replica-health.ts'
 
-// Where listings and change streams are read (docs/operating.md, Scaling out), in the app's registry; replica states are read at scrape
-// time.
+// Where listings and change streams are read (docs/operating.md, Scaling out), in the app's
+// registry; replica states are read at scrape time.
 export function createReadMetrics(registry: Registry, statuses: () => ReplicaStatus[]) {
   const registers = [registry]
   const reads = new Counter({

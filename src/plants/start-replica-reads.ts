@@ -27,8 +27,9 @@ export type ReplicaReadsDeps = {
 const REPLICA_CONNECT_TIMEOUT_SECONDS = 2
 const FIRST_CHECK_WAIT_MS = 2000
 
-// Listings and change streams from the replicas (docs/operating.md, Scaling out). Starts once the replicas have been checked, or after
-// a short wait: a replica that is down never holds up the start, it only serves no reads.
+// Listings and change streams from the replicas (docs/operating.md, Scaling out). Starts once the
+// replicas have been checked, or after a short wait: a replica that is down never holds up the
+// start, it only serves no reads.
 export async function startReplicaReads({
   config,
   settings,

@@ -68,7 +68,8 @@ function checkEnvelope(value: unknown): Envelope | Refused {
 }
 
 // An event of a version 1 export (plaintext, before erasure): a known type and schema version, data
-// within the API's rules for a plant (docs/api.md), an owner of 1–255 code points, the plant's own stream id ('plant:<id>:<owner>').
+// within the API's rules for a plant (docs/api.md), an owner of 1–255 code points, the plant's own
+// stream id ('plant:<id>:<owner>').
 export function checkPlainEvent(value: unknown): CheckedEvent | Refused {
   const event = checkEnvelope(value)
   if ('refused' in event) return event
@@ -95,9 +96,9 @@ export function checkPlainEvent(value: unknown): CheckedEvent | Refused {
 
 // An event of a version 2 export, in the erasable form (docs/erasure.md). With its owner's key from
 // the file, it is opened and checked as the live path would check it (a known type and schema
-// version, data within the API's rules for a plant (docs/api.md), the request id, the stream id the HMAC of the plant's id);
-// without (an erased owner's), only its envelope can be. `pseudonymOf` says what the lines before
-// named the pseudonym; undefined refuses the event.
+// version, data within the API's rules for a plant (docs/api.md), the request id, the stream id the
+// HMAC of the plant's id); without (an erased owner's), only its envelope can be. `pseudonymOf`
+// says what the lines before named the pseudonym; undefined refuses the event.
 export async function checkSealedEvent(
   value: unknown,
   pseudonymOf: (pseudonym: string) => Promise<Pseudonym | undefined>,
