@@ -2,6 +2,6 @@ import { defineConfig } from 'drizzle-kit'
 
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './src/log/schema.ts',
+  schema: './src/event-log/schema.ts',
   out: './db/migrations',
 })

@@ -4,9 +4,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createApp } from '../src/app.ts'
 import { createTokenVerifier } from '../src/auth/token-verifier.ts'
-import { silentLogger } from '../src/logger.ts'
+import { silentLogger } from '../src/shared/logger.ts'
+import { createApp } from '../src/start/app.ts'
 import type { Database } from '../src/store/database.ts'
 
 // The document needs the routes, not a database: no request reaches one here.

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { Failure, isFailure } from '../errors.ts'
+import { Failure, isFailure } from '../shared/errors.ts'
 import type { TokenVerifier } from './token-verifier.ts'
 
 const REALM = 'Bearer realm="plants"'

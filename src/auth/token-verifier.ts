@@ -6,7 +6,7 @@ import {
   jwtVerify,
 } from 'jose'
 import { isOwner } from '../domain/plant.ts'
-import { Failure, isFailure } from '../errors.ts'
+import { Failure, isFailure } from '../shared/errors.ts'
 
 // `expiresAt`: the token's `exp`, in milliseconds since the epoch.
 export type Identity = { subject: string; expiresAt: number }

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, customFetch, type FetchImplementation } from 'jose'
-import type { Config } from '../config.ts'
-import { Failure } from '../errors.ts'
+import type { Config } from '../config/config.ts'
+import { Failure } from '../shared/errors.ts'
 import { loadOrCreateLocalSecret } from './local-secret.ts'
 import { createTokenVerifier, type TokenVerifier } from './token-verifier.ts'
 

@@ -1,5 +1,5 @@
 import { decodePlantEvent, type Plant } from '../domain/plant.ts'
-import type { LoggedEvent } from '../log/reading.ts'
+import type { LoggedEvent } from '../event-log/reading.ts'
 
 // A created plant as the change stream sends it (docs/live-changes.md), shaped like the feed's `data`.
 export type PlantChange = Plant & { position: bigint }

@@ -1,5 +1,5 @@
-import type { LoggedEvent } from '../log/reading.ts'
-import type { Logger } from '../logger.ts'
+import type { LoggedEvent } from '../event-log/reading.ts'
+import type { Logger } from '../shared/logger.ts'
 import { changeOf, encodedChangeFrame, type Frame } from './change-frame.ts'
 import type { ChangeStream } from './change-stream.ts'
 

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm'
-import { plants } from '../log/schema.ts'
-import { currentPseudonym } from '../log/sealing.ts'
+import { plants } from '../event-log/schema.ts'
+import { currentPseudonym } from '../event-log/sealing.ts'
 import { type Executor, preparedQuery, rowsOf } from '../store/database.ts'
 import type { PlantChange } from './change-frame.ts'
 

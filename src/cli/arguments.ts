@@ -1,5 +1,5 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util'
-import { Failure } from '../errors.ts'
+import { Failure } from '../shared/errors.ts'
 
 export type Parsed<Options extends ParseArgsOptionsConfig> = ReturnType<
   typeof parseArgs<{ args: string[]; options: Options; allowPositionals: true }>

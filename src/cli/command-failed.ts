@@ -1,5 +1,5 @@
 import process from 'node:process'
-import { isFailure } from '../errors.ts'
+import { isFailure } from '../shared/errors.ts'
 import { databaseMessage } from '../store/database-error.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 

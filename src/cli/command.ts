@@ -1,7 +1,7 @@
 import type { ParseArgsOptionsConfig } from 'node:util'
-import type { Config } from '../config.ts'
-import { Failure, isFailure } from '../errors.ts'
-import type { Part, SettingName } from '../settings.ts'
+import type { Config } from '../config/config.ts'
+import type { Part, SettingName } from '../config/settings.ts'
+import { Failure, isFailure } from '../shared/errors.ts'
 import { type Parsed, parseArguments } from './arguments.ts'
 
 // One command of the CLI, described once: its usage, help and refusals all come from here.

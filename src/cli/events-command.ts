@@ -1,7 +1,7 @@
 import process from 'node:process'
-import { Failure, isFailure } from '../errors.ts'
 import { exportEvents } from '../replay/export-events.ts'
 import { importEvents, readLines } from '../replay/import-events.ts'
+import { Failure, isFailure } from '../shared/errors.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
 import { withStorage } from './projection-command.ts'

@@ -1,5 +1,5 @@
-import { exitCodeOf } from '../errors.ts'
-import { type Part, SETTINGS, type Setting, type SettingName } from '../settings.ts'
+import { type Part, SETTINGS, type Setting, type SettingName } from '../config/settings.ts'
+import { exitCodeOf } from '../shared/errors.ts'
 import type { Command } from './command.ts'
 
 // The help of one command, of a group (`projection`) or of them all: the usage, the variables

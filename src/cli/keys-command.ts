@@ -1,7 +1,7 @@
 import process from 'node:process'
-import type { Config } from '../config.ts'
-import { Failure } from '../errors.ts'
-import { rotateKeys } from '../log/rotate-keys.ts'
+import type { Config } from '../config/config.ts'
+import { rotateKeys } from '../event-log/rotate-keys.ts'
+import { Failure } from '../shared/errors.ts'
 import { openPostgres } from '../store/database.ts'
 import {
   type KeyEncryptionKeys,

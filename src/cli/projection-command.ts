@@ -1,9 +1,7 @@
 import process from 'node:process'
-import { type Config, IN_MEMORY } from '../config.ts'
-import { Failure } from '../errors.ts'
-import { openStorage } from '../log/open-store.ts'
-import { describeUpgrade } from '../log/upgrade.ts'
-import { listWorkTables } from '../log/work-tables.ts'
+import { type Config, IN_MEMORY } from '../config/config.ts'
+import { describeUpgrade } from '../event-log/upgrade.ts'
+import { listWorkTables } from '../event-log/work-tables.ts'
 import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
 import { progressReporter } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
@@ -14,6 +12,8 @@ import {
   type ProjectionDiff,
   verifyProjection,
 } from '../replay/verify-projection.ts'
+import { Failure } from '../shared/errors.ts'
+import { openStorage } from '../start/open-store.ts'
 import type { Database, DatabaseHandle } from '../store/database.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'

@@ -1,9 +1,9 @@
 import process from 'node:process'
 import { issueToken, parseDuration } from '../auth/issue-token.ts'
 import { loadOrCreateLocalSecret } from '../auth/local-secret.ts'
-import { requireTokenKeys } from '../config.ts'
+import { requireTokenKeys } from '../config/config.ts'
 import { isOwner } from '../domain/plant.ts'
-import { Failure } from '../errors.ts'
+import { Failure } from '../shared/errors.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
 

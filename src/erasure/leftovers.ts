@@ -1,5 +1,5 @@
-import { Failure } from '../errors.ts'
-import { listWorkTables } from '../log/work-tables.ts'
+import { listWorkTables } from '../event-log/work-tables.ts'
+import { Failure } from '../shared/errors.ts'
 import type { Executor } from '../store/database.ts'
 
 // How often the running imports are looked at while the erasure waits for them.

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { ownerKeys } from '../log/schema.ts'
+import { ownerKeys } from '../event-log/schema.ts'
 import { type Executor, rowsOf } from '../store/database.ts'
 
 const FORMS = ['NFC', 'NFD', 'NFKC', 'NFKD'] as const

@@ -1,5 +1,5 @@
 import { decodePlantEvent } from '../domain/plant.ts'
-import type { LoggedEvent } from '../log/reading.ts'
+import type { LoggedEvent } from '../event-log/reading.ts'
 
 export type FeedMessage = {
   // `<prefix>.events.<type>`, a PlantCreated's followed by its owner's pseudonym, so that a

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
-import type { FeedConfig } from '../config.ts'
-import { Failure } from '../errors.ts'
-import { storeFacts } from '../log/schema.ts'
+import type { FeedConfig } from '../config/config.ts'
+import { storeFacts } from '../event-log/schema.ts'
+import { Failure } from '../shared/errors.ts'
 import type { Executor } from '../store/database.ts'
 import { feedFilter } from './cloud-event.ts'
 

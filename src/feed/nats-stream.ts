@@ -9,9 +9,9 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream'
 import { createInbox, deferred, headers, type Msg, type NatsConnection } from '@nats-io/transport-node'
-import type { FeedConfig } from '../config.ts'
-import { Failure } from '../errors.ts'
-import { within } from '../time-limit.ts'
+import type { FeedConfig } from '../config/config.ts'
+import { Failure } from '../shared/errors.ts'
+import { within } from '../shared/time-limit.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage, feedFilter } from './cloud-event.ts'
 
 // Where the stream ends: its last sequence (any subject), and the log position of the last feed

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { readersKeyOf } from '../log/sealing.ts'
+import { readersKeyOf } from '../event-log/sealing.ts'
 
 // Whether the feed publishes `event` (a row of the events table), by the rule its readers apply
 // (log/sealing.ts readersKeyOf, as log/reading.ts reads events, and cloud-event.ts): a

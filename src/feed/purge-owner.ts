@@ -1,7 +1,7 @@
 import { type JetStreamManager, type JsMsg, jetstream } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import type { FeedConfig } from '../config.ts'
-import { Failure } from '../errors.ts'
+import type { FeedConfig } from '../config/config.ts'
+import { Failure } from '../shared/errors.ts'
 import { legacyPlantSubject, plantSubject } from './cloud-event.ts'
 
 // The messages are read this many at a time.

@@ -1,5 +1,5 @@
-import type { LogFollower } from '../log/follower.ts'
-import type { Logger } from '../logger.ts'
+import type { LogFollower } from '../event-log/follower.ts'
+import type { Logger } from '../shared/logger.ts'
 import type { Tracing } from '../tracing/tracing.ts'
 import { type FeedMessage, type MessageSettings, toFeedMessage } from './cloud-event.ts'
 import type { Leadership } from './leadership.ts'

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import type { CorsConfig } from '../config.ts'
+import type { CorsConfig } from '../config/config.ts'
 
 // What a page on another origin may send and read. The request headers are the ones the API
 // reads; the response headers are the ones a client acts on (revalidating, paging, reading its

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
-import { isFailure } from '../errors.ts'
-import type { Logger } from '../logger.ts'
+import { isFailure } from '../shared/errors.ts'
+import type { Logger } from '../shared/logger.ts'
 import { isDatabaseUnavailable } from '../store/unavailable.ts'
 import { errorResponse } from './http-error.ts'
 import type { RequestIds } from './request-id.ts'

@@ -1,4 +1,4 @@
-import { Failure } from '../errors.ts'
+import { Failure } from '../shared/errors.ts'
 
 export const MAX_BODY_BYTES = 65_536
 // The longest a body may take to arrive, whole. A client that stops half-way is told so (408) and

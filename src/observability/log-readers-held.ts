@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { Gauge, type Registry } from 'prom-client'
-import type { Logger } from '../logger.ts'
+import type { Logger } from '../shared/logger.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 
 // The transaction that holds the log's readers back, as pg_stat_activity shows it.

@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.ts'
+import type { Logger } from '../shared/logger.ts'
 import type { RequestRecord } from './request-observation.ts'
 
 // One line per request. The caller's subject only when the operator asks for it (`withSubject`):

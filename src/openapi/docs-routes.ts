@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import { Failure } from '../errors.ts'
+import { Failure } from '../shared/errors.ts'
 import { buildOpenApiDocument, type DocumentedRoute, type NamedSchemas } from './document.ts'
 import { type DocumentedResponses, errorReply, replies, reply } from './replies.ts'
 

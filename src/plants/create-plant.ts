@@ -8,8 +8,8 @@ import {
   initialState,
   type PlantState,
 } from '../domain/plant.ts'
-import { appendEvents, readPlantStream, type StreamAppend } from '../log/append.ts'
-import { groupCommit } from '../log/group-commit.ts'
+import { appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
+import { groupCommit } from '../event-log/group-commit.ts'
 import type { Database } from '../store/database.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'

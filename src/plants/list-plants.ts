@@ -1,6 +1,6 @@
 import { and, asc, eq, gte, type SQL, sql } from 'drizzle-orm'
-import { events, ownerGenerations, plants } from '../log/schema.ts'
-import { currentPseudonym } from '../log/sealing.ts'
+import { events, ownerGenerations, plants } from '../event-log/schema.ts'
+import { currentPseudonym } from '../event-log/sealing.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import type { ListingVersion } from './etag.ts'
 import { type PlainReads, singleReads } from './page-reads.ts'

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { groupCommit } from '../log/group-commit.ts'
-import { ownerGenerations, plants } from '../log/schema.ts'
+import { groupCommit } from '../event-log/group-commit.ts'
+import { ownerGenerations, plants } from '../event-log/schema.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import type { ListingVersion } from './etag.ts'
 

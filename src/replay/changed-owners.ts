@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import type { LogCursor } from '../log/reading.ts'
-import { events, ownerGenerations, ownerKeys, type PlantsTable, plants } from '../log/schema.ts'
+import type { LogCursor } from '../event-log/reading.ts'
+import { events, ownerGenerations, ownerKeys, type PlantsTable, plants } from '../event-log/schema.ts'
 import { type Executor, rowsOf, type Transaction } from '../store/database.ts'
 
 // A rebuild keeps a listing's ETag when it writes an owner the same rows, and changes it when it

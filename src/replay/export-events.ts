@@ -1,5 +1,5 @@
-import { settleNow } from '../log/horizon.ts'
-import { type ExportedText, readSettledText } from '../log/reading.ts'
+import { settleNow } from '../event-log/horizon.ts'
+import { type ExportedText, readSettledText } from '../event-log/reading.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { erasedLine, HEADER_LINE, keyLine } from './export-format.ts'
 import { readErasedPseudonyms, readLiveKeys } from './exported-keys.ts'

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { erasedOwners, events, ownerKeys } from '../log/schema.ts'
+import { erasedOwners, events, ownerKeys } from '../event-log/schema.ts'
 import { type Executor, rowsOf } from '../store/database.ts'
 
 // What an export carries beside the events (replay/export-format.ts), read a page at a time, in

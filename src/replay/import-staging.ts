@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { projectInto } from '../log/append.ts'
-import { erasedOwners, events, ownerKeys, plants } from '../log/schema.ts'
-import { newWrappedKey, unwrappedKey } from '../log/sealing.ts'
+import { projectInto } from '../event-log/append.ts'
+import { erasedOwners, events, ownerKeys, plants } from '../event-log/schema.ts'
+import { newWrappedKey, unwrappedKey } from '../event-log/sealing.ts'
 import { type Database, type Executor, rowsOf, type Transaction } from '../store/database.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by

@@ -1,7 +1,7 @@
 import { eq, sql } from 'drizzle-orm'
-import { isProjected } from '../log/append.ts'
-import { countEventsAfter, logHead } from '../log/reading.ts'
-import { projectionCheckpoints } from '../log/schema.ts'
+import { isProjected } from '../event-log/append.ts'
+import { countEventsAfter, logHead } from '../event-log/reading.ts'
+import { projectionCheckpoints } from '../event-log/schema.ts'
 import type { Executor } from '../store/database.ts'
 
 export type ProjectionStatus = {

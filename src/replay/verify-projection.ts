@@ -1,7 +1,7 @@
 import { and, eq, getTableColumns, isNull, sql } from 'drizzle-orm'
-import { projectInto } from '../log/append.ts'
-import { projectWholeLog } from '../log/reading.ts'
-import { type PlantsTable, plants, plantsTable } from '../log/schema.ts'
+import { projectInto } from '../event-log/append.ts'
+import { projectWholeLog } from '../event-log/reading.ts'
+import { type PlantsTable, plants, plantsTable } from '../event-log/schema.ts'
 import type { Database, Executor } from '../store/database.ts'
 
 export type Verification = { events: number; diff: ProjectionDiff }

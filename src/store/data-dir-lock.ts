@@ -2,7 +2,7 @@ import { closeSync, constants, ftruncateSync, openSync, writeSync } from 'node:f
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
-import { Failure } from '../errors.ts'
+import { Failure } from '../shared/errors.ts'
 
 // How long a busy lock is tried again before the start is refused. A process killed together with
 // its parent (a whole process group) may still be closing its files for a few milliseconds after

@@ -1,6 +1,6 @@
 import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Failure } from '../errors.ts'
+import { Failure } from '../shared/errors.ts'
 import {
   formatKeyEncryptionKeys,
   type KeyEncryptionKeys,

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import type { Logger } from '../logger.ts'
-import { within } from '../time-limit.ts'
+import type { Logger } from '../shared/logger.ts'
+import { within } from '../shared/time-limit.ts'
 import { type Database, type DatabaseHandle, rowsOf } from './database.ts'
 
 export type ReadReplica = { name: string; db: Database }

@@ -1,4 +1,4 @@
-import { Failure } from '../errors.ts'
+import { Failure } from '../shared/errors.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from './unavailable.ts'
 
 // The connection's failure as one line naming DATABASE_URL, or undefined for any other error.

@@ -1,7 +1,7 @@
 import type { Link, SpanKind as OtelSpanKind, SpanContext } from '@opentelemetry/api'
 import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace'
-import type { TracingConfig } from '../config.ts'
-import type { Logger } from '../logger.ts'
+import type { TracingConfig } from '../config/config.ts'
+import type { Logger } from '../shared/logger.ts'
 import { formatTraceparent, parseTraceparent } from './traceparent.ts'
 import type { Span, SpanKind, Tracing } from './tracing.ts'
 

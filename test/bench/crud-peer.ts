@@ -3,10 +3,10 @@ import { Elysia } from 'elysia'
 import postgres from 'postgres'
 import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { Failure, isFailure } from '../../src/errors.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
 import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
 import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
+import { Failure, isFailure } from '../../src/shared/errors.ts'
 
 // The CRUD peer: the create a user would write instead of the service, with the same framework,
 // body reading, schema, token check, driver and pool size, and no events: one prepared

@@ -12,8 +12,8 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { createInMemoryStore } from '../../src/in-memory-store.ts'
 import { keysParameter } from '../../src/store/database.ts'
+import { createInMemoryStore } from '../../src/test-store.ts'
 import { makeDataDirSync } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
@@ -117,8 +117,8 @@ function suiteFor(root: string): string {
   if (!Bun.file(join(root, 'src/store/memory-template.ts')).size) return text
   return text
     .replace(
-      "import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/in-memory-store.ts'",
-      "import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/in-memory-store.ts'\nimport { createMemoryTemplate } from 'plant-store/src/store/memory-template.ts'\n\nconst template = await createMemoryTemplate()",
+      "import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/test-store.ts'",
+      "import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/test-store.ts'\nimport { createMemoryTemplate } from 'plant-store/src/store/memory-template.ts'\n\nconst template = await createMemoryTemplate()",
     )
     .replace('await createInMemoryStore()', 'await createInMemoryStore({ template })')
 }

@@ -2,10 +2,10 @@ import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { isFailure } from '../../src/errors.ts'
 import { readJsonBody } from '../../src/http/json-body.ts'
 import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
 import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
+import { isFailure } from '../../src/shared/errors.ts'
 
 // The HTTP ceiling: the service's routes with the same body reading, TypeBox schemas and JWT
 // check, and no database. Whatever the service does beyond this is storage and bookkeeping.

@@ -33,7 +33,9 @@ export async function startEmbeddedService(bench: Bench, dataDir: string): Promi
 
 async function startServiceWith(bench: Bench, env: Env, runtimeFlags: string[] = []): Promise<ServerProcess> {
   const [runtime = 'bun', ...rest] = bench.serviceRoot
-    ? SERVER_COMMAND.map((part) => (part === 'src/main.ts' ? join(bench.serviceRoot ?? '', part) : part))
+    ? SERVER_COMMAND.map((part) =>
+        part === 'src/start/main.ts' ? join(bench.serviceRoot ?? '', part) : part,
+      )
     : SERVER_COMMAND
   const command = [runtime, ...runtimeFlags, ...rest]
   return drained(

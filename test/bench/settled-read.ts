@@ -4,7 +4,7 @@
 // Run: bun test/bench/settled-read.ts [root] [reads]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { openStorage } from '../../src/log/open-store.ts'
+import { openStorage } from '../../src/start/open-store.ts'
 import { keysParameter } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -13,7 +13,7 @@ import { seedEvents } from './seed.ts'
 const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
 const READS = Number(process.argv[3] ?? 2000)
 const EVENTS = 20_000
-const { readSettledEvents } = await import(`${root}/src/log/reading.ts`)
+const { readSettledEvents } = await import(`${root}/src/event-log/reading.ts`)
 
 const database = await createTestDatabase('bench_settled_read')
 const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })

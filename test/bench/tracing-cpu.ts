@@ -25,7 +25,7 @@ const receiver = startOtlpReceiver()
 const database = await createTestDatabase('bench_tracing_cpu')
 const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
 const tracing: Record<string, string> = mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : {}
-const command = SERVER_COMMAND.map((part) => (part === 'src/main.ts' ? join(root, part) : part))
+const command = SERVER_COMMAND.map((part) => (part === 'src/start/main.ts' ? join(root, part) : part))
 const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...tracing }, command)
 void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
 try {

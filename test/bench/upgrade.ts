@@ -1,4 +1,4 @@
-// The downtime of the log's upgrade (src/log/upgrade.ts) on PostgreSQL: a store at the
+// The downtime of the log's upgrade (src/event-log/upgrade.ts) on PostgreSQL: a store at the
 // previous version's migrations holding N plaintext events, opened by this version (migrations,
 // sealing in batches, VACUUM FULL, ANALYZE, validation), each step timed. The worst case the API allows:
 // every name and tag 1,024 characters (hex, so that PostgreSQL cannot compress them away).
@@ -6,7 +6,7 @@
 import process from 'node:process'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
-import { type UpgradeProgress, upgradeLog } from '../../src/log/upgrade.ts'
+import { type UpgradeProgress, upgradeLog } from '../../src/event-log/upgrade.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createLegacyStore } from '../erasure/upgrade-legacy-store.ts'
 

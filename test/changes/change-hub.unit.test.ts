@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { type ChangeHub, createChangeHub } from '../../src/changes/change-hub.ts'
 import { type ChangeStream, createChangeStream } from '../../src/changes/change-stream.ts'
-import type { LoggedEvent } from '../../src/log/reading.ts'
-import { silentLogger } from '../../src/logger.ts'
+import type { LoggedEvent } from '../../src/event-log/reading.ts'
+import { silentLogger } from '../../src/shared/logger.ts'
 
 const P1 = 'a'.repeat(32)
 const P2 = 'b'.repeat(32)

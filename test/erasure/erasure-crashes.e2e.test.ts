@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import postgres from 'postgres'
-import { upgradeLog } from '../../src/log/upgrade.ts'
+import { upgradeLog } from '../../src/event-log/upgrade.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'

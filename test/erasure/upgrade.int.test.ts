@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type SQL, sql } from 'drizzle-orm'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
-import { openStorage } from '../../src/log/open-store.ts'
-import { type UpgradeProgress, upgradeLog } from '../../src/log/upgrade.ts'
+import { type UpgradeProgress, upgradeLog } from '../../src/event-log/upgrade.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import { openStorage } from '../../src/start/open-store.ts'
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
 import { count, create, listing } from '../support/storage.ts'
 import {
@@ -35,7 +35,7 @@ async function refusal(db: Database, statement: SQL): Promise<string> {
   throw new Error('the statement was not refused')
 }
 
-// The upgrade of a log written by the previous version (docs/erasure.md, src/log/upgrade.ts),
+// The upgrade of a log written by the previous version (docs/erasure.md, src/event-log/upgrade.ts),
 // on its own fixture (fixtures/README.md): several owners, int64 extremes, 1,024-code-point names
 // and tags, null and empty tags, PlantCreated v0.
 for (const kind of KINDS) {

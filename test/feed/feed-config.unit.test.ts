@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/config/config.ts'
 
 describe('the feed configuration', () => {
   test('unset EVENTS_NATS_URL: no feed', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import type { FeedConfig } from '../../src/config.ts'
+import type { FeedConfig } from '../../src/config/config.ts'
 import { feedToErase } from '../../src/feed/feed-fact.ts'
 
 const configured: FeedConfig = {

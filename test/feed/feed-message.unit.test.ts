@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
+import type { LoggedEvent } from '../../src/event-log/reading.ts'
 import { toFeedMessage } from '../../src/feed/cloud-event.ts'
 import { subjectCovers } from '../../src/feed/nats-stream.ts'
-import type { LoggedEvent } from '../../src/log/reading.ts'
 
 const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }
 const PSEUDONYM = '0123456789abcdef0123456789abcdef'

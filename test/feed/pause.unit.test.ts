@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import type { FeedStream } from '../../src/feed/nats-stream.ts'
 import { pause, startRelay } from '../../src/feed/relay.ts'
-import { createLogger } from '../../src/logger.ts'
+import { createLogger } from '../../src/shared/logger.ts'
 
 // Counts the abort listeners a signal holds, through its own public methods.
 function counted(signal: AbortSignal): { signal: AbortSignal; listeners: () => number } {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { App } from '../../src/app.ts'
-import { silentLogger } from '../../src/logger.ts'
-import { serve } from '../../src/serve.ts'
+import { silentLogger } from '../../src/shared/logger.ts'
+import type { App } from '../../src/start/app.ts'
+import { serve } from '../../src/start/serve.ts'
 import { createHarness, type Harness } from '../support/harness.ts'
 
 // CORS_ORIGINS as the app applies it, on PostgreSQL through app.handle: the preflight's exact

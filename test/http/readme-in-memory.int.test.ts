@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { treaty } from '@elysiajs/eden'
-import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/in-memory-store.ts'
+import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/test-store.ts'
 
 let store: InMemoryStore
 beforeEach(async () => {

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test'
-import type { App } from '../../src/app.ts'
-import { createLogger } from '../../src/logger.ts'
-import { serve } from '../../src/serve.ts'
+import { createLogger } from '../../src/shared/logger.ts'
+import type { App } from '../../src/start/app.ts'
+import { serve } from '../../src/start/serve.ts'
 
 test('a request the deadline answers 503 is logged at warn with its request id, as LOG_LEVEL=warn promises', async () => {
   // given a server whose app never answers (a database gone silent) and a log at warn

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import { openStorage } from '../../src/log/open-store.ts'
 import { groupedReads, type PageFound, singleReads } from '../../src/plants/page-reads.ts'
+import { openStorage } from '../../src/start/open-store.ts'
 import { type Database, keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { claimWorkTable, clearDeadWorkTables } from '../../src/log/work-tables.ts'
+import { claimWorkTable, clearDeadWorkTables } from '../../src/event-log/work-tables.ts'
 import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import type { Database } from '../../src/store/database.ts'

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { parseEventData } from '../../src/log/event-data.ts'
+import { parseEventData } from '../../src/event-log/event-data.ts'
 
 const beyondDoubles = fc.oneof(
   fc.bigInt({ min: 2n ** 53n + 1n, max: 2n ** 63n - 1n }),

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { readPlantStream } from '../../src/log/append.ts'
-import { openStorage } from '../../src/log/open-store.ts'
+import { readPlantStream } from '../../src/event-log/append.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import { openStorage } from '../../src/start/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
 import { createLegacyStore, type LegacyStore, openAsIs } from '../erasure/upgrade-legacy-store.ts'
 import {
@@ -18,7 +18,7 @@ import {
 // Events as an older version of the service wrote them: PlantCreated v0 named the id `plantId`
 // and stored it as a JSON number, called the name `title`, and left an absent tag out. Only a
 // version before erasure wrote them, in plaintext: they reach this one through the log's upgrade
-// (src/log/upgrade.ts), which seals them as stored, v0 inside.
+// (src/event-log/upgrade.ts), which seals them as stored, v0 inside.
 const V0_FIXTURE = sql`
   insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at) values
   ('plant:9007199254740993:olivia', 1, 'PlantCreated', 0, '{"plantId": 9007199254740993, "title": "Old fern"}',

@@ -16,5 +16,5 @@ export function denoServerCommand(dataDir?: string): string[] {
         `--allow-write=${dataDir}`,
       ]
     : ['--allow-sys=hostname', '--allow-read=.']
-  return [DENO, 'run', '--allow-net', '--allow-env', ...embedded, 'src/main.ts']
+  return [DENO, 'run', '--allow-net', '--allow-env', ...embedded, 'src/start/main.ts']
 }

@@ -1,10 +1,10 @@
 import { Registry } from 'prom-client'
-import { createApp } from '../../src/app.ts'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { type ChangesDeps, startChanges } from '../../src/changes/start-changes.ts'
-import type { CorsConfig } from '../../src/config.ts'
-import { silentLogger } from '../../src/logger.ts'
+import type { CorsConfig } from '../../src/config/config.ts'
+import { silentLogger } from '../../src/shared/logger.ts'
+import { createApp } from '../../src/start/app.ts'
 import { count, openTestStorage, type StorageKind } from './storage.ts'
 
 export { STORAGE_KINDS, type StorageKind } from './storage.ts'

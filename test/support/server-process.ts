@@ -27,7 +27,7 @@ function childEnv(env: Env): Env {
 
 // The server as `bun run start` runs it: request headers up to 128 KiB reach the app (Bun's own
 // limit is 16 KiB, answered with a bare 431), so an oversized token still gets the 401 Error body.
-export const SERVER_COMMAND = ['bun', '--max-http-header-size=131072', 'src/main.ts']
+export const SERVER_COMMAND = ['bun', '--max-http-header-size=131072', 'src/start/main.ts']
 
 // Starts the server on a free port and waits until it logs that it listens. `ownGroup` puts it in a
 // process group of its own (the child leads it), as a supervisor does, so `-pid` signals all of it.

@@ -1,5 +1,5 @@
+import { startLogFollower } from '../../src/event-log/follower.ts'
 import { type RelayDeps, startRelay } from '../../src/feed/relay.ts'
-import { startLogFollower } from '../../src/log/follower.ts'
 import type { Executor } from '../../src/store/database.ts'
 
 // A relay as a server runs it: on a follower of the log of its own, which `wake` wakes.

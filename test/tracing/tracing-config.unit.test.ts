@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
-import { loadConfig } from '../../src/config.ts'
-import { isFailure } from '../../src/errors.ts'
-import { findUnknownSettings } from '../../src/unknown-settings.ts'
+import { loadConfig } from '../../src/config/config.ts'
+import { findUnknownSettings } from '../../src/config/unknown-settings.ts'
+import { isFailure } from '../../src/shared/errors.ts'
 
 const refusal = (env: Record<string, string>) => {
   try {

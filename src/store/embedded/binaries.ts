@@ -1,5 +1,5 @@
 import process from 'node:process'
-import { Failure } from '../../errors.ts'
+import { Failure } from '../../shared/errors.ts'
 
 // PostgreSQL's own binaries as npm ships them, one optional package per platform (its `os` and
 // `cpu` fields let the package manager install only the one that fits). The platforms listed are

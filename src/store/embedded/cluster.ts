@@ -1,6 +1,6 @@
 import { access, mkdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Failure } from '../../errors.ts'
+import { Failure } from '../../shared/errors.ts'
 import type { Binaries } from './binaries.ts'
 import { handOver, type OsUser, runAs } from './run-as.ts'
 

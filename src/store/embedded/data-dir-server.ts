@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Failure } from '../../errors.ts'
+import { Failure } from '../../shared/errors.ts'
 import { inUseMessage, lockDataDir, tryLockDataDir, type Unlock } from '../data-dir-lock.ts'
 import { socketUrl } from '../postgres-client.ts'
 import { postgresBinaries } from './binaries.ts'

@@ -2,7 +2,7 @@ import { readFile, readlink, realpath, rm } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import process from 'node:process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Failure } from '../../errors.ts'
+import { Failure } from '../../shared/errors.ts'
 import { runAs } from './run-as.ts'
 
 // What PostgreSQL's postmaster.pid says about the server of a data folder: its first lines are

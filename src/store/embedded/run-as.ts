@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { chown } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import process from 'node:process'
-import { Failure } from '../../errors.ts'
+import { Failure } from '../../shared/errors.ts'
 
 // The operating-system user PostgreSQL runs as: undefined for this process's own user. PostgreSQL
 // refuses to run as root, so as root it runs as the `postgres` user, which distributions make for

@@ -1,0 +1,93 @@
+import type { Config } from '../config/config.ts'
+import { type UpgradeOptions, upgradeLog } from '../event-log/upgrade.ts'
+import { requireKeysCovered, wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
+import { Failure } from '../shared/errors.ts'
+import { type DatabaseHandle, openPostgres } from '../store/database.ts'
+import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
+import { throwawayServer } from '../store/embedded/throwaway-server.ts'
+import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../store/key-encryption-keys.ts'
+import { loadOrCreateLocalKeys } from '../store/local-keys.ts'
+import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
+
+// The embedded server's pool. Two cores serve no more than a few statements at once, and each
+// connection is a PostgreSQL process of its own: docs/operating.md (The embedded default) has the
+// measurements.
+const EMBEDDED_POOL = { poolSize: 5, statementTimeoutMs: 10_000 }
+const THROWAWAY_POOL = { poolSize: 4, statementTimeoutMs: 10_000 }
+
+export type OpenOptions = UpgradeOptions & {
+  // A command of the CLI: on a DATA_DIR that a service holds, it works beside it, on its server.
+  beside?: boolean
+}
+
+// Opens the configured storage with every migration applied and the log in today's form: a log
+// written before erasure is sealed first (log/upgrade.ts; `onProgress` reports its progress). The
+// embedded kinds are PostgreSQL servers the service runs itself (store/embedded/), used from here
+// on as any PostgreSQL is.
+export async function openStorage(
+  storage: Config['storage'],
+  options: OpenOptions = {},
+): Promise<DatabaseHandle> {
+  // Keys stored raw by an earlier version are wrapped before the log's upgrade, which makes keys.
+  const prepareWith = (keys: KeyEncryptionKeys) => (url: string) =>
+    migratePostgresDatabase(
+      url,
+      async (db) => {
+        await wrapStoredKeys(db, options)
+        await upgradeLog(db, options)
+        await requireKeysCovered(db, keys)
+      },
+      keys,
+    )
+  if (storage.kind === 'postgres') {
+    const keys = requireKeys(storage.keys)
+    await prepareWith(keys)(storage.url)
+    return openPostgres({ ...storage, keys })
+  }
+  if (storage.kind === 'memory') {
+    // A throwaway store's keys are as short-lived as it is: a key-encryption key of its own.
+    const keys = storage.keys ?? [newKeyEncryptionKey()]
+    const server = await throwawayServer({ prepare: prepareWith(keys), inputs: migrationsFolder })
+    const database = await server.createDatabase()
+    const handle = openPostgres({ url: database.url, ...THROWAWAY_POOL, keys })
+    return {
+      ...handle,
+      kind: 'embedded',
+      processIds: server.processIds,
+      close: async () => {
+        await handle.close()
+        await database.drop()
+      },
+    }
+  }
+  const server = await openDataDirServer(storage.dataDir, { beside: options.beside })
+  let keys: KeyEncryptionKeys
+  try {
+    keys = storage.keys ?? (await loadOrCreateLocalKeys(storage.dataDir))
+    await prepareWith(keys)(server.url)
+  } catch (error) {
+    await server.close()
+    throw error
+  }
+  const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL, keys })
+  return {
+    ...handle,
+    kind: 'embedded',
+    processIds: server.processIds,
+    dataDir: server.own ? storage.dataDir : undefined,
+    lost: server.lost,
+    close: async () => {
+      await handle.close()
+      await server.close()
+    },
+  }
+}
+
+// PostgreSQL has no place for a key-encryption key the service could make: it must be given one.
+function requireKeys(keys: KeyEncryptionKeys | undefined): KeyEncryptionKeys {
+  if (keys) return keys
+  throw new Failure(
+    'BAD_SETTING',
+    'DATABASE_URL is set but KEY_ENCRYPTION_KEYS is not: set it (or KEY_ENCRYPTION_KEYS_FILE) to base64 keys of 32 bytes, comma-separated, kept outside the database (`openssl rand -base64 32` makes one)',
+  )
+}

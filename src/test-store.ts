@@ -1,0 +1,52 @@
+import { Registry } from 'prom-client'
+import { issueToken } from './auth/issue-token.ts'
+import { createTokenVerifier } from './auth/token-verifier.ts'
+import { startChanges } from './changes/start-changes.ts'
+import { type Logger, silentLogger } from './shared/logger.ts'
+import { type App, createApp } from './start/app.ts'
+import { openStorage } from './start/open-store.ts'
+
+export type InMemoryStoreOptions = {
+  // The HS256 secret tokens are checked with (at least 32 bytes); a random one when left out.
+  secret?: Uint8Array
+  logger?: Logger
+  now?: () => Date
+}
+
+export type InMemoryStore = {
+  // The whole service, to call through `app.handle(request)` or Eden's `treaty(app)`: no port.
+  app: App
+  // A token for `subject`, signed with the store's secret, valid for an hour.
+  tokenFor: (subject: string) => Promise<string>
+  close: () => Promise<void>
+}
+
+// The service on a throwaway store, with every migration applied: for test suites. Each call is a
+// store of its own, empty: a database copied from a migrated template on one PostgreSQL server per
+// process, in a temporary folder, dropped when closed; the server goes when the process ends.
+export async function createInMemoryStore({
+  secret = crypto.getRandomValues(new Uint8Array(32)),
+  logger = silentLogger(),
+  now = () => new Date(),
+}: InMemoryStoreOptions = {}): Promise<InMemoryStore> {
+  const storage = await openStorage({ kind: 'memory' })
+  const registry = new Registry()
+  const changes = await startChanges({ db: storage.db, logger, registry })
+  const verifyToken = createTokenVerifier({ secret })
+  return {
+    app: createApp({
+      db: storage.db,
+      verifyToken,
+      logger,
+      now,
+      registry,
+      changes,
+      onAppended: changes.appended,
+    }),
+    tokenFor: (subject) => issueToken(secret, { subject, ttlSeconds: 3600, now: now() }),
+    close: async () => {
+      await changes.close()
+      await storage.close()
+    },
+  }
+}

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { issueToken } from '../../src/auth/issue-token.ts'
+import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { silentLogger } from '../../src/shared/logger.ts'
+import { createApp } from '../../src/start/app.ts'
+import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
+import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
+
+const SECRET = new TextEncoder().encode('appended-metric-secret-of-32-bytes-or-more')
+
+let database: TestDatabase
+let handle: DatabaseHandle
+beforeAll(async () => {
+  database = await createTestDatabase('appended_metric')
+  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
+  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 8, statementTimeoutMs: 10_000 })
+})
+afterAll(async () => {
+  await handle?.close()
+  await database?.drop()
+})
+
+// The metric's sample; a missing metric fails the test rather than reading as 0 or NaN.
+function sample(metrics: string, name: string): number {
+  const line = metrics.split('\n').find((candidate) => candidate.startsWith(`${name} `))
+  if (line === undefined) throw new Error(`${name} is missing from /metrics`)
+  return Number(line.slice(name.length + 1))
+}
+
+test('plant_store_events_appended_total counts appended events, whatever retries, conflicts and races consumed', async () => {
+  // given an app on PostgreSQL and a caller
+  const app = createApp({
+    db: handle.db,
+    verifyToken: createTokenVerifier({ secret: SECRET }),
+    logger: silentLogger(),
+  })
+  const token = await issueToken(SECRET, { subject: 'counted', ttlSeconds: 600, now: new Date() })
+  const post = async (id: number, name: string) => {
+    const response = await app.handle(
+      new Request('http://localhost/plants', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ id, name }),
+      }),
+    )
+    return response.status
+  }
+  // when plants are created, retried with the same body, refused as conflicts, and raced
+  for (let id = 1; id <= 5; id++) expect(await post(id, `plant ${id}`)).toBe(200)
+  for (let id = 1; id <= 3; id++) expect(await post(id, `plant ${id}`)).toBe(200)
+  for (let id = 1; id <= 3; id++) expect(await post(id, 'another name')).toBe(409)
+  const raced = await Promise.all(
+    Array.from({ length: 24 }, (_, index) => post(100 + (index % 3), `racer ${index % 2}`)),
+  )
+  expect(raced.every((status) => status === 200 || status === 409)).toBe(true)
+  await Bun.sleep(20) // the metrics are written after the response
+  const metrics = await (await app.handle(new Request('http://localhost/metrics'))).text()
+  // then the counter equals the events in the log, not the head position
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const [{ events }] = (await sql`select count(*)::int as events from events`) as unknown as [
+    { events: number },
+  ]
+  await sql.end()
+  expect(events).toBe(8)
+  expect(sample(metrics, 'plant_store_events_appended_total')).toBe(events)
+}, 60_000)

@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { treaty } from '@elysiajs/eden'
+import type { App } from '../../src/start/app.ts'
+import type { ServerProcess } from '../support/server-process.ts'
+import { type ServiceStorage, startService } from '../support/service.ts'
+
+// Eden Treaty over real HTTP against the server process: the client's types come from the app's
+// own schemas, so `bun run typecheck` fails when a call no longer fits the API.
+let storage: ServiceStorage
+let server: ServerProcess
+let client: ReturnType<typeof treaty<App>>
+let anonymous: ReturnType<typeof treaty<App>>
+
+beforeAll(async () => {
+  // The embedded default, its secret its own: the token is issued before the server starts.
+  storage = await startService({ storage: 'embedded', secret: null, label: 'eden', instances: 0 })
+  const token = (await storage.cli(['token', 'issue', 'eden-user'])).stdout.trim()
+  server = await storage.startAnother()
+  client = treaty<App>(server.url, { headers: { authorization: `Bearer ${token}` } })
+  anonymous = treaty<App>(server.url)
+}, 60_000)
+afterAll(async () => {
+  await storage?.stop()
+})
+
+test('a typed client creates, retries, conflicts and lists, with typed data and typed errors', async () => {
+  // when a plant is created, then the answer is a typed Plant
+  const created = await client.plants.post({ id: 7, name: 'Monstera', tag: 'tropical' })
+  expect(created.status).toBe(200)
+  const plant: { name: string; tag?: string } | null = created.data
+  expect(plant).toEqual({ name: 'Monstera', tag: 'tropical' })
+
+  // when the same create is retried, then it is the same plant
+  expect((await client.plants.post({ id: 7, name: 'Monstera', tag: 'tropical' })).data).toEqual(plant)
+
+  // when the id is reused with another name, then the error is typed with the contract's body
+  const conflict = await client.plants.post({ id: 7, name: 'Fern' })
+  expect(conflict.status).toBe(409)
+  expect(conflict.error?.value).toMatchObject({ error: 409 })
+
+  // when the caller lists, page by page, then the plants are typed and in order
+  await client.plants.post({ id: 8, name: 'Fern', tag: null })
+  const page = await client.plants.get({ query: { limit: '1' } })
+  expect(page.data).toEqual([{ name: 'Monstera', tag: 'tropical' }])
+  expect(page.response.headers.get('link')).toContain('rel="next"')
+  expect((await client.plants.get()).data).toEqual([{ name: 'Monstera', tag: 'tropical' }, { name: 'Fern' }])
+})
+
+test('a call without a token is a typed 401', async () => {
+  const refused = await anonymous.plants.get()
+  expect(refused.status).toBe(401)
+  expect(refused.error?.value).toMatchObject({ error: 401 })
+})
+
+test('the compiler refuses calls that do not fit the API', () => {
+  // Type-level checks: each line fails `tsc` unless the API rejects it. They are never sent.
+  const calls = () => {
+    // @ts-expect-error name is required
+    client.plants.post({ id: 1 })
+    // @ts-expect-error id is an integer, not a string
+    client.plants.post({ id: '1', name: 'x' })
+    // @ts-expect-error there is no DELETE /plants
+    client.plants.delete()
+  }
+  expect(typeof calls).toBe('function')
+})
