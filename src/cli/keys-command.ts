@@ -7,7 +7,7 @@ import {
   type KeyEncryptionKeys,
   keyEncryptionKeyId,
   newKeyEncryptionKey,
-} from '../store/key-encryption-keys.ts'
+} from '../keys/key-encryption-keys.ts'
 import { writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
 import { withStorage } from './projection-command.ts'

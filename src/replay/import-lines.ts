@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer'
 import { Value } from '@sinclair/typebox/value'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
-import { type KeyEncryptionKeys, unwrapKey, WRAPPED_KEY_BYTES } from '../store/key-encryption-keys.ts'
+import { type KeyEncryptionKeys, unwrapKey, WRAPPED_KEY_BYTES } from '../keys/key-encryption-keys.ts'
 import {
   checkPlainEvent,
   checkSealedEvent,

@@ -5,7 +5,7 @@ import { Failure } from '../shared/errors.ts'
 import { type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
-import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../store/key-encryption-keys.ts'
+import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../keys/key-encryption-keys.ts'
 import { loadOrCreateLocalKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
 

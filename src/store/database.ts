@@ -1,6 +1,7 @@
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import { type KeyEncryptionKeys, sessionKeys } from './key-encryption-keys.ts'
+import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import { createKeyring, type Keyring } from '../keys/keyring.ts'
 import { postgresClient } from './postgres-client.ts'
 import { primaryHost } from './primary-host.ts'
 
@@ -39,6 +40,8 @@ export type DatabaseHandle = {
   // How the database is reached, for the connections of their own that some parts open (LISTEN,
   // the feed's leadership lock), with the pool's settings.
   settings: PostgresSettings
+  // The service's keys (keys/keyring.ts): they never reach the database.
+  keyring: Keyring
   // The embedded server's processes (the postmaster first), for a gauge of its memory.
   processIds?: () => Promise<number[]>
   // The DATA_DIR this process holds, having started its server (not a command beside a service).
@@ -53,15 +56,8 @@ export type PostgresSettings = {
   poolSize: number
   statementTimeoutMs: number
   connectTimeoutSeconds?: number
-  // The key-encryption keys the sessions unwrap owners' keys with (migration 0008).
+  // The key-encryption keys this process unwraps owners' keys with; kept here, never sent.
   keys?: KeyEncryptionKeys
-}
-
-// The session parameter that hands the database the key-encryption keys (migration 0008): sent
-// in the connection's startup message, so no statement's text holds them, and pg_stat_activity
-// and the statement log never show them; another session cannot read it.
-export function keysParameter(keys: KeyEncryptionKeys | undefined): Record<string, string> {
-  return keys === undefined || keys.length === 0 ? {} : { 'plant_store.keks': sessionKeys(keys) }
 }
 
 export function openPostgres({
@@ -89,13 +85,13 @@ export function openPostgres({
       // plan them again on every execution, at a cost per page larger than the page itself
       // (docs/architecture.md, Design notes).
       plan_cache_mode: 'force_generic_plan',
-      ...keysParameter(keys),
     },
   })
   return {
     db: drizzlePostgres({ client }),
     kind: 'postgres',
     settings: { url, poolSize, statementTimeoutMs, connectTimeoutSeconds, keys },
+    keyring: createKeyring(keys ?? []),
     close: async () => {
       await client.end({ timeout: 5 })
       await primary?.close()

@@ -1,12 +1,12 @@
 import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Failure } from '../shared/errors.ts'
 import {
   formatKeyEncryptionKeys,
   type KeyEncryptionKeys,
   newKeyEncryptionKey,
   parseKeyEncryptionKeys,
-} from './key-encryption-keys.ts'
+} from '../keys/key-encryption-keys.ts'
+import { Failure } from '../shared/errors.ts'
 import { createLocalFileOnce, readLocalFile } from './local-file.ts'
 
 export const LOCAL_KEYS_FILE = 'key-encryption-keys'

@@ -2,8 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
-import { type Database, keysParameter } from './database.ts'
-import type { KeyEncryptionKeys } from './key-encryption-keys.ts'
+import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import { createKeyring, type Keyring } from '../keys/keyring.ts'
+import type { Database } from './database.ts'
 import { postgresClient } from './postgres-client.ts'
 import { unreachableDatabase } from './unreachable.ts'
 
@@ -23,14 +24,13 @@ const LOCK_POLL_MS = 100
 // the upgrade's VACUUM FULL would keep every row version it sealed for the instances waiting.
 export async function migratePostgresDatabase(
   url: string,
-  then: (db: Database) => Promise<unknown> = async () => {},
+  then: (db: Database, keyring: Keyring) => Promise<unknown> = async () => {},
   keys?: KeyEncryptionKeys,
 ): Promise<void> {
   const client = postgresClient(url, {
     max: 1,
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
-    connection: keysParameter(keys),
   })
   try {
     const tryLock = () =>
@@ -46,7 +46,7 @@ export async function migratePostgresDatabase(
     }
     const db = drizzlePostgres({ client })
     await migratePostgres(db, { migrationsFolder })
-    await then(db)
+    await then(db, createKeyring(keys ?? []))
   } finally {
     await client.end({ timeout: 5 })
   }

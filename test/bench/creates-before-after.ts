@@ -1,5 +1,4 @@
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
@@ -25,7 +24,7 @@ const bench = {
 }
 const database = await createTestDatabase('creates_ab')
 // The key-encryption keys for the seed (an earlier checkout ignores the parameter).
-const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   await seedEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)

@@ -12,7 +12,6 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { createInMemoryStore } from '../../src/test-store.ts'
 import { makeDataDirSync } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
@@ -177,7 +176,7 @@ async function measureService(): Promise<void> {
     create: await writeFixture(SECRET, 'writer', 1000),
     page: await writeFixture(SECRET, 'reader', READERS),
   }
-  const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
   let idBase = 0
   const treeCpuMs = (pids: number[]) =>
     pids.reduce((sum, pid) => {

@@ -1,5 +1,4 @@
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -19,7 +18,7 @@ type Load = { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: n
 
 export async function measureSynchronousCommit(bench: Bench, options: FailoverOptions) {
   const pair = await startPrimaryWithReplica()
-  const sql = postgres(pair.primaryUrl, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(pair.primaryUrl, { max: 1, onnotice: () => {} })
   const synchronous = async (on: boolean) => {
     await sql.unsafe(`alter system set synchronous_standby_names = '${on ? '*' : ''}'`)
     await sql`select pg_reload_conf()`

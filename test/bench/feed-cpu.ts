@@ -3,7 +3,6 @@
 // Run: bun test/bench/feed-cpu.ts [creates]   (needs the PostgreSQL and NATS of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { createTestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
@@ -19,7 +18,7 @@ const SECRET = crypto.randomUUID() + crypto.randomUUID()
 
 const database = await createTestDatabase('bench_feed_cpu')
 const feed = await createTestFeed('bench_feed_cpu')
-const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...feed.env })
 try {
   const create = await concurrentCreates(SECRET, CLIENTS, async (token, id) => {

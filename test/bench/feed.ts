@@ -6,7 +6,7 @@ import postgres from 'postgres'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
 import { createLogger } from '../../src/shared/logger.ts'
-import { keysParameter, openPostgres } from '../../src/store/database.ts'
+import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { metricValue } from '../support/feed-load.ts'
 import { createTestFeed, TEST_NATS_URL } from '../support/nats.ts'
@@ -70,7 +70,7 @@ function natsServerCpuMs(): number | undefined {
 // relays at once race for each message (the stream keeps one copy), at what CPU of this process.
 async function measurePublishing(events: number, publishers: number): Promise<Publishing> {
   return withDatabase('bench_feed_publish', async (url) => {
-    const sql = postgres(url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+    const sql = postgres(url, { max: 1, onnotice: () => {} })
     await seedEvents(sql, 1, events, `'owner-' || (i % 100)`)
     await sql.end()
     const storage = openPostgres({ keys: TEST_KEYS, url, poolSize: 4, statementTimeoutMs: 60_000 })

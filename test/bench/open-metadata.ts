@@ -3,7 +3,6 @@
 // Run: bun test/bench/open-metadata.ts [events]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -13,7 +12,7 @@ const EVENTS = Number(process.argv[2] ?? 20_000)
 const ROUNDS = 7
 
 const database = await createTestDatabase('bench_open_metadata')
-const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 1, onnotice: () => {} })
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   await seedEvents(sql, 1, EVENTS, `'owner-' || (i % 50)`)

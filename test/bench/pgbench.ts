@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type postgres from 'postgres'
-import { newKeyEncryptionKey, sessionKeys } from '../../src/store/key-encryption-keys.ts'
+import { newKeyEncryptionKey, sessionKeys } from '../../src/keys/key-encryption-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { percentile } from './memory.ts'
 

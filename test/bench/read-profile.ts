@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
@@ -27,7 +26,7 @@ const name = `plant_store_profile_${Date.now().toString(36)}`
 await admin.unsafe(`create database ${name}`)
 const url = new URL(flags.admin ?? '')
 url.pathname = `/${name}`
-const sql = postgres(url.toString(), { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(url.toString(), { max: 2, onnotice: () => {} })
 try {
   await migratePostgresDatabase(url.toString())
   await sql`create extension if not exists pg_stat_statements`.catch(() => {})

@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -31,7 +30,7 @@ const LOADS = [
 const READERS = 200
 
 const database = await createTestDatabase('reads_ab')
-const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 type Figures = { requestsPerSecond: number; serviceMs: number; databaseMs: number }
 const measured = new Map<string, Figures[]>()
 try {

@@ -3,7 +3,7 @@
 import process from 'node:process'
 import postgres from 'postgres'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import { keysParameter, openPostgres } from '../../src/store/database.ts'
+import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
@@ -14,7 +14,7 @@ const OWNERS = 1000
 
 const database = await createTestDatabase('bench_rebuild')
 await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 1, onnotice: () => {} })
 const handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 4, statementTimeoutMs: 600_000 })
 const seconds = (since: number) => (performance.now() - since) / 1000
 const rate = (events: number, elapsed: number) =>

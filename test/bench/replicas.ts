@@ -1,6 +1,5 @@
 import postgres from 'postgres'
 import { encodeCursor } from '../../src/plants/cursor.ts'
-import { keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -25,7 +24,7 @@ const PROBES = 500
 
 export async function measureReplicas(bench: Bench, options: ReplicaOptions) {
   const pair = await startPrimaryWithReplica()
-  const sql = postgres(pair.primaryUrl, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(pair.primaryUrl, { max: 2, onnotice: () => {} })
   try {
     await migratePostgresDatabase(pair.primaryUrl, undefined, TEST_KEYS)
     await seedEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)

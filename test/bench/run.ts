@@ -2,7 +2,6 @@ import { existsSync, mkdirSync } from 'node:fs'
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -73,7 +72,7 @@ async function withDatabase<T>(
 ): Promise<T> {
   const database = await createTestDatabase(label)
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(database.url, { max: 2, onnotice: () => {} })
   try {
     return await use(database.url, sql)
   } finally {

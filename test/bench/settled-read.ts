@@ -5,7 +5,6 @@
 import process from 'node:process'
 import postgres from 'postgres'
 import { openStorage } from '../../src/start/open-store.ts'
-import { keysParameter } from '../../src/store/database.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { seedEvents } from './seed.ts'
@@ -16,7 +15,7 @@ const EVENTS = 20_000
 const { readSettledEvents } = await import(`${root}/src/event-log/reading.ts`)
 
 const database = await createTestDatabase('bench_settled_read')
-const sql = postgres(database.url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 1, onnotice: () => {} })
 const storage = await openStorage({
   kind: 'postgres',
   url: database.url,

@@ -6,7 +6,6 @@
 import { join } from 'node:path'
 import process from 'node:process'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { SERVER_COMMAND, startServer } from '../support/server-process.ts'
@@ -23,7 +22,7 @@ const SECRET = crypto.randomUUID() + crypto.randomUUID()
 
 const receiver = startOtlpReceiver()
 const database = await createTestDatabase('bench_tracing_cpu')
-const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 const tracing: Record<string, string> = mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : {}
 const command = SERVER_COMMAND.map((part) => (part === 'src/start/main.ts' ? join(root, part) : part))
 const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...tracing }, command)

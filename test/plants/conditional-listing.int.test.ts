@@ -7,7 +7,7 @@ import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
-import { type Database, keysParameter } from '../../src/store/database.ts'
+import type { Database } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { STORAGE_KINDS, type StorageKind, TEST_SECRET } from '../support/harness.ts'
@@ -35,7 +35,7 @@ async function openStore(kind: StorageKind) {
     url = handle.settings.url
     closeStore = handle.close
   }
-  const client = postgresClient(url, { max: 4, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const client = postgresClient(url, { max: 4, onnotice: () => {} })
   const db: Database = drizzlePostgres({ client, logger })
   const explain = async ({ query, params }: Query) => {
     const [row] = await client.unsafe(`explain (analyze, format json) ${query}`, params as string[])

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { groupedReads, type PageFound, singleReads } from '../../src/plants/page-reads.ts'
 import { openStorage } from '../../src/start/open-store.ts'
-import { type Database, keysParameter } from '../../src/store/database.ts'
+import type { Database } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
@@ -20,7 +20,6 @@ async function openCountedStore(kind: StorageKind) {
   const client = postgresClient(opened.url, {
     max: 10,
     onnotice: () => {},
-    connection: keysParameter(TEST_KEYS),
   })
   const close = async () => {
     await client.end()

@@ -1,6 +1,5 @@
 import { afterAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { type Env, runCli } from '../support/server-process.ts'
 import { startService } from '../support/service.ts'
 import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
@@ -58,7 +57,7 @@ test('a rebuild killed half-way leaves a table that status shows and the next re
   // given: a log long enough for a rebuild to be caught in the middle
   const { env, url } = await postgresEnv()
   expect((await runCli(['db', 'migrate'], env)).exitCode).toBe(0)
-  const sql = postgres(url, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
   try {
     await sql`insert into owner_keys (pseudonym, owner, key)
               values (encode(gen_random_bytes(16), 'hex'), 'seed', plant_store_wrap(gen_random_bytes(32)))`

@@ -3,7 +3,6 @@ import postgres from 'postgres'
 import { type LogFollower, startLogFollower } from '../../src/event-log/follower.ts'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
-import { keysParameter } from '../../src/store/database.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -18,7 +17,7 @@ let follower: LogFollower
 const seen: string[] = []
 beforeAll(async () => {
   storage = await openTestStorage('postgres')
-  client = postgres(storage.url ?? '', { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  client = postgres(storage.url ?? '', { max: 2, onnotice: () => {} })
   first = await client.reserve()
   second = await client.reserve()
   // The owner's key exists, so that the writers below append as the live path does.

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { sealedSeed } from '../support/sealed-seed.ts'
 import { type Service, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -15,7 +14,6 @@ beforeAll(async () => {
   const sql = postgres(String(service.databaseUrl), {
     max: 1,
     onnotice: () => {},
-    connection: keysParameter(TEST_KEYS),
   })
   await sql.unsafe(
     sealedSeed(

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
@@ -66,7 +65,7 @@ test('three instances on one database append exactly one event per owner+id and 
   // then every answer is 200 or 409, never 500
   expect(new Set(answers.map((answer) => answer.status))).toEqual(new Set([200, 409]))
   // and the log holds exactly one event per owner+id
-  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
   try {
     const perPlant = await sql<{ owner: string; id: string; n: number; name: string }[]>`
       select k.owner, opened->>'id' as id, count(*)::int as n, min(opened->>'name') as name

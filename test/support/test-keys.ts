@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer'
-import { type KeyEncryptionKeys, unwrapKey } from '../../src/store/key-encryption-keys.ts'
+import { type KeyEncryptionKeys, unwrapKey } from '../../src/keys/key-encryption-keys.ts'
 
 // The key-encryption key every test store on PostgreSQL shares unless a test says otherwise:
 // spawned servers and commands get it as KEY_ENCRYPTION_KEYS (server-process.ts), stores opened

@@ -1,6 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { createTestFeed, type TestFeed } from '../support/nats.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
@@ -48,7 +47,6 @@ describe('traces over OTLP/HTTP', () => {
     sql = postgres(String(storage.databaseUrl), {
       max: 1,
       onnotice: () => {},
-      connection: keysParameter(TEST_KEYS),
     })
   })
   afterEach(async () => {

@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer'
-import { createDecipheriv, createHash } from 'node:crypto'
+import { createHash } from 'node:crypto'
 
 // Key-encryption keys (KEKs, docs/keys.md): each owner's key is stored wrapped under one, and the
 // database never stores a KEK. The first of the list wraps; all of them unwrap.
@@ -47,23 +47,4 @@ export function keyEncryptionKeyId(key: Uint8Array): string {
     .update(key)
     .digest('hex')
     .slice(0, 8)
-}
-
-// The value of the session parameter plant_store.keks (migration 0008): `<id>:<base64>` entries.
-export function sessionKeys(keys: KeyEncryptionKeys): string {
-  return keys.map((key) => `${keyEncryptionKeyId(key)}:${Buffer.from(key).toString('base64')}`).join(',')
-}
-
-// A wrapped key's length: the KEK's id, the IV, the key (migration 0008).
-export const WRAPPED_KEY_BYTES = 52
-
-// The raw key of `wrapped` (as stored), unwrapped here as plant_store_unwrap does in the database,
-// for an import that checks a file's events before the database sees them; the id of its KEK when
-// none of `keys` is that KEK.
-export function unwrapKey(wrapped: Uint8Array, keys: KeyEncryptionKeys): Uint8Array | { missing: string } {
-  const id = Buffer.from(wrapped.subarray(0, 4)).toString('hex')
-  const kek = keys.find((key) => keyEncryptionKeyId(key) === id)
-  if (!kek) return { missing: id }
-  const decipher = createDecipheriv('aes-256-cbc', kek, wrapped.subarray(4, 20)).setAutoPadding(false)
-  return new Uint8Array(Buffer.concat([decipher.update(wrapped.subarray(20)), decipher.final()]))
 }
