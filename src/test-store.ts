@@ -31,11 +31,12 @@ export async function createInMemoryStore({
 }: InMemoryStoreOptions = {}): Promise<InMemoryStore> {
   const storage = await openStorage({ kind: 'memory' })
   const registry = new Registry()
-  const changes = await startChanges({ db: storage.db, logger, registry })
+  const changes = await startChanges({ db: storage.db, keyring: storage.keyring, logger, registry })
   const verifyToken = createTokenVerifier({ secret })
   return {
     app: createApp({
       db: storage.db,
+      keyring: storage.keyring,
       verifyToken,
       logger,
       now,

@@ -1,5 +1,6 @@
 import type { Registry } from 'prom-client'
 import { type FollowedLog, followLog } from '../event-log/follower.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { createChangeMetrics } from '../observability/change-metrics.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Executor } from '../store/database.ts'
@@ -21,6 +22,8 @@ export type ChangeReplicas = {
 export type ChangesDeps = {
   // The primary: the callers' plants are read here unless `replicas` are given.
   db: Executor
+  // Opens the events the streams deliver.
+  keyring: Keyring
   replicas?: ChangeReplicas
   logger: Logger
   registry: Registry
@@ -55,6 +58,7 @@ export type Changes = {
 // GET /plants/changes's machinery: the log's follower feeding every open stream.
 export async function startChanges({
   db,
+  keyring,
   replicas,
   logger,
   registry,
@@ -70,7 +74,7 @@ export async function startChanges({
   catchUpBatch = 100,
 }: ChangesDeps): Promise<Changes> {
   const hub = createChangeHub({ logger, streamsPerOwner, now, keepAliveMs, tickMs })
-  const follower = log ?? followLog({ db, logger, noticesUrl, idleAfterMs })
+  const follower = log ?? followLog({ db, keyring, logger, noticesUrl, idleAfterMs })
   const unsubscribe = follower.subscribe(hub.deliver)
   const position = () => follower.position() ?? 0n
   // The follower stays on the primary: it is one read per wake-up for the whole process, and its

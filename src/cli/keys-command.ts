@@ -1,13 +1,13 @@
 import process from 'node:process'
 import type { Config } from '../config/config.ts'
 import { rotateKeys } from '../event-log/rotate-keys.ts'
-import { Failure } from '../shared/errors.ts'
-import { openPostgres } from '../store/database.ts'
 import {
   type KeyEncryptionKeys,
   keyEncryptionKeyId,
   newKeyEncryptionKey,
 } from '../keys/key-encryption-keys.ts'
+import { Failure } from '../shared/errors.ts'
+import { openPostgres } from '../store/database.ts'
 import { writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
 import { withStorage } from './projection-command.ts'

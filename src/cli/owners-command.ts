@@ -57,6 +57,7 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
           // The embedded server too is reached through its URL.
           storage: { kind: 'postgres', ...storage.settings },
           db,
+          keyring: storage.keyring,
           logger: silentLogger(),
           waitMs: waitSeconds * 1000,
         })

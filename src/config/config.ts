@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
-import { Failure } from '../shared/errors.ts'
 import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import { Failure } from '../shared/errors.ts'
 import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from '../store/target-session-attrs.ts'
 import { SETTINGS, type Setting, type SettingName } from './settings.ts'
 

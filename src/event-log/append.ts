@@ -1,8 +1,12 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { Buffer } from 'node:buffer'
+import { asc, eq, type SQL, sql } from 'drizzle-orm'
+import { readStoredPlant } from '../domain/plant.ts'
+import type { OwnerKey } from '../keys/keyring.ts'
+import { seal, streamIdOf } from '../keys/sealing.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
-import { parseEventData } from './event-data.ts'
-import { events, ownerKeys, type PlantsTable, plants } from './schema.ts'
-import { liveKeys, newWrappedKey, openedData, pseudonymOf, unwrappedKey } from './sealing.ts'
+import { openedData } from './opening.ts'
+import type { AppendKey, OwnerKeyCache } from './owner-keys.ts'
+import { events, ownerKeys, plants } from './schema.ts'
 
 export type NewEvent = { type: string; schemaVersion: number; data: unknown; recordedAt: Date }
 
@@ -18,51 +22,30 @@ export type FoldableEvent = Pick<
   metadata: { owner: string }
 }
 
-// Each event of a read as the code reads it today, whatever shape it was stored in: the database
-// opens it with its owner's key `key` and upcasts it (migration 0004), by the definition the
-// projection applies. Joined laterally, it makes `currentData` the event's data in today's shape.
-export function currentShape(key: SQL): SQL {
-  return sql`plant_store_event(${events.type}, ${events.schemaVersion}, ${openedData(sql`${events}`, key)}, ${events.position}) as current`
-}
-export const currentData = sql`current.current_data`
-
-// One plant's stream, found by its owner's key (its id is an HMAC under it), opened. Empty when
-// the owner has no key that can be read.
-const plantStreamQuery = preparedQuery((db) => {
-  const stream = db
-    .$with('stream', {
-      position: sql<string>`position`.as('position'),
-      streamVersion: sql<number>`stream_version`.as('stream_version'),
-      type: sql<string>`type`.as('type'),
-      schemaVersion: sql<number>`schema_version`.as('schema_version'),
-      data: sql<string>`data`.as('data'),
-      recordedAt: sql<string>`recorded_at`.as('recorded_at'),
+// One plant's stream, found by its id under its owner's key, opened here.
+const plantStreamQuery = preparedQuery((db) =>
+  db
+    .select({
+      position: events.position,
+      streamVersion: events.streamVersion,
+      type: events.type,
+      schemaVersion: events.schemaVersion,
+      data: events.data,
+      recordedAt: events.recordedAt,
     })
-    .as(sql`
-      select ${events.position}::text as position, ${events.streamVersion} as stream_version,
-             ${events.type} as type, ${events.schemaVersion} as schema_version,
-             ${currentData}::text as data, ${events.recordedAt}::text as recorded_at
-      from ${liveKeys} as k
-      join ${events} on ${events.streamId} = plant_store_stream_id(${sql.placeholder('plantId')}::text, k.key)
-      cross join lateral ${currentShape(sql`k.key`)}
-      where k.owner = ${sql.placeholder('owner')}::text`)
-  return db.with(stream).select().from(stream).orderBy(stream.streamVersion).prepare('read_plant_stream')
-})
+    .from(events)
+    .where(eq(events.streamId, sql.placeholder('streamId')))
+    .orderBy(asc(events.streamVersion))
+    .prepare('read_plant_stream'),
+)
 
 export async function readPlantStream(
   db: Executor,
-  owner: string,
+  key: OwnerKey,
   plantId: bigint,
 ): Promise<RecordedEvent[]> {
-  const rows = await plantStreamQuery(db).execute({ owner, plantId: plantId.toString() })
-  return rows.map((row) => ({
-    position: BigInt(row.position),
-    streamVersion: row.streamVersion,
-    type: row.type,
-    schemaVersion: row.schemaVersion,
-    data: parseEventData(row.data),
-    recordedAt: new Date(row.recordedAt),
-  }))
+  const rows = await plantStreamQuery(db).execute({ streamId: streamIdOf(plantId, key.raw) })
+  return rows.map((row) => ({ ...row, data: openedData(row, key.raw) }))
 }
 
 // One event for one plant's stream, appended only if the stream is at `expectedVersion`.
@@ -76,54 +59,25 @@ export type StreamAppend = {
   event: NewEvent
 }
 
-// The projection: the `plants` row each event makes, as SQL over rows shaped like the events
-// table, so that PostgreSQL applies it where the events are. Each event is opened with its
-// owner's key, from `keys` (rows of pseudonym, owner and key; by default the keys that can be
-// read), so that an erased owner's events fold to nothing. A rebuild runs it on batches of the log
-// and a verification on the whole log (replay/): the events never travel to this process and back.
-export function projectInto(table: PlantsTable = plants, keys: SQL = liveKeys) {
-  return (rows: SQL): SQL =>
-    projectOpened(table)(sql`(
-      select e.position, e.type, e.schema_version, k.owner, ${openedData(sql`e`, sql`k.key`)} as data
-      from ${rows} as e join ${keys} as k on k.pseudonym = ${pseudonymOf(sql`e`)})`)
-}
+// What became of an append: its event's position; `taken`, the stream was no longer at the
+// expected version and nothing was appended; `rekey`, the owner's key the append was sealed under
+// is no longer live (an erasure began) or another writer stored the owner's first key first.
+export type Appended = { position: bigint } | { taken: OwnerKey } | 'rekey'
 
-// The same over events already opened: rows of position, type, schema_version, owner (the subject)
-// and data as written. What each stored shape of an event means is defined once, by the database
-// function plant_store_event (migrations 0004, 0006). Appends give it the data they have just
-// sealed, as they had it, rather than open it again.
-export function projectOpened(table: PlantsTable = plants) {
-  return (rows: SQL): SQL => sql`
-    insert into ${table} (owner, id, name, tag, position)
-    select o.owner, plant.id, plant.name, plant.tag, o.position
-    from ${rows} as o
-    cross join lateral plant_store_event(o.type, o.schema_version, o.data, o.position) as plant`
-}
-
-// Whether the event at `event` (a row of the events table) has its row in `plants`, or makes none
-// (its owner erased, or an event that describes no plant).
-export function isProjected(event: SQL): SQL {
-  return sql`(${event}.type <> 'PlantCreated' or not exists (
-      select 1 from ${liveKeys} as k where k.pseudonym = ${pseudonymOf(event)}) or exists (
-      select 1 from ${plants} as p join ${liveKeys} as k on p.owner = k.owner
-      where k.pseudonym = ${pseudonymOf(event)} and p.position = ${event}.position))`
-}
-
-// A batch of appends, to as many streams, in one prepared statement that also finds or makes each
-// owner's key and projects the events, so one transaction (a GET after a 200 sees the plant), one
-// round trip and one commit, its text built once.
+// A batch of appends, to as many streams, sealed here, in one prepared statement that also stores
+// new owners' keys and projects the events: one transaction (a GET after a 200 sees the plant),
+// one round trip and one commit, its text built once.
 // - Each owner's appends are serialised by an advisory lock on the owner, so one owner's positions
 //   commit in order and paging never skips a late commit; a batch takes its owners' locks, in
-//   sorted order (so batches never deadlock), before it reads a key or draws a position: the
-//   lock's row gates every later step (a one-time filter, evaluated first).
-// - An owner's key is read FOR SHARE: one an erasure marked while this batch waited for the lock
-//   is then skipped (its latest version is checked again), and a new key is made, so nothing is
-//   ever written under a key being destroyed. A key another batch made while this one waited is
-//   not in this statement's snapshot: its insert conflicts, and ON CONFLICT DO UPDATE returns it
-//   (DO NOTHING would return no key).
+//   sorted order (so batches never deadlock), before anything else: the lock's row gates every
+//   later step (a one-time filter, evaluated first).
+// - A key the service already had is checked FOR SHARE under the lock: one an erasure marked (or
+//   deleted) while this batch waited is then not found (its latest version is checked again), so
+//   nothing is ever written under a key being destroyed; those appends come back `rekey`.
+// - A new owner's key is inserted unless another writer stored one first (ON CONFLICT DO
+//   NOTHING): then that owner's appends come back `rekey`, to be sealed under the stored key.
 // - An append whose stream version is taken, by an earlier commit or a concurrent writer, is
 //   skipped on the (stream_id, stream_version) unique key without failing the others.
-// Results come back by input order (`n`): only the database can compute a stream id.
 function appendStatement(input: (db: Executor) => SQL, name: string) {
   return preparedQuery((db) => {
     const cte = (alias: string, query: SQL) => db.$with(alias, {}).as(query)
@@ -133,42 +87,26 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
       sql`select count(pg_advisory_xact_lock(key)) as locks
           from (select distinct hashtextextended(owner, 0) as key from input order by 1) as keys`,
     )
-    // One probe of the owners' index per owner of the batch, whatever the table's size when the
-    // statement was planned (a join planned on a small table scans it whole once it is large).
-    const found = cte(
-      'found',
-      sql`select k.pseudonym, k.owner, k.key
-          from (select distinct owner from input) as owners
-          cross join lateral (
-            select ${ownerKeys.pseudonym}, ${ownerKeys.owner}, ${ownerKeys.key} from ${ownerKeys}
-            where ${ownerKeys.owner} = owners.owner and not ${ownerKeys.erasing}
-            for share) as k
-          where (select locks from locked) is not null`,
-    )
     const made = cte(
       'made',
       sql`insert into ${ownerKeys} (pseudonym, owner, key)
-          select encode(gen_random_bytes(16), 'hex'), owners.owner, ${newWrappedKey}
-          from (select distinct owner from input) as owners
-          where (select locks from locked) is not null
-            and not exists (select 1 from found where found.owner = owners.owner)
-          on conflict (owner) where not erasing do update set owner = excluded.owner
-          returning pseudonym, owner, key`,
+          select distinct on (owner) pseudonym, owner, new_key from input
+          where new_key is not null and (select locks from locked) is not null
+          on conflict (owner) where not erasing do nothing
+          returning pseudonym`,
     )
-    const keys = cte(
-      'keys',
-      sql`select pseudonym, owner, ${unwrappedKey(sql`key`)} as key from (select * from found union all select * from made) as stored`,
+    // One probe of the keys' primary key per owner of the batch.
+    const kept = cte(
+      'kept',
+      sql`select k.pseudonym
+          from (select distinct pseudonym from input where new_key is null) as owners
+          cross join lateral (
+            select ${ownerKeys.pseudonym} from ${ownerKeys}
+            where ${ownerKeys.pseudonym} = owners.pseudonym and not ${ownerKeys.erasing}
+            for share) as k
+          where (select locks from locked) is not null`,
     )
-    const sealed = db
-      .$with('sealed', { n: sql<number>`n`.as('n'), streamId: sql<string>`stream_id`.as('stream_id') })
-      .as(sql`
-      select input.n, input.owner, input.data as opened,
-             plant_store_stream_id(input.data->>'id', keys.key) as stream_id, input.version,
-             input.type, input.schema_version, input.recorded_at,
-             jsonb_build_object('sealed', plant_store_seal(input.data::text, keys.key)) as data,
-             jsonb_build_object('pseudonym', keys.pseudonym,
-               'sealed', plant_store_seal(jsonb_strip_nulls(jsonb_build_object('requestId', input.request_id, 'traceparent', input.traceparent))::text, keys.key)) as metadata
-      from input join keys on keys.owner = input.owner`)
+    const live = cte('live', sql`select pseudonym from made union all select pseudonym from kept`)
     const appended = db
       .$with('appended', {
         position: sql<string>`position`.as('position'),
@@ -176,31 +114,40 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
       })
       .as(sql`
         insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        select stream_id, version, type, schema_version, data, metadata, recorded_at from sealed order by n
+        select stream_id, version, type, schema_version, data, metadata, recorded_at from input
+        where pseudonym in (select pseudonym from live)
+        order by n
         on conflict (stream_id, stream_version) do nothing
-        returning position, stream_id, stream_version, type, schema_version, data, metadata`)
+        returning position, stream_id`)
     const projected = cte(
       'projected',
-      projectOpened(plants)(sql`(
-        select appended.position, appended.type, appended.schema_version, sealed.owner, sealed.opened as data
-        from appended join sealed using (stream_id))`),
+      sql`insert into ${plants} (owner, id, name, tag, position)
+          select input.owner, input.plant_id, input.name, input.tag, appended.position
+          from appended join input using (stream_id)
+          where input.plant_id is not null`,
     )
     return db
-      .with(inputs, locked, found, made, keys, sealed, appended, projected)
-      .select({ n: sql<number>`sealed.n::int`, position: sql<string>`appended.position::text` })
-      .from(appended)
-      .innerJoin(sealed, sql`sealed.stream_id = appended.stream_id`)
+      .with(inputs, locked, made, kept, live, appended, projected)
+      .select({
+        n: sql<number>`input.n::int`,
+        position: sql<string | null>`appended.position::text`,
+        live: sql<boolean>`input.pseudonym in (select pseudonym from live)`,
+      })
+      .from(sql`input`)
+      .leftJoin(appended, sql`appended.stream_id = input.stream_id`)
       .prepare(name)
   })
 }
 
-// The batch's creates, handed over as one JSON array: each value's fields in its own column.
+// The batch's appends, handed over as one JSON array: each value's fields in its own column.
 const batchAppend = appendStatement(
   () => sql`
-    select n, value->>'owner' as owner, value->>'requestId' as request_id,
-           value->>'traceparent' as traceparent, value->'data' as data,
+    select n, value->>'owner' as owner, value->>'pseudonym' as pseudonym,
+           decode(value->>'newKey', 'base64') as new_key, value->>'streamId' as stream_id,
            (value->>'version')::int as version, value->>'type' as type,
-           (value->>'schemaVersion')::int as schema_version, (value->>'recordedAt')::timestamptz as recorded_at
+           (value->>'schemaVersion')::int as schema_version, value->'data' as data,
+           value->'metadata' as metadata, (value->>'recordedAt')::timestamptz as recorded_at,
+           (value->>'plantId')::bigint as plant_id, value->>'name' as name, value->>'tag' as tag
     from jsonb_array_elements(${sql.placeholder('appends')}::jsonb) with ordinality as e(value, n)`,
   'append_events',
 )
@@ -210,35 +157,71 @@ const batchAppend = appendStatement(
 const loneAppend = appendStatement(() => {
   const value = (name: string, type: string) => sql`${sql.placeholder(name)}::${sql.raw(type)}`
   return sql`
-    select 1 as n, ${value('owner', 'text')} as owner, ${value('requestId', 'text')} as request_id,
-           ${value('traceparent', 'text')} as traceparent,
-           ${value('data', 'jsonb')} as data, ${value('version', 'int')} as version,
-           ${value('type', 'text')} as type, ${value('schemaVersion', 'int')} as schema_version,
-           ${value('recordedAt', 'timestamptz')} as recorded_at`
+    select 1 as n, ${value('owner', 'text')} as owner, ${value('pseudonym', 'text')} as pseudonym,
+           decode(${value('newKey', 'text')}, 'base64') as new_key, ${value('streamId', 'text')} as stream_id,
+           ${value('version', 'int')} as version, ${value('type', 'text')} as type,
+           ${value('schemaVersion', 'int')} as schema_version, ${value('data', 'jsonb')} as data,
+           ${value('metadata', 'jsonb')} as metadata, ${value('recordedAt', 'timestamptz')} as recorded_at,
+           ${value('plantId', 'bigint')} as plant_id, ${value('name', 'text')} as name, ${value('tag', 'text')} as tag`
 }, 'append_event')
 
-function appendValues({ owner, requestId, traceparent, expectedVersion, event }: StreamAppend) {
+// An append as the statement takes it: sealed under its owner's key, with the `plants` row it makes.
+function sealedValues(
+  { owner, plantId, requestId, traceparent, expectedVersion, event }: StreamAppend,
+  key: AppendKey,
+) {
+  const metadata = JSON.stringify(traceparent === undefined ? { requestId } : { requestId, traceparent })
+  const plant = readStoredPlant(event.type, event.schemaVersion, event.data)
   return {
     owner,
-    requestId,
-    traceparent: traceparent ?? null,
+    pseudonym: key.pseudonym,
+    newKey: key.made === undefined ? null : Buffer.from(key.made).toString('base64'),
+    streamId: streamIdOf(plantId, key.raw),
     version: expectedVersion + 1,
     type: event.type,
     schemaVersion: event.schemaVersion,
-    data: event.data,
+    data: seal(JSON.stringify(event.data), key.raw, 'data'),
+    metadata: { pseudonym: key.pseudonym, ...seal(metadata, key.raw, 'metadata') },
     recordedAt: event.recordedAt.toISOString(),
+    plantId: typeof plant === 'string' ? null : plant.id.toString(),
+    name: typeof plant === 'string' ? null : plant.name,
+    tag: typeof plant === 'string' ? null : plant.tag,
   }
 }
 
-// The position of each append's event, in the order given; undefined where the stream was no longer
-// at the expected version, and nothing was appended for it.
-export async function appendEvents(db: Executor, appends: StreamAppend[]): Promise<(bigint | undefined)[]> {
-  const [lone] = appends
-  if (lone === undefined) return []
+// Each append's outcome, in the order given, its owner's key found or made through `keys`.
+export async function appendEvents(
+  db: Executor,
+  keys: OwnerKeyCache,
+  appends: StreamAppend[],
+): Promise<Appended[]> {
+  if (appends.length === 0) return []
+  const found = await keys.find(
+    db,
+    appends.map((append) => append.owner),
+  )
+  const keyOf = (append: StreamAppend) => found.get(append.owner) as AppendKey
+  const values = appends.map((append) => sealedValues(append, keyOf(append)))
+  const [lone] = values
   const rows =
-    appends.length === 1
-      ? await loneAppend(db).execute({ ...appendValues(lone), data: JSON.stringify(lone.event.data) })
-      : await batchAppend(db).execute({ appends: JSON.stringify(appends.map(appendValues)) })
-  const positions = new Map(rows.map((row) => [Number(row.n), BigInt(row.position)]))
-  return appends.map((_, index) => positions.get(index + 1))
+    values.length === 1 && lone
+      ? await loneAppend(db).execute({
+          ...lone,
+          data: JSON.stringify(lone.data),
+          metadata: JSON.stringify(lone.metadata),
+        })
+      : await batchAppend(db).execute({ appends: JSON.stringify(values) })
+  const outcomes = new Map(rows.map((row) => [Number(row.n), row]))
+  return appends.map((append, index) => {
+    const row = outcomes.get(index + 1)
+    const key = keyOf(append)
+    if (!row?.live) {
+      keys.drop(append.owner)
+      if (key.made) keys.keyring.forget(key.pseudonym)
+      return 'rekey'
+    }
+    const wrapped = key.made
+    if (wrapped) keys.keep(append.owner, key, wrapped)
+    return row.position === null ? { taken: key } : { position: BigInt(row.position) }
+  })
 }

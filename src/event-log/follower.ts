@@ -1,3 +1,4 @@
+import type { Keyring } from '../keys/keyring.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Executor } from '../store/database.ts'
 import { type Horizon, probeHorizon } from './horizon.ts'
@@ -8,6 +9,8 @@ import { type LoggedEvent, readSettledEvents } from './reading.ts'
 export type LogFollowerDeps = {
   // Where the log is read: the primary, or a replica of it.
   db: Executor
+  // Opens the events read (keys/keyring.ts).
+  keyring: Keyring
   logger: Logger
   // How often the log is read when nothing woke the follower: another instance's writes, an import.
   pollMs?: number
@@ -42,6 +45,7 @@ const SETTLE_RETRY_MS = 20
 // A failed read is retried until the database answers again, on whichever server it then reaches.
 export function startLogFollower({
   db,
+  keyring,
   logger,
   pollMs = 200,
   gatherMs = 10,
@@ -117,7 +121,7 @@ export function startLogFollower({
       // The start: nothing before the first horizon is handed out, only what follows it.
       const first = pending[0]
       if (first === undefined) return 0
-      const read = await readSettledEvents(db, first.position, settled, [first], 0)
+      const read = await readSettledEvents(db, keyring, first.position, settled, [first], 0)
       reads++
       settled = read.settled
       if (settled < first.position) return 0
@@ -128,7 +132,7 @@ export function startLogFollower({
       readyResolve()
       return 0
     }
-    const read = await readSettledEvents(db, position, settled, pending, batchSize)
+    const read = await readSettledEvents(db, keyring, position, settled, pending, batchSize)
     reads++
     settled = read.settled
     pending = pending.filter((horizon) => horizon.position > settled)
@@ -227,7 +231,7 @@ export function startLogFollower({
         }
         return found
       }
-      return (await readSettledEvents(db, after, upTo, [], count)).events
+      return (await readSettledEvents(db, keyring, after, upTo, [], count)).events
     },
     // Resolves when the follower next moves on, or after `ms`, or when `signal` aborts.
     advanced: (ms: number, signal?: AbortSignal) =>

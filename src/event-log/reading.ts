@@ -1,9 +1,9 @@
+import { Buffer } from 'node:buffer'
 import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
-import type { PgSelect } from 'drizzle-orm/pg-core'
-import { type Executor, rowsOf, type Transaction } from '../store/database.ts'
-import { currentData, currentShape } from './append.ts'
-import { parseEventData } from './event-data.ts'
+import type { Keyring } from '../keys/keyring.ts'
+import { type Executor, rowsOf } from '../store/database.ts'
 import { type Horizon, settledReader } from './horizon.ts'
+import { openedData, openedMetadata } from './opening.ts'
 import { events } from './schema.ts'
 import { pseudonymOf, readersKeyOf } from './sealing.ts'
 
@@ -31,25 +31,23 @@ export type LoggedEvent = {
   metadata: { owner: string | null; pseudonym: string; traceparent?: string }
 }
 
-// The key of each event's owner, and the event opened with it. A PlantCreated is read only while
-// its owner can be (`readable`); an OwnerErased names its owner while the erasure runs.
-// The key is a lateral probe of its primary key per event read: a join the planner may hash would
-// read every owner's key on every read of a few events.
-const withKeys = sql`
-  left join lateral (${readersKeyOf(sql`${events}`)}) as k on true
-  left join lateral ${currentShape(sql`k.key`)} on true`
+// The wrapped key of each event's owner, by the readers' rule (event-log/sealing.ts): a
+// PlantCreated is read only while its owner can be (`readable`); an OwnerErased names its owner
+// while the erasure runs. The key is a lateral probe of its primary key per event read: a join the
+// planner may hash would read every owner's key on every read of a few events.
+const withKeys = sql`left join lateral (${readersKeyOf(sql`${events}`)}) as k on true`
 const readable = sql`${events.type} <> 'PlantCreated' or k.pseudonym is not null`
 
 // The recorded time to the microsecond, in UTC.
 const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
-// A replay reads a whole batch as one JSON text, each event an array, parsed at once: decoding
-// rows one by one in the driver, and columns one by one in the ORM, cost more than the parse.
-// The owner comes from their key; the data is in today's shape (see currentData).
+// A read takes a whole batch as one JSON text, each event an array, parsed at once: decoding rows
+// one by one in the driver, and columns one by one in the ORM, cost more than the parse. Each
+// event comes as stored, sealed, with its owner's wrapped key; it is opened here.
 const loggedEventRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
-    k.owner, ${recordedAtText}, ${currentData}, ${pseudonymOf(sql`${events}`)},
-    plant_store_open(${events.metadata}, k.key)->>'traceparent')`
+    k.owner, ${recordedAtText}, ${events.data}, ${pseudonymOf(sql`${events}`)}, ${events.metadata},
+    encode(k.key, 'base64'))`
 
 type LoggedEventArray = [
   string,
@@ -60,50 +58,64 @@ type LoggedEventArray = [
   string,
   unknown,
   string,
+  unknown,
   string | null,
 ]
 
-function toLoggedEvent([
-  transactionId,
-  position,
-  type,
-  schemaVersion,
-  owner,
-  recordedAt,
-  data,
-  pseudonym,
-  traceparent,
-]: LoggedEventArray): LoggedEvent {
-  return {
-    transactionId: BigInt(transactionId),
-    position: BigInt(position),
+// An event of the log opened with its owner's key. An OwnerErased whose erasure has completed has
+// no key: it names no one.
+function toLoggedEvent(
+  keyring: Keyring,
+  [
+    transactionId,
+    position,
     type,
     schemaVersion,
-    metadata: traceparent === null ? { owner, pseudonym } : { owner, pseudonym, traceparent },
+    owner,
+    recordedAt,
+    data,
+    pseudonym,
+    metadata,
+    wrapped,
+  ]: LoggedEventArray,
+): LoggedEvent {
+  const stored = { position: BigInt(position), type, schemaVersion, data }
+  // An erasure's notice: the owner's key is gone, or going; none is kept in this process either.
+  if (type === 'OwnerErased') keyring.forget(pseudonym)
+  const key =
+    wrapped === null ? undefined : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
+  const traceparent = key === undefined ? undefined : openedMetadata(metadata, key).traceparent
+  return {
+    transactionId: BigInt(transactionId),
+    position: stored.position,
+    type,
+    schemaVersion,
+    metadata: traceparent === undefined ? { owner, pseudonym } : { owner, pseudonym, traceparent },
     recordedAt: new Date(recordedAt),
     // Written as a Date would write it when it has no more than milliseconds.
     time: recordedAt.replace(/(\.\d{3})000Z$/, '$1Z'),
-    data,
+    data: key === undefined ? {} : openedData(stored, key),
   }
 }
 
-const readLoggedEvents = settledReader<LoggedEventArray>(
-  'read_settled_events',
-  { row: loggedEventRow, joins: withKeys, keep: readable },
-  parseEventData,
-)
+const readLoggedEvents = settledReader<LoggedEventArray>('read_settled_events', {
+  row: loggedEventRow,
+  joins: withKeys,
+  keep: readable,
+})
 
 // The settled log (log/horizon.ts) after `after`, in position order, as the feed and the change
 // streams take it, with the horizon it was read up to.
 export async function readSettledEvents(
   db: Executor,
+  keyring: Keyring,
   after: bigint,
   settled: bigint,
   horizons: Horizon[],
   batchSize: number,
 ): Promise<{ events: LoggedEvent[]; settled: bigint }> {
   const read = await readLoggedEvents(db, after, settled, horizons, batchSize)
-  return { events: read.rows.map(toLoggedEvent), settled: read.settled }
+  return { events: read.rows.map((row) => toLoggedEvent(keyring, row)), settled: read.settled }
 }
 
 const readExportedText = settledReader<ExportedText>('read_settled_text', {
@@ -127,40 +139,35 @@ export async function readSettledText(
 // position, stream id, stream version, type, schema version, data and metadata as JSON text, time.
 export type ExportedText = [string, string, number, string, number, string, string, string]
 
-// Runs `project` (given `batch`: rows shaped like the events table) over the next events of the
-// log after `after`, in log order, in one statement: the events never leave the database. Returns
-// how many it read and where the reader now stands. `settled` keeps to events whose transaction
-// is older than every transaction still running: nothing can commit before them any more, so the
-// cursor never moves past a late commit. Only a reader that holds the append lock exclusively
-// (see log/append-lock.ts) may drop it.
-export async function projectLogBatch(
+// The next `batchSize` events of the log after `after`, in log order, opened: what a rebuild
+// folds. `settled` keeps to events whose transaction is older than every transaction still
+// running: nothing can commit before them any more, so the cursor never moves past a late commit.
+// Only a reader that holds the append lock exclusively (see event-log/append-lock.ts) may drop
+// it. A PlantCreated whose owner cannot be read is counted in `read`, not returned.
+export async function readLogBatch(
   db: Executor,
+  keyring: Keyring,
   after: LogCursor,
   batchSize: number,
-  project: (batch: SQL) => SQL,
   { settled = true } = {},
-): Promise<{ events: number; highest: bigint; cursor: LogCursor }> {
-  const batch = nextEvents(db.select().from(events).$dynamic(), after, batchSize, settled)
-  const result = await db.execute(sql`
-    with batch as (${batch}),
-    projected as (${project(sql`batch`)})
-    select count(*)::int as events, max(position)::text as highest,
-           (select array[transaction_id::text, position::text] from batch
-            order by transaction_id desc, position desc limit 1) as last
-    from batch`)
-  const [row] = rowsOf<{ events: number; highest: string | null; last: [string, string] | null }>(result)
-  const last = row?.last
+): Promise<{ events: LoggedEvent[]; read: number; highest: bigint; cursor: LogCursor }> {
+  const rows = rowsOf<{ row: LoggedEventArray; readable: boolean }>(
+    await db.execute(sql`
+      select ${loggedEventRow} as row, (${readable}) as readable
+      from ${events} ${withKeys}
+      where ${afterCursor(after)} ${settled ? sql`and ${isSettled}` : sql``}
+      order by ${events.transactionId}, ${events.position}
+      limit ${batchSize}`),
+  )
+  const last = rows.at(-1)?.row
+  let highest = 0n
+  for (const { row } of rows) if (BigInt(row[1]) > highest) highest = BigInt(row[1])
   return {
-    events: row?.events ?? 0,
-    highest: BigInt(row?.highest ?? 0),
+    events: rows.filter((found) => found.readable).map(({ row }) => toLoggedEvent(keyring, row)),
+    read: rows.length,
+    highest,
     cursor: last ? { transactionId: BigInt(last[0]), position: BigInt(last[1]) } : after,
   }
-}
-
-// The whole log as it stands in this transaction's snapshot, through `project` (given `log`).
-export async function projectWholeLog(tx: Transaction, project: (log: SQL) => SQL): Promise<number> {
-  await tx.execute(sql`with projected as (${project(sql`${events}`)}) select 1`)
-  return (await logHead(tx)).events
 }
 
 export async function logHead(db: Executor): Promise<{ events: number; position: bigint }> {
@@ -175,19 +182,6 @@ export async function countEventsAfter(
   condition?: (event: SQL) => SQL,
 ): Promise<number> {
   return db.$count(events, and(gt(events.position, position), condition?.(sql`${events}`)))
-}
-
-// The next `batchSize` events after `after`, in transaction order. `settled` as for projectLogBatch.
-function nextEvents<Query extends PgSelect>(
-  query: Query,
-  after: LogCursor,
-  batchSize: number,
-  settled: boolean,
-) {
-  return query
-    .where(and(afterCursor(after), settled ? isSettled : undefined))
-    .orderBy(asc(events.transactionId), asc(events.position))
-    .limit(batchSize)
 }
 
 function afterCursor(after: LogCursor): SQL {

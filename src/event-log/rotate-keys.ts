@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { type Database, rowsOf } from '../store/database.ts'
 import { type KeyEncryptionKeys, keyEncryptionKeyId } from '../keys/key-encryption-keys.ts'
+import { type Database, rowsOf } from '../store/database.ts'
 import { ownerKeys } from './schema.ts'
 
 export type Rotated = { rewrapped: number; kept: number }

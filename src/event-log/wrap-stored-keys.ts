@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
+import { type KeyEncryptionKeys, keyEncryptionKeyId } from '../keys/key-encryption-keys.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
-import { type KeyEncryptionKeys, keyEncryptionKeyId } from '../keys/key-encryption-keys.ts'
 import { ownerKeys } from './schema.ts'
 import { snapshotsPassed, type UpgradeOptions } from './upgrade.ts'
 

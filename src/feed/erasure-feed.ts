@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { Config, FeedConfig } from '../config/config.ts'
 import type { ErasureFeed } from '../erasure/erase-owner.ts'
 import { startLogFollower } from '../event-log/follower.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Database } from '../store/database.ts'
@@ -16,6 +17,8 @@ export type ErasureFeedDeps = {
   config: FeedConfig
   storage: Config['storage']
   db: Database
+  // Opens the events the relay publishes, when this process must lead.
+  keyring: Keyring
   logger: Logger
   // How long the notice may take to reach the stream, NATS unreachable included.
   waitMs?: number
@@ -36,6 +39,7 @@ export function erasureFeed({
   config,
   storage,
   db,
+  keyring,
   logger,
   waitMs = 30_000,
   checkMs = 200,
@@ -96,7 +100,7 @@ export function erasureFeed({
         throw new Failure('ERASURE_PENDING', `${named} could not be read: ${messageOf(error)}`)
       })
       if (await holds(stream, position)) return
-      const log = startLogFollower({ db, logger })
+      const log = startLogFollower({ db, keyring, logger })
       const leadership =
         storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
       const relay = startRelay({ log, stream: Promise.resolve(stream), leadership, messages: config, logger })

@@ -8,8 +8,10 @@ import {
   initialState,
   type PlantState,
 } from '../domain/plant.ts'
-import { appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
+import { type Appended, appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
 import { groupCommit } from '../event-log/group-commit.ts'
+import type { OwnerKeyCache } from '../event-log/owner-keys.ts'
+import type { OwnerKey } from '../keys/keyring.ts'
 import type { Database } from '../store/database.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
@@ -26,6 +28,9 @@ export type CreateRequest = { command: CreatePlant; requestId: string; tracepare
 // the two, having changed nothing. After the swap the create goes through.
 const DEADLOCK_DETECTED = '40P01'
 const MAX_ATTEMPTS = 3
+// A create sealed under a key that is no longer live is sealed again under the owner's new one;
+// more than once only while erasures of the same owner keep beginning.
+const MAX_KEY_ATTEMPTS = 5
 // Enough for every request of a heavily loaded server to share one commit.
 const MAX_BATCH_SIZE = 256
 
@@ -34,10 +39,10 @@ const MAX_BATCH_SIZE = 256
 // Several lanes means PostgreSQL (main.ts): its statements leave this thread free, so a create that
 // finds nothing in the database starts at once rather than after the event loop's turn.
 // With tracing, each batch has a span (see batchSpan).
-export function plantCreator(db: Database, inFlight = 1, tracing?: Tracing) {
+export function plantCreator(db: Database, keys: OwnerKeyCache, inFlight = 1, tracing?: Tracing) {
   const run = tracing
-    ? (requests: CreateRequest[]) => traced(tracing, requests, () => createPlants(db, requests))
-    : (requests: CreateRequest[]) => createPlants(db, requests)
+    ? (requests: CreateRequest[]) => traced(tracing, requests, () => createPlants(db, keys, requests))
+    : (requests: CreateRequest[]) => createPlants(db, keys, requests)
   const create = groupCommit(run, {
     maxBatchSize: MAX_BATCH_SIZE,
     inFlight,
@@ -69,11 +74,12 @@ export type PlantCreator = ReturnType<typeof plantCreator>
 
 export async function createPlant(
   db: Database,
+  keys: OwnerKeyCache,
   command: CreatePlant,
   requestId: string,
   traceparent?: string,
 ): Promise<CreateResult> {
-  const [result] = await appendWithRetries(db, [{ command, requestId, traceparent }])
+  const [result] = await appendWithRetries(db, keys, [{ command, requestId, traceparent }])
   if (!result) throw new Error('a create gave no result')
   return result
 }
@@ -83,10 +89,11 @@ export async function createPlant(
 // creates it concerns. When the database is unreachable, they all fail at once.
 export async function createPlants(
   db: Database,
+  keys: OwnerKeyCache,
   requests: CreateRequest[],
 ): Promise<PromiseSettledResult<CreateResult>[]> {
   try {
-    return (await appendWithRetries(db, requests)).map((value) => ({ status: 'fulfilled', value }))
+    return (await appendWithRetries(db, keys, requests)).map((value) => ({ status: 'fulfilled', value }))
   } catch (error) {
     if (requests.length === 1 || isDatabaseUnavailable(error)) {
       return requests.map(() => ({ status: 'rejected', reason: error }))
@@ -94,7 +101,7 @@ export async function createPlants(
     const results: PromiseSettledResult<CreateResult>[] = []
     for (const { command, requestId, traceparent } of requests) {
       results.push(
-        await createPlant(db, command, requestId, traceparent).then(
+        await createPlant(db, keys, command, requestId, traceparent).then(
           (value) => ({ status: 'fulfilled', value }),
           (reason: unknown) => ({ status: 'rejected', reason }),
         ),
@@ -104,10 +111,14 @@ export async function createPlants(
   }
 }
 
-async function appendWithRetries(db: Database, requests: CreateRequest[]): Promise<CreateResult[]> {
+async function appendWithRetries(
+  db: Database,
+  keys: OwnerKeyCache,
+  requests: CreateRequest[],
+): Promise<CreateResult[]> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await appendAndDecide(db, requests)
+      return await appendAndDecide(db, keys, requests)
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || postgresErrorCode(error) !== DEADLOCK_DETECTED) throw error
     }
@@ -123,30 +134,26 @@ type Stream = { state: PlantState; position: bigint; appendedBy?: CreateRequest 
 // stream that turns out to have its event already is read, and that create decided again on it (a
 // retry is unchanged, a different plant a conflict). Later creates of a stream in the same batch are
 // decided, in order, on what its first one left.
-async function appendAndDecide(db: Database, requests: CreateRequest[]): Promise<CreateResult[]> {
-  // One stream per owner and plant id (its stored id, an HMAC under the owner's key, is the
-  // database's to compute).
+async function appendAndDecide(
+  db: Database,
+  keys: OwnerKeyCache,
+  requests: CreateRequest[],
+): Promise<CreateResult[]> {
+  // One stream per owner and plant id (its stored id, an HMAC under the owner's key).
   const streamOf = ({ command }: CreateRequest) => `${command.plant.id}:${command.owner}`
   const leads = new Map<string, CreateRequest>()
   for (const request of requests) if (!leads.has(streamOf(request))) leads.set(streamOf(request), request)
-  const appends = [...leads.values()].map(({ command, requestId, traceparent }): StreamAppend => {
-    const [event] = decide(command, initialState).events
-    if (!event) throw new Error('a plant decided on an empty stream comes with its event')
-    const { owner, plant } = command
-    const encoded = encodePlantEvent(event)
-    return { owner, plantId: plant.id, requestId, traceparent, expectedVersion: 0, event: encoded }
-  })
-  const positions = await appendEvents(db, appends)
+  const outcomes = await appendSealed(db, keys, [...leads.values()])
   const streams = new Map<string, Stream>()
   await Promise.all(
     [...leads].map(async ([streamId, lead], order) => {
-      const position = positions[order]
+      const outcome = outcomes[order] as Exclude<Appended, 'rekey'>
       const created: PlantState = { status: 'created', plant: lead.command.plant }
       streams.set(
         streamId,
-        position === undefined
-          ? await readStoredPlant(db, lead.command)
-          : { state: created, position, appendedBy: lead },
+        'taken' in outcome
+          ? await readStoredPlant(db, outcome.taken, lead.command)
+          : { state: created, position: outcome.position, appendedBy: lead },
       )
     }),
   )
@@ -156,8 +163,40 @@ async function appendAndDecide(db: Database, requests: CreateRequest[]): Promise
   })
 }
 
-async function readStoredPlant(db: Database, { owner, plant }: CreatePlant): Promise<Stream> {
-  const history = await readPlantStream(db, owner, plant.id)
+// Each lead create decided on an empty stream and appended; those sealed under a key that turned
+// out not to be live are sealed again under the owner's current key and appended again.
+async function appendSealed(db: Database, keys: OwnerKeyCache, leads: CreateRequest[]): Promise<Appended[]> {
+  const outcomes: Appended[] = leads.map(() => 'rekey')
+  for (let attempt = 1; attempt <= MAX_KEY_ATTEMPTS; attempt++) {
+    const pending = leads.flatMap((lead, index) => (outcomes[index] === 'rekey' ? [index] : []))
+    if (pending.length === 0) return outcomes
+    const appended = await appendEvents(
+      db,
+      keys,
+      pending.map((index) => firstAppend(leads[index] as CreateRequest)),
+    )
+    for (const [order, index] of pending.entries()) outcomes[index] = appended[order] as Appended
+  }
+  if (outcomes.includes('rekey')) throw new Error("an owner's key changed under every attempt of a create")
+  return outcomes
+}
+
+function firstAppend({ command, requestId, traceparent }: CreateRequest): StreamAppend {
+  const [event] = decide(command, initialState).events
+  if (!event) throw new Error('a plant decided on an empty stream comes with its event')
+  const { owner, plant } = command
+  return {
+    owner,
+    plantId: plant.id,
+    requestId,
+    traceparent,
+    expectedVersion: 0,
+    event: encodePlantEvent(event),
+  }
+}
+
+async function readStoredPlant(db: Database, key: OwnerKey, { plant }: CreatePlant): Promise<Stream> {
+  const history = await readPlantStream(db, key, plant.id)
   const last = history.at(-1)
   // The append was skipped only because the stream's first event is committed.
   // The error names no plant: it is logged, and logs hold no person's data.

@@ -3,9 +3,11 @@ import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
 import { BearerHeaders } from '../auth/bearer-headers.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
+import { ownerKeyCache } from '../event-log/owner-keys.ts'
 import { readJsonBody } from '../http/json-body.ts'
 import { jsonArrayStream } from '../http/json-stream.ts'
 import type { RequestIds } from '../http/request-id.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database } from '../store/database.ts'
@@ -26,6 +28,8 @@ import {
 
 export type PlantRoutesDeps = {
   db: Database
+  // The service's keys: creates seal their events under their owners' keys.
+  keyring: Keyring
   verifyToken: TokenVerifier
   requestIds: RequestIds
   now: () => Date
@@ -99,7 +103,12 @@ const listed = replies({
 
 export function plantRoutes(deps: PlantRoutesDeps) {
   const readPlants = deps.readPlants ?? primaryReads(deps.db, deps.readsInFlight)
-  const createPlant = plantCreator(deps.db, deps.batchesInFlight, deps.tracing?.tracing)
+  const createPlant = plantCreator(
+    deps.db,
+    ownerKeyCache(deps.keyring),
+    deps.batchesInFlight,
+    deps.tracing?.tracing,
+  )
   const traceparentOf = deps.tracing?.traceparentOf
   return new Elysia({ name: 'plants' })
     .use(authentication(deps.verifyToken))

@@ -1,9 +1,9 @@
 import { whileAppendsBlocked } from '../event-log/append-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
+import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database } from '../store/database.ts'
 import { databaseMessage } from '../store/database-error.ts'
-import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { postgresErrorCode } from '../store/unavailable.ts'
 import { lineChecker } from './import-lines.ts'
 import {

@@ -9,6 +9,7 @@ import { ErrorBody } from '../http/error-body.ts'
 import { errorHandler } from '../http/error-handler.ts'
 import { requestIds } from '../http/request-id.ts'
 import { registerSchemaKinds } from '../http/schema-kinds.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { healthRoutes } from '../observability/health.ts'
 import { createMetrics } from '../observability/metrics.ts'
 import { metricsRoute } from '../observability/metrics-route.ts'
@@ -26,6 +27,8 @@ import type { Tracing } from '../tracing/tracing.ts'
 
 export type AppDeps = {
   db: Database
+  // The service's keys (keys/keyring.ts): creates seal under them.
+  keyring: Keyring
   verifyToken: TokenVerifier
   logger: Logger
   now?: () => Date
@@ -56,6 +59,7 @@ export type AppDeps = {
 
 export function createApp({
   db,
+  keyring,
   verifyToken,
   logger,
   now = () => new Date(),
@@ -103,6 +107,7 @@ export function createApp({
     .use(
       plantRoutes({
         db,
+        keyring,
         verifyToken,
         requestIds: ids,
         now,

@@ -74,6 +74,7 @@ async function main(): Promise<void> {
   // The one reader of the log in this process: the feed and the change streams both take from it.
   const log = followLog({
     db: storage.db,
+    keyring: storage.keyring,
     logger,
     idleAfterMs: FOLLOWER_IDLE_MS,
     noticesUrl: database.url,
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
       : undefined
   const changes = await startChanges({
     db: storage.db,
+    keyring: storage.keyring,
     replicas: replicaReads?.changes,
     log,
     logger,
@@ -110,6 +112,7 @@ async function main(): Promise<void> {
   const readersHeld = watchLogReadersHeld({ db: storage.db, registry, logger })
   const app = createApp({
     db: storage.db,
+    keyring: storage.keyring,
     verifyToken,
     logger,
     registry,

@@ -169,6 +169,7 @@ describe('the HTTP API behind an identity provider', () => {
     close = handle.close
     app = createApp({
       db: handle.db,
+      keyring: handle.keyring,
       verifyToken: await verifierFor(provider, 30_000),
       logger: silentLogger(),
     })

@@ -48,7 +48,12 @@ beforeAll(async () => {
   for (const kind of VERIFIERS) {
     apps.set(
       kind,
-      createApp({ db: handle.db, verifyToken: createTokenVerifier(settings[kind]), logger: silentLogger() }),
+      createApp({
+        db: handle.db,
+        keyring: handle.keyring,
+        verifyToken: createTokenVerifier(settings[kind]),
+        logger: silentLogger(),
+      }),
     )
   }
 })

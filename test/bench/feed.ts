@@ -80,7 +80,7 @@ async function measurePublishing(events: number, publishers: number): Promise<Pu
     const cpuBefore = process.cpuUsage()
     const natsBefore = natsServerCpuMs()
     const relays = Array.from({ length: publishers }, () =>
-      startTestRelay(storage.db, {
+      startTestRelay(storage, {
         stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'bench' },

@@ -17,13 +17,19 @@ describe('a follower held by nobody (PostgreSQL)', () => {
   const handed: bigint[] = []
   let nextId = 1
   const append = async () => {
-    await create(storage.db, 'ivy', { id: BigInt(nextId), name: `plant ${nextId}` })
+    await create(storage, 'ivy', { id: BigInt(nextId), name: `plant ${nextId}` })
     nextId++
     follower.wake()
   }
   beforeAll(async () => {
     storage = await openTestStorage('postgres')
-    follower = startLogFollower({ db: storage.db, logger: silentLogger(), pollMs: 20, idleAfterMs: IDLE_MS })
+    follower = startLogFollower({
+      db: storage.db,
+      keyring: storage.keyring,
+      logger: silentLogger(),
+      pollMs: 20,
+      idleAfterMs: IDLE_MS,
+    })
     follower.subscribe((events: LoggedEvent[]) => handed.push(...events.map((event) => event.position)))
   })
   afterAll(async () => {

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { holdRebuildLock } from '../../src/event-log/maintenance-lock.ts'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { claimWorkTable } from '../../src/event-log/work-tables.ts'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { type CreateResult, createPlant } from '../../src/plants/create-plant.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
@@ -14,6 +16,7 @@ import {
   STORAGE_KINDS,
   type TestStorage,
 } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { findTraces } from './traces.ts'
 
 const now = new Date('2026-03-04T05:06:07.089Z')
@@ -26,7 +29,12 @@ function createAs(
   tag: string | null,
   requestId: string,
 ) {
-  return createPlant(db, { type: 'CreatePlant', owner, plant: { id, name, tag }, now }, requestId)
+  return createPlant(
+    db,
+    ownerKeyCache(createKeyring(TEST_KEYS)),
+    { type: 'CreatePlant', owner, plant: { id, name, tag }, now },
+    requestId,
+  )
 }
 
 // The owner to forget, with values found nowhere else, so that a search for them is meaningful.

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import postgres from 'postgres'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { upgradeLog } from '../../src/event-log/upgrade.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
@@ -47,6 +48,7 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
   const create = (owner: string, id: number, name: string) =>
     createPlant(
       handle.db,
+      ownerKeyCache(handle.keyring),
       { type: 'CreatePlant', owner, plant: { id: BigInt(id), name, tag: null }, now: new Date() },
       `${owner}-${id}`,
     )

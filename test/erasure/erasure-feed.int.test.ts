@@ -44,7 +44,7 @@ for (const kind of STORAGE_KINDS) {
     const stops: (() => Promise<unknown>)[] = []
 
     const relay = (target: TestFeed = feed) => {
-      const started = startTestRelay(storage.db, {
+      const started = startTestRelay(storage, {
         stream: feedStream(target.nc, { stream: target.stream, subjectPrefix: target.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: target.prefix, source: 'plant-store' },
@@ -59,6 +59,7 @@ for (const kind of STORAGE_KINDS) {
         config: { ...config, ...overrides },
         storage: storageConfig,
         db: storage.db,
+        keyring: storage.keyring,
         logger,
         waitMs,
       })
@@ -78,9 +79,9 @@ for (const kind of STORAGE_KINDS) {
     // Ann's and Bob's plants by turns, in the stream.
     const given = async () => {
       for (const [index, plant] of ANN.entries()) {
-        await create(storage.db, 'ann', plant)
+        await create(storage, 'ann', plant)
         const other = BOB[index]
-        if (other) await create(storage.db, 'bob', other)
+        if (other) await create(storage, 'bob', other)
       }
     }
 
@@ -210,7 +211,7 @@ for (const kind of STORAGE_KINDS) {
         sql`metadata->>'pseudonym' in (select pseudonym from owner_keys where owner = 'bob')`,
       )
       // when: a relay publishes the log to a new stream; its reads are counted
-      const log = startLogFollower({ db: storage.db, logger, pollMs: 50 })
+      const log = startLogFollower({ db: storage.db, keyring: storage.keyring, logger, pollMs: 50 })
       let reads = 0
       const counted = {
         ...log,
@@ -297,7 +298,7 @@ for (const kind of STORAGE_KINDS) {
 
     test("the follower's kept events are handed out as a read now gives them: nothing of an owner erased since", async () => {
       // given: a follower that has read both owners' plants as they came, and keeps them
-      const log = startLogFollower({ db: storage.db, logger, pollMs: 50 })
+      const log = startLogFollower({ db: storage.db, keyring: storage.keyring, logger, pollMs: 50 })
       stops.push(log.stop)
       log.hold()
       await log.ready()
@@ -338,7 +339,7 @@ for (const kind of STORAGE_KINDS) {
         let published = 0
         const leadership = advisoryLockLeadership(storage.url as string, feed.stream)
         stops.push(leadership.close)
-        const leading = startTestRelay(storage.db, {
+        const leading = startTestRelay(storage, {
           stream: feedStream(feed.nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
           leadership,
           messages: { subjectPrefix: feed.prefix, source: 'plant-store' },

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents, readLines } from '../../src/replay/import-events.ts'
@@ -115,10 +116,15 @@ for (const [from, to] of [
       for (const who of [ERASED, PENDING]) {
         for (const plant of who.plants) {
           const now = new Date('2026-01-02T03:04:05.678Z')
-          await createPlant(source.db, { type: 'CreatePlant', owner: who.owner, plant, now }, who.requestId)
+          await createPlant(
+            source.db,
+            ownerKeyCache(source.keyring),
+            { type: 'CreatePlant', owner: who.owner, plant, now },
+            who.requestId,
+          )
         }
       }
-      await create(source.db, 'alice', { id: 99n, name: 'After the others' })
+      await create(source, 'alice', { id: 99n, name: 'After the others' })
       erasedKey = await keyOf(source.db, ERASED.owner)
       pendingKey = await keyOf(source.db, PENDING.owner)
       expect((await eraseOwner(source.db, ERASED.owner)).plants).toBe(2)
@@ -158,7 +164,7 @@ for (const [from, to] of [
 
     test('the erased sub creates anew, its old ids included, as a new owner with no past', async () => {
       const plant = ERASED.plants[0] as (typeof ERASED.plants)[number]
-      const decision = await create(target.db, ERASED.owner, { id: plant.id, name: 'A new life' })
+      const decision = await create(target, ERASED.owner, { id: plant.id, name: 'A new life' })
       expect(decision.outcome).toBe('created')
       expect(await listing(target.db, ERASED.owner)).toEqual([{ name: 'A new life' }])
       expect((await keyOf(target.db, ERASED.owner)).pseudonym).not.toBe(erasedKey.pseudonym)

@@ -138,14 +138,14 @@ for (const kind of KINDS) {
 
     test('creates answer as before: a retry of a fixture plant is unchanged, another name conflicts', async () => {
       const retries = [
-        await create(storage.db, 'olivia', {
+        await create(storage, 'olivia', {
           id: 9223372036854775807n,
           name: 'Maximum monstera',
           tag: 'windowsill-east',
         }),
-        await create(storage.db, 'olivia', { id: 9007199254740993n, name: 'Oldest fern' }),
-        await create(storage.db, 'noah', { id: 9223372036854775807n, name: 'Noah’s other ficus' }),
-        await create(storage.db, 'olivia', { id: 2222222222222n, name: 'Oldest palm', tag: 'x' }),
+        await create(storage, 'olivia', { id: 9007199254740993n, name: 'Oldest fern' }),
+        await create(storage, 'noah', { id: 9223372036854775807n, name: 'Noah’s other ficus' }),
+        await create(storage, 'olivia', { id: 2222222222222n, name: 'Oldest palm', tag: 'x' }),
       ]
       expect(retries.map((result) => result.outcome)).toEqual([
         'unchanged',
@@ -153,7 +153,7 @@ for (const kind of KINDS) {
         'conflict',
         'conflict',
       ])
-      const created = await create(storage.db, 'olivia', { id: 31n, name: 'After the upgrade' })
+      const created = await create(storage, 'olivia', { id: 31n, name: 'After the upgrade' })
       expect(created.outcome).toBe('created')
       expect(await listing(storage.db, 'olivia')).toEqual([
         ...(facts.listings.get('olivia') ?? []),

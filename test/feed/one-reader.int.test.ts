@@ -41,7 +41,7 @@ beforeAll(async () => {
   feed = await createTestFeed('one_reader')
   nc = await connect({ servers: TEST_NATS_URL })
   // A poll far away: only the wakes below make the follower read.
-  follower = startLogFollower({ db: counted(storage.db), logger, pollMs: 60_000 })
+  follower = startLogFollower({ db: counted(storage.db), keyring: storage.keyring, logger, pollMs: 60_000 })
   relay = startRelay({
     log: follower,
     stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
@@ -67,7 +67,7 @@ test('each wake-up reads the log once, for the feed and the change streams toget
   const readsPerWake: number[] = []
   for (let created = 1; created <= 5; created++) {
     // when: a plant is created and the follower woken, as a create in this process does
-    await create(storage.db, 'owner', { id: BigInt(created), name: `plant ${created}` })
+    await create(storage, 'owner', { id: BigInt(created), name: `plant ${created}` })
     const before = logReads
     follower.wake()
     await feed.waitFor(created, 5000)

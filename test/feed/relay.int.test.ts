@@ -75,7 +75,7 @@ for (const kind of STORAGE_KINDS) {
     let stream: FeedStream
     const relays: Relay[] = []
     const relay = (options: Partial<RelayDeps> = {}) => {
-      const started = startTestRelay(storage.db, {
+      const started = startTestRelay(storage, {
         stream: Promise.resolve(stream),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'plant-store-test' },
@@ -106,7 +106,7 @@ for (const kind of STORAGE_KINDS) {
       ]
       for (const [owner, plants] of Object.entries({ ...TRICKY_PLANTS, carol: TEXT_PLANTS })) {
         for (const plant of plants) {
-          await create(storage.db, owner, plant)
+          await create(storage, owner, plant)
           expected.push({ owner, ...plant, time: RECORDED })
         }
       }
@@ -140,8 +140,8 @@ for (const kind of STORAGE_KINDS) {
     test('a restart resumes where the stream ends', async () => {
       // given: the stream holds the log so far; more events are written while no relay runs
       const before = (await feed.read()).length
-      await create(storage.db, 'dave', { id: 1n, name: 'After restart' })
-      await create(storage.db, 'dave', { id: 2n, name: 'After restart too', tag: '' })
+      await create(storage, 'dave', { id: 1n, name: 'After restart' })
+      await create(storage, 'dave', { id: 2n, name: 'After restart too', tag: '' })
       // when
       const started = relay()
       const messages = await feed.waitFor(before + 2)
@@ -163,7 +163,7 @@ for (const kind of STORAGE_KINDS) {
       await Bun.sleep(300)
       const before = (await feed.read()).length
       // when
-      await create(storage.db, 'erin', { id: 1n, name: 'Prompt' })
+      await create(storage, 'erin', { id: 1n, name: 'Prompt' })
       started.wake()
       // then
       const messages = await feed.waitFor(before + 1, 2000)
@@ -176,7 +176,7 @@ for (const kind of STORAGE_KINDS) {
       relay({ batchSize: 3, pollMs: 5 })
       relay({ batchSize: 7, pollMs: 5 })
       // when
-      for (let id = 1n; id <= 60n; id++) await create(storage.db, 'frank', { id, name: `Plant ${id}` })
+      for (let id = 1n; id <= 60n; id++) await create(storage, 'frank', { id, name: `Plant ${id}` })
       const total = (await positionsInLog(storage)).length
       await feed.waitFor(total)
       await Bun.sleep(500)
@@ -195,7 +195,7 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
     storage = await openTestStorage('postgres')
     feed = await createTestFeed('relay_elsewhere')
     nc = await connect({ servers: TEST_NATS_URL })
-    relay = startTestRelay(storage.db, {
+    relay = startTestRelay(storage, {
       stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
       leadership: soleLeadership,
       messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
@@ -236,13 +236,13 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
     })
     await Bun.sleep(100)
     // when: another instance writes (no wake here), then the late one commits
-    for (let id = 1n; id <= 5n; id++) await create(other.db, 'grace', { id, name: `Elsewhere ${id}` })
+    for (let id = 1n; id <= 5n; id++) await create(other, 'grace', { id, name: `Elsewhere ${id}` })
     await Bun.sleep(300)
     release()
     await late
     // and events come in by `events import --append`, exported from another store
     const source = await openTestStorage('embedded')
-    await create(source.db, 'imported', { id: 42n, name: 'Imported', tag: 'x' })
+    await create(source, 'imported', { id: 42n, name: 'Imported', tag: 'x' })
     let exported = ''
     await exportEvents(source.db, async (chunk) => {
       exported += chunk
@@ -282,7 +282,7 @@ describe('the relay on a stream whose duplicate window is one second', () => {
 
   test('a restart after the window has passed neither repeats nor skips an event', async () => {
     const start = async () =>
-      startTestRelay(storage.db, {
+      startTestRelay(storage, {
         stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
@@ -290,13 +290,13 @@ describe('the relay on a stream whose duplicate window is one second', () => {
         pollMs: 20,
       })
     // given
-    for (let id = 1n; id <= 20n; id++) await create(storage.db, 'hana', { id, name: `Window ${id}` })
+    for (let id = 1n; id <= 20n; id++) await create(storage, 'hana', { id, name: `Window ${id}` })
     const first = await start()
     await feed.waitFor(20)
     await first.stop()
     // when: the window passes, more is written, and the relay starts again
     await Bun.sleep(1500)
-    for (let id = 21n; id <= 30n; id++) await create(storage.db, 'hana', { id, name: `Window ${id}` })
+    for (let id = 21n; id <= 30n; id++) await create(storage, 'hana', { id, name: `Window ${id}` })
     const second = await start()
     await feed.waitFor(30)
     await Bun.sleep(500)

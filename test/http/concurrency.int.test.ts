@@ -30,6 +30,7 @@ function secondInstance() {
   others.push(handle)
   return createApp({
     db: handle.db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
     logger: silentLogger(),
   })

@@ -115,6 +115,7 @@ test('with the database unreachable, the routes answer only declared statuses', 
   })
   const app = createApp({
     db: handle.db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
     logger: silentLogger(),
   })

@@ -22,7 +22,7 @@ afterAll(() => unreachable.close())
 
 function appWith(verifyToken = createTokenVerifier({ secret: TEST_SECRET }), logged: unknown[] = []) {
   const logger = pino({ level: 'error' }, { write: (line: string) => void logged.push(JSON.parse(line)) })
-  return createApp({ db: unreachable.db, verifyToken, logger })
+  return createApp({ db: unreachable.db, keyring: unreachable.keyring, verifyToken, logger })
 }
 const call = (app: ReturnType<typeof appWith>, init: RequestInit, path = '/plants') =>
   app.handle(new Request(`http://localhost${path}`, init))

@@ -34,6 +34,7 @@ test('plant_store_events_appended_total counts appended events, whatever retries
   // given an app on PostgreSQL and a caller
   const app = createApp({
     db: handle.db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: SECRET }),
     logger: silentLogger(),
   })

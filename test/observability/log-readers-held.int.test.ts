@@ -41,7 +41,12 @@ test('a long transaction in another database: the gauge rises and one warning na
     warnAfterMs: 1000,
   })
   // given a reader of the log at its head
-  const follower = startLogFollower({ db: storage.db, logger: silentLogger(), pollMs: 50 })
+  const follower = startLogFollower({
+    db: storage.db,
+    keyring: storage.keyring,
+    logger: silentLogger(),
+    pollMs: 50,
+  })
   const read: string[] = []
   follower.subscribe((events) => {
     for (const event of events) read.push((event.data as { name: string }).name)
@@ -55,7 +60,7 @@ test('a long transaction in another database: the gauge rises and one warning na
       { pid: number },
     ]
     // and a plant is created here meanwhile
-    await create(storage.db, 'owner', { id: 1n, name: 'held back' })
+    await create(storage, 'owner', { id: 1n, name: 'held back' })
     // then the gauge rises (a rebuild's reader of the log is held: it reads below the oldest
     // transaction running anywhere), and one warning names the holder; the follower, whose horizon
     // comes from this database's writers of the log (log/horizon.ts), reads on

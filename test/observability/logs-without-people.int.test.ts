@@ -57,6 +57,7 @@ function appWithEveryLine({ logSubject, db = handle.db }: { logSubject?: boolean
   const logger = createLogger('trace', { write: (line) => void lines.push(line) })
   const app = createApp({
     db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: SECRET }),
     logger,
     batchesInFlight: 2,

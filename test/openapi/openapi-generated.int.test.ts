@@ -19,6 +19,7 @@ beforeAll(async () => {
   handle = await openStorage({ kind: 'memory' })
   const app = createApp({
     db: handle.db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: new TextEncoder().encode('x'.repeat(40)) }),
     logger: silentLogger(),
   })

@@ -37,6 +37,7 @@ beforeAll(async () => {
   handle = await openStorage({ kind: 'memory' })
   app = createApp({
     db: handle.db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: SECRET }),
     logger: silentLogger(),
   })

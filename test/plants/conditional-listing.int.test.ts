@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { createApp } from '../../src/start/app.ts'
@@ -47,6 +48,7 @@ async function openStore(kind: StorageKind) {
   }
   const app = createApp({
     db,
+    keyring: createKeyring(TEST_KEYS),
     verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
     logger: silentLogger(),
   })

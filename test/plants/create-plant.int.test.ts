@@ -17,13 +17,13 @@ for (const kind of STORAGE_KINDS) {
     let storage: TestStorage
     beforeAll(async () => {
       storage = await openTestStorage(kind)
-      await create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: 'green' })
+      await create(storage, 'ada', { id: 1n, name: 'Fern', tag: 'green' })
     })
     afterAll(() => storage.close())
 
     test("a new plant is appended, sealed under its owner's key, and projected in the same statement", async () => {
       // when
-      const decision = await create(storage.db, 'ada', { id: 2n, name: 'Palm' })
+      const decision = await create(storage, 'ada', { id: 2n, name: 'Palm' })
       // then
       expect(decision.outcome).toBe('created')
       const [event] = await rowsOf(
@@ -42,7 +42,7 @@ for (const kind of STORAGE_KINDS) {
       // given
       const events = await count(storage.db, 'events')
       // when
-      const decision = await create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: 'green' })
+      const decision = await create(storage, 'ada', { id: 1n, name: 'Fern', tag: 'green' })
       // then
       expect(decision).toMatchObject({ outcome: 'unchanged', plant: { name: 'Fern', tag: 'green' } })
       expect(await count(storage.db, 'events')).toBe(events)
@@ -52,7 +52,7 @@ for (const kind of STORAGE_KINDS) {
       // given
       const events = await count(storage.db, 'events')
       // when
-      const decision = await create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: null })
+      const decision = await create(storage, 'ada', { id: 1n, name: 'Fern', tag: null })
       // then
       expect(decision).toMatchObject({ outcome: 'conflict', existing: { name: 'Fern', tag: 'green' } })
       expect(await count(storage.db, 'events')).toBe(events)
@@ -65,7 +65,7 @@ for (const kind of STORAGE_KINDS) {
       // when
       const decisions = await Promise.all(
         Array.from({ length: 20 }, (_, index) =>
-          create(storage.db, 'ada', { id: 1n, name: 'Fern', tag: index % 2 === 0 ? 'green' : 'blue' }),
+          create(storage, 'ada', { id: 1n, name: 'Fern', tag: index % 2 === 0 ? 'green' : 'blue' }),
         ),
       )
       // then
@@ -78,7 +78,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('the same id under another owner is another plant', async () => {
       // when
-      const decision = await create(storage.db, 'bea', { id: 1n, name: 'Moss' })
+      const decision = await create(storage, 'bea', { id: 1n, name: 'Moss' })
       // then
       expect(decision.outcome).toBe('created')
       expect(await listing(storage.db, 'bea')).toEqual([{ name: 'Moss' }])

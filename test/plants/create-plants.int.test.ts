@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import fc from 'fast-check'
 import { decide, evolve, initialState, type Plant, type PlantState } from '../../src/domain/plant.ts'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import {
   type CreateRequest,
   type CreateResult,
@@ -57,10 +58,15 @@ for (const kind of STORAGE_KINDS) {
 
     test('a new create, a retry, a conflict and two creates of one new id share one transaction', async () => {
       // given
-      const stored = await createPlant(storage.db, request('ada', 1n, 'Fern', 'green').command, 'seed')
+      const stored = await createPlant(
+        storage.db,
+        ownerKeyCache(storage.keyring),
+        request('ada', 1n, 'Fern', 'green').command,
+        'seed',
+      )
       const eventsBefore = await count(storage.db, 'events')
       // when
-      const results = await createPlants(storage.db, [
+      const results = await createPlants(storage.db, ownerKeyCache(storage.keyring), [
         request('ada', 2n, 'Palm'),
         request('ada', 1n, 'Fern', 'green'),
         request('ada', 1n, 'Fern', 'blue'),
@@ -108,10 +114,15 @@ for (const kind of STORAGE_KINDS) {
 
     test('a create the database refuses fails alone; its batch-mates get their answers', async () => {
       // given
-      const stored = await createPlant(storage.db, request('cy', 1n, 'Fern').command, 'seed')
+      const stored = await createPlant(
+        storage.db,
+        ownerKeyCache(storage.keyring),
+        request('cy', 1n, 'Fern').command,
+        'seed',
+      )
       const eventsBefore = await count(storage.db, 'events')
       // when
-      const results = await createPlants(storage.db, [
+      const results = await createPlants(storage.db, ownerKeyCache(storage.keyring), [
         request('cy', 2n, 'Palm'),
         request('cy', 1n, 'Fern'),
         request('cy', 1n, 'Moss'),
@@ -132,7 +143,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('creates that arrive together through the creator go in one batch, each with its answer', async () => {
       // given
-      const create = plantCreator(storage.db)
+      const create = plantCreator(storage.db, ownerKeyCache(storage.keyring))
       // when twenty creates arrive in the same turn, five of them retries of one plant
       const answers = await Promise.all(
         Array.from({ length: 20 }, (_, index) => {
@@ -182,7 +193,7 @@ for (const kind of STORAGE_KINDS) {
           // given the creates one by one
           const serial: CreateResult[] = []
           for (const { command, requestId } of requestsFor('serial'))
-            serial.push(await createPlant(storage.db, command, requestId))
+            serial.push(await createPlant(storage.db, ownerKeyCache(storage.keyring), command, requestId))
           // when the same creates go in batches, cut where the property says
           const batched: CreateResult[] = []
           let batch: CreateRequest[] = []
@@ -190,7 +201,7 @@ for (const kind of STORAGE_KINDS) {
           for (const [index, item] of requests.entries()) {
             batch.push(item)
             if (cuts[index] || index === requests.length - 1) {
-              for (const result of await createPlants(storage.db, batch)) {
+              for (const result of await createPlants(storage.db, ownerKeyCache(storage.keyring), batch)) {
                 if (result.status === 'rejected') throw result.reason
                 batched.push(result.value)
               }

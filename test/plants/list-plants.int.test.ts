@@ -18,7 +18,7 @@ for (const kind of STORAGE_KINDS) {
     beforeAll(async () => {
       storage = await openTestStorage(kind)
       for (const [index, text] of TEXTS.entries()) {
-        await create(storage.db, 'eve', { id: BigInt(index), name: text, tag: index % 2 === 0 ? text : null })
+        await create(storage, 'eve', { id: BigInt(index), name: text, tag: index % 2 === 0 ? text : null })
       }
     })
     afterAll(() => storage.close())

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { groupedReads, type PageFound, singleReads } from '../../src/plants/page-reads.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { Database } from '../../src/store/database.ts'
@@ -25,7 +26,12 @@ async function openCountedStore(kind: StorageKind) {
     await client.end()
     await opened.close()
   }
-  return { db: drizzlePostgres({ client, logger }) as Database, statements, close }
+  return {
+    db: drizzlePostgres({ client, logger }) as Database,
+    keyring: createKeyring(TEST_KEYS),
+    statements,
+    close,
+  }
 }
 
 // A migrated database's URL: on the test PostgreSQL, or on a throwaway embedded server.
@@ -50,7 +56,7 @@ for (const kind of STORAGE_KINDS) {
       for (let round = 0; round < 4; round++)
         for (const [index, owner] of OWNERS.entries())
           if (round < index % 5)
-            await create(store.db, owner, {
+            await create(store, owner, {
               id: BigInt(round),
               name: `${owner} plant "${round}"`,
               tag: round % 2 ? 'x' : null,

@@ -38,7 +38,7 @@ for (const kind of STORAGE_KINDS) {
     let storage: TestStorage
     beforeAll(async () => {
       storage = await openTestStorage(kind)
-      await create(storage.db, 'ada', { id: 1n, name: 'Fern' })
+      await create(storage, 'ada', { id: 1n, name: 'Fern' })
     })
     afterAll(() => storage.close())
 

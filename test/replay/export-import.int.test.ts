@@ -86,7 +86,7 @@ for (const [from, to] of ROUND_TRIPS) {
     })
 
     test('new appends after an import take positions above the imported ones', async () => {
-      const decision = await create(target.db, 'alice', { id: 1n, name: 'After import' })
+      const decision = await create(target, 'alice', { id: 1n, name: 'After import' })
       const [row] = await rowsOf(target.db, `select max(position)::int as top from events`)
       expect(decision.outcome).toBe('created')
       expect(Number(row?.top)).toBe(TRICKY_PLANT_COUNT + 2)
@@ -116,8 +116,8 @@ for (const [from, to] of ROUND_TRIPS) {
     test('--append of new streams places them after the head, in exported order', async () => {
       // given
       const other = await openTestStorage(from)
-      await create(other.db, 'zoe', { id: 1n, name: 'First' })
-      await create(other.db, 'zoe', { id: 2n, name: 'Second', tag: '' })
+      await create(other, 'zoe', { id: 1n, name: 'First' })
+      await create(other, 'zoe', { id: 2n, name: 'Second', tag: '' })
       const exported = await exportText(other.db)
       await other.close()
       // when

@@ -50,7 +50,7 @@ test('five successive --after exports under writers and an import: their union i
   let writing = true
   const writers = Array.from({ length: 4 }, async (_, writer) => {
     let id = 0n
-    while (writing) await create(storage.db, `writer ${writer}`, { id: id++, name: `w${writer}` })
+    while (writing) await create(storage, `writer ${writer}`, { id: id++, name: `w${writer}` })
   })
   const importing = importEvents(storage.db, slowImport(10_000), {
     keys: TEST_KEYS,

@@ -21,7 +21,7 @@ beforeAll(async () => {
   first = await client.reserve()
   second = await client.reserve()
   // The owner's key exists, so that the writers below append as the live path does.
-  await create(storage.db, 'o', { id: 0n, name: 'first' })
+  await create(storage, 'o', { id: 0n, name: 'first' })
   follower = startLogFollower({ db: storage.db, logger: silentLogger(), pollMs: 20 })
   follower.subscribe((events: LoggedEvent[]) => {
     for (const event of events) seen.push((event.data as { name: string }).name)

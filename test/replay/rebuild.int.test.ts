@@ -51,8 +51,8 @@ for (const kind of STORAGE_KINDS) {
       // given
       await rebuildProjection(storage.db)
       // when
-      const retry = await create(storage.db, 'alice', { id: 9007199254740993n, name: 'Ficus' })
-      const changed = await create(storage.db, 'alice', { id: 9007199254740993n, name: 'Ficus', tag: '' })
+      const retry = await create(storage, 'alice', { id: 9007199254740993n, name: 'Ficus' })
+      const changed = await create(storage, 'alice', { id: 9007199254740993n, name: 'Ficus', tag: '' })
       // then
       expect(retry.outcome).toBe('unchanged')
       expect(changed.outcome).toBe('conflict')
@@ -64,7 +64,7 @@ for (const kind of STORAGE_KINDS) {
       await rebuildProjection(storage.db)
       const afterRebuild = await projectionStatus(storage.db)
       // when
-      await create(storage.db, 'carol', { id: 1n, name: 'New' })
+      await create(storage, 'carol', { id: 1n, name: 'New' })
       // then
       expect(afterRebuild).toMatchObject({ events: TRICKY_PLANT_COUNT, sinceCheckpoint: 0, behind: 0 })
       expect(afterRebuild.checkpoint).toBe(afterRebuild.head)

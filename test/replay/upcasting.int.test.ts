@@ -35,7 +35,7 @@ for (const kind of STORAGE_KINDS) {
         await db.execute(V0_FIXTURE)
       })
       storage = await openStorage(legacy.storage)
-      await create(storage.db, 'olivia', { id: 3n, name: 'New cactus', tag: 'v1' })
+      await create(storage, 'olivia', { id: 3n, name: 'New cactus', tag: 'v1' })
     })
     afterAll(async () => {
       await storage?.close()
@@ -65,8 +65,8 @@ for (const kind of STORAGE_KINDS) {
     })
 
     test('an upcast plant behaves like any other: a retry is unchanged, a different name conflicts', async () => {
-      const retry = await create(storage.db, 'olivia', { id: 9007199254740993n, name: 'Old fern' })
-      const changed = await create(storage.db, 'olivia', { id: 9007199254740993n, name: 'Fern' })
+      const retry = await create(storage, 'olivia', { id: 9007199254740993n, name: 'Old fern' })
+      const changed = await create(storage, 'olivia', { id: 9007199254740993n, name: 'Fern' })
       expect([retry.outcome, changed.outcome]).toEqual(['unchanged', 'conflict'])
     })
   })

@@ -4,6 +4,7 @@ import { readOwnerChanges } from '../../src/changes/owner-changes.ts'
 import { replicaChangeReads } from '../../src/changes/replica-change-reads.ts'
 import { followWalMarks, hasReplayed, type WalMarks } from '../../src/changes/wal-marks.ts'
 import { type LogFollower, startLogFollower } from '../../src/event-log/follower.ts'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { openStorage } from '../../src/start/open-store.ts'
@@ -30,7 +31,12 @@ beforeAll(async () => {
   const settings = { poolSize: 4, statementTimeoutMs: 10_000 }
   primary = await openStorage({ kind: 'postgres', keys: TEST_KEYS, url: pair.primaryUrl, ...settings })
   replica = openPostgres({ keys: TEST_KEYS, url: pair.replicaUrl, ...settings })
-  follower = startLogFollower({ db: primary.db, logger: silentLogger(), pollMs: 20 })
+  follower = startLogFollower({
+    db: primary.db,
+    keyring: primary.keyring,
+    logger: silentLogger(),
+    pollMs: 20,
+  })
   await follower.ready()
   marks = followWalMarks({ primary: primary.db, position })
   const set = { available: () => [{ name: 'replica', db: replica.db }], markDown: () => {} }
@@ -59,7 +65,12 @@ const created = async (owner: string, name: string) => {
     plant: { id: nextId++, name, tag: null },
     now: new Date(),
   }
-  const { position: at } = await createPlant(primary.db, command, `request ${name}`)
+  const { position: at } = await createPlant(
+    primary.db,
+    ownerKeyCache(primary.keyring),
+    command,
+    `request ${name}`,
+  )
   await eventually('the follower settles the plant', async () => position() >= at)
   return at
 }

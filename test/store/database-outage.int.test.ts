@@ -31,6 +31,7 @@ beforeAll(async () => {
   handle = openPostgres({ keys: TEST_KEYS, url: viaProxy.toString(), poolSize: 4, statementTimeoutMs: 5000 })
   const app = createApp({
     db: handle.db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: SECRET }),
     logger: silentLogger(),
   })

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { settleNow } from '../../src/event-log/horizon.ts'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { readSettledEvents } from '../../src/event-log/reading.ts'
 import { createPlant, createPlants } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/list-plants.ts'
@@ -43,6 +44,7 @@ const command = (owner: string, id: bigint) => ({
 async function createBatch(owner: string, ids: bigint[]) {
   const results = await createPlants(
     handle.db,
+    ownerKeyCache(handle.keyring),
     ids.map((id) => ({ command: command(owner, id), requestId: `r${id}` })),
   )
   expect(results.map((result) => result.status)).toEqual(ids.map(() => 'fulfilled'))
@@ -51,7 +53,7 @@ async function createBatch(owner: string, ids: bigint[]) {
 // The log after a position, as the follower of the feed and the change streams reads it.
 async function readLog(after: bigint) {
   const settled = await settleNow(handle.db)
-  return (await readSettledEvents(handle.db, after, settled, [], 1000)).events
+  return (await readSettledEvents(handle.db, handle.keyring, after, settled, [], 1000)).events
 }
 
 // Sequential scans of the store's tables, and the rows read from them, so far, as the statistics
@@ -70,8 +72,8 @@ async function tableReads() {
 
 test('creates, retries, pages and reads of the log planned on a small store scan no table once it is large', async () => {
   // given: every statement used once on a store of one owner, then 50,000 owners more
-  await createPlant(handle.db, command('first', 1n), 'r1')
-  await createPlant(handle.db, command('first', 1n), 'r1')
+  await createPlant(handle.db, ownerKeyCache(handle.keyring), command('first', 1n), 'r1')
+  await createPlant(handle.db, ownerKeyCache(handle.keyring), command('first', 1n), 'r1')
   await createBatch('first', [2n, 3n, 4n])
   await listPlants(handle.db, { owner: 'first', limit: 20 })
   await readLog(0n)
@@ -90,8 +92,8 @@ test('creates, retries, pages and reads of the log planned on a small store scan
   const before = await tableReads()
   // when
   for (let id = 2n; id <= 21n; id++) {
-    await createPlant(handle.db, command(`owner-${id}`, id), `r${id}`)
-    await createPlant(handle.db, command(`owner-${id}`, id), `r${id}`)
+    await createPlant(handle.db, ownerKeyCache(handle.keyring), command(`owner-${id}`, id), `r${id}`)
+    await createPlant(handle.db, ownerKeyCache(handle.keyring), command(`owner-${id}`, id), `r${id}`)
     await createBatch(`batch-${id}`, [id, id + 100n, id + 200n])
     expect((await listPlants(handle.db, { owner: `owner-${id}`, limit: 20 })).kind).toBe('page')
   }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/list-plants.ts'
 import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
@@ -31,8 +32,8 @@ test('a create, its retry and a page run as statements prepared on the connectio
     now: new Date('2026-01-02T03:04:05.678Z'),
   }
   // when
-  await createPlant(handle.db, command, 'r1')
-  await createPlant(handle.db, command, 'r2')
+  await createPlant(handle.db, ownerKeyCache(handle.keyring), command, 'r1')
+  await createPlant(handle.db, ownerKeyCache(handle.keyring), command, 'r2')
   const page = await listPlants(handle.db, { owner: 'olivia', limit: 10 })
   // then
   expect(page).toEqual({

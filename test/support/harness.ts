@@ -20,7 +20,7 @@ export type RequestOptions = {
 
 export type HarnessOptions = {
   // Serve GET /plants/changes with these settings (the store's URL for notices on PostgreSQL).
-  changes?: Omit<ChangesDeps, 'db' | 'logger' | 'registry' | 'noticesUrl'>
+  changes?: Omit<ChangesDeps, 'db' | 'keyring' | 'logger' | 'registry' | 'noticesUrl'>
   // The origins whose pages may call it (CORS_ORIGINS); none unless given.
   cors?: CorsConfig
 }
@@ -33,6 +33,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     ? await startChanges({
         ...options.changes,
         db: handle.db,
+        keyring: handle.keyring,
         logger: silentLogger(),
         registry,
         noticesUrl: handle.url,
@@ -40,6 +41,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     : undefined
   const app = createApp({
     db: handle.db,
+    keyring: handle.keyring,
     verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
     logger: silentLogger(),
     registry,

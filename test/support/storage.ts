@@ -1,4 +1,6 @@
 import { sql } from 'drizzle-orm'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
+import type { Keyring } from '../../src/keys/keyring.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/list-plants.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
@@ -11,7 +13,16 @@ import { TEST_KEYS } from './test-keys.ts'
 export type StorageKind = 'postgres' | 'embedded'
 export const STORAGE_KINDS: StorageKind[] = ['postgres', 'embedded']
 
-export type TestStorage = { kind: StorageKind; db: Database; url?: string; close: () => Promise<void> }
+export type TestStorage = {
+  kind: StorageKind
+  db: Database
+  keyring: Keyring
+  url?: string
+  close: () => Promise<void>
+}
+
+// A store as the code that writes to it needs it: its database and the service's keys.
+export type KeyedStore = { db: Database; keyring: Keyring }
 
 export type TestStorageOptions = { label?: string; statementTimeoutMs?: number }
 
@@ -24,7 +35,7 @@ export async function openTestStorage(
 ): Promise<TestStorage> {
   if (kind === 'embedded') {
     const handle = await openStorage({ kind: 'memory', keys: TEST_KEYS })
-    return { kind, db: handle.db, close: handle.close }
+    return { kind, db: handle.db, keyring: handle.keyring, close: handle.close }
   }
   const database = await createTestDatabase(label)
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
@@ -33,16 +44,16 @@ export async function openTestStorage(
     await handle.close()
     await database.drop()
   }
-  return { kind, db: handle.db, url: database.url, close }
+  return { kind, db: handle.db, keyring: handle.keyring, url: database.url, close }
 }
 
 export function create(
-  db: Database,
+  { db, keyring }: KeyedStore,
   owner: string,
   plant: { id: bigint; name: string; tag?: string | null },
 ) {
   const command = { owner, plant: { tag: null, ...plant }, now: new Date('2026-01-02T03:04:05.678Z') }
-  return createPlant(db, { type: 'CreatePlant', ...command }, 'test-request')
+  return createPlant(db, ownerKeyCache(keyring), { type: 'CreatePlant', ...command }, 'test-request')
 }
 
 export async function listing(db: Database, owner: string): Promise<PlantView[]> {
