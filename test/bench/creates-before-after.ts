@@ -1,4 +1,5 @@
 import postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
@@ -27,7 +28,7 @@ const database = await createTestDatabase('creates_ab')
 const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  await seedEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)
+  await seedEvents(sql, createKeyring(TEST_KEYS), 1, 10_000, `'reader-' || (i % 200)`)
   await sql`analyze`
   const writers = await writeFixture(bench.secret, 'writer', 1000)
   const service = await startService(bench, database.url)

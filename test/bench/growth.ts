@@ -1,4 +1,6 @@
 import type postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { runWrk } from './load.ts'
 import { median, residentMb, sampleMemory } from './memory.ts'
 import { countEvents, seedEvents } from './seed.ts'
@@ -21,6 +23,7 @@ export async function measureGrowth(
   // Every 10th of the first 1,000 events belongs to one of the probe owners: 25 plants each.
   await seedEvents(
     sql,
+    createKeyring(TEST_KEYS),
     1,
     1000,
     `case when i % 10 = 0 then 'probe-' || (i / 10 % ${PROBES}) else 'other-' || (i % 997) end`,
@@ -55,13 +58,19 @@ export async function measureGrowth(
   }
   const small = await pageLatency()
   console.log(`  page with ${small.events} events: p50 ${small.p50Ms.toFixed(2)} ms`)
-  await seedEvents(sql, 1001, options.largeStore, `'other-' || (i % 9973)`)
+  await seedEvents(sql, createKeyring(TEST_KEYS), 1001, options.largeStore, `'other-' || (i % 9973)`)
   const large = await pageLatency()
   console.log(`  page with ${large.events} events: p50 ${large.p50Ms.toFixed(2)} ms`)
 
   const start = options.largeStore + 1
   const bulk = await writeFixture(bench.secret, 'bulk', 1)
-  await seedEvents(sql, start, start + options.listingPlants - 1, `'${bulk.owners[0]}'`)
+  await seedEvents(
+    sql,
+    createKeyring(TEST_KEYS),
+    start,
+    start + options.listingPlants - 1,
+    `'${bulk.owners[0]}'`,
+  )
   const listings = []
   for (let round = 0; round < options.rounds; round++)
     listings.push(await streamListing(bench, databaseUrl, bulk.tokens[0] ?? '', options.listingPlants))

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -35,7 +36,7 @@ type Figures = { requestsPerSecond: number; serviceMs: number; databaseMs: numbe
 const measured = new Map<string, Figures[]>()
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  await seedEvents(sql, 1, READERS * 50, `'reader-' || (i % ${READERS})`)
+  await seedEvents(sql, createKeyring(TEST_KEYS), 1, READERS * 50, `'reader-' || (i % ${READERS})`)
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', READERS)
   const heads = await sql<{ owner: string; head: string }[]>`

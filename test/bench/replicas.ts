@@ -1,4 +1,5 @@
 import postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { encodeCursor } from '../../src/plants/cursor.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
@@ -27,7 +28,13 @@ export async function measureReplicas(bench: Bench, options: ReplicaOptions) {
   const sql = postgres(pair.primaryUrl, { max: 2, onnotice: () => {} })
   try {
     await migratePostgresDatabase(pair.primaryUrl, undefined, TEST_KEYS)
-    await seedEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)
+    await seedEvents(
+      sql,
+      createKeyring(TEST_KEYS),
+      1,
+      READERS * PLANTS_PER_READER,
+      `'reader-' || (i % ${READERS})`,
+    )
     await pair.caughtUp()
     const readers = await writeFixture(bench.secret, 'replica-reader', READERS)
     const writers = await writeFixture(bench.secret, 'replica-writer', 1000)

@@ -1,20 +1,27 @@
 import type postgres from 'postgres'
-import { sealedSeed } from '../support/sealed-seed.ts'
+import type { Keyring } from '../../src/keys/keyring.ts'
+import { seedSealed } from '../support/sealed-seed.ts'
 
 // Set-based seeding: events, sealed as the service writes them, and their plants rows in one
 // statement each batch, consistent with each other (the plants row of every event carries its
 // position), as the projection would fold them.
 // `owner` is a SQL expression over the series value `i`.
-export async function seedEvents(sql: postgres.Sql, from: number, to: number, owner: string): Promise<void> {
+export async function seedEvents(
+  sql: postgres.Sql,
+  keyring: Keyring,
+  from: number,
+  to: number,
+  owner: string,
+): Promise<void> {
   const BATCH = 250_000
   for (let start = from; start <= to; start += BATCH) {
     const end = Math.min(to, start + BATCH - 1)
-    await sql.unsafe(
-      sealedSeed(
-        `select ${owner} as owner, i as id, 'plant ' || i as name, 'seed' as tag
-         from generate_series(${start}::bigint, ${end}::bigint) as i`,
-        { project: true },
-      ),
+    await seedSealed(
+      sql,
+      keyring,
+      `select ${owner} as owner, i as id, 'plant ' || i as name, 'seed' as tag
+       from generate_series(${start}::bigint, ${end}::bigint) as i`,
+      { project: true },
     )
   }
   // The projection's checkpoint, where the schema has one, follows the seeded rows.

@@ -94,7 +94,7 @@ describe('GET /metrics', () => {
 
   test('given an event appended around the projection, then the lag counts it; once its owner is erased, it makes no row and counts no more', async () => {
     const { send } = appWithLogs(handle.db, 'silent')
-    await appendAround(handle.db, 'lagging-lu', { data: { id: '1', name: 'Lagging ivy', tag: null } })
+    await appendAround(handle, 'lagging-lu', { data: { id: '1', name: 'Lagging ivy', tag: null } })
     expect(sample(await (await send('/metrics')).text, 'plant_store_projection_lag_events')).toBe(1)
 
     await eraseOwner(handle.db, 'lagging-lu')

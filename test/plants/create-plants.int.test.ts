@@ -49,11 +49,8 @@ for (const kind of STORAGE_KINDS) {
     afterAll(() => storage.close())
 
     const positionOf = async (owner: string, id: bigint) => {
-      const [row] = await rowsOf(
-        storage.db,
-        `select position::text as position from ${eventsOfOwner(owner)} as e where opened->>'id' = '${id}'`,
-      )
-      return row ? BigInt(String(row.position)) : undefined
+      const found = (await eventsOfOwner(storage, owner)).find((event) => event.opened.id === id.toString())
+      return found?.position
     }
 
     test('a new create, a retry, a conflict and two creates of one new id share one transaction', async () => {
@@ -162,7 +159,7 @@ for (const kind of STORAGE_KINDS) {
       const [row] = await rowsOf(
         storage.db,
         `select count(distinct transaction_id)::int as transactions, count(*)::int as events
-         from ${eventsOfOwner('dan')} as e`,
+         from events where metadata->>'pseudonym' = (select pseudonym from owner_keys where owner = 'dan')`,
       )
       expect(row).toEqual({ transactions: 1, events: 16 })
     })
@@ -245,13 +242,25 @@ function modelOutcomes(creates: { owner: string; id: bigint; name: string; tag: 
 }
 
 async function logOf(storage: TestStorage, prefix: string) {
-  return rowsOf(
+  const owners = await rowsOf(
     storage.db,
-    `select substr(k.owner, ${prefix.length + 1}) as owner, stream_version, type,
-            plant_store_open(e.data, k.key)::text as data
-     from events e join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k on k.pseudonym = e.metadata->>'pseudonym'
-     where k.owner like '${prefix}%' order by position`,
+    `select owner from owner_keys where owner like '${prefix}%' and not erasing`,
   )
+  const log = await Promise.all(
+    owners.map(async ({ owner }) =>
+      (await eventsOfOwner(storage, String(owner))).map((event) => ({
+        position: event.position,
+        owner: String(owner).slice(prefix.length),
+        stream_version: event.streamVersion,
+        type: event.type,
+        data: JSON.stringify(event.opened),
+      })),
+    ),
+  )
+  return log
+    .flat()
+    .sort((a, b) => (a.position < b.position ? -1 : 1))
+    .map(({ position: _, ...event }) => event)
 }
 
 async function projectionOf(storage: TestStorage, prefix: string) {

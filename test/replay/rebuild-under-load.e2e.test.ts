@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { sealedSeed } from '../support/sealed-seed.ts'
+import { createKeyring } from '../../src/keys/keyring.ts'
+import { seedSealed } from '../support/sealed-seed.ts'
 import { type Service, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -15,12 +16,12 @@ beforeAll(async () => {
     max: 1,
     onnotice: () => {},
   })
-  await sql.unsafe(
-    sealedSeed(
-      `select 'seed' as owner, n::bigint as id, 'seed ' || n as name, null::text as tag
-       from generate_series(1, ${SEEDED}) as n`,
-      { project: false },
-    ),
+  await seedSealed(
+    sql,
+    createKeyring(TEST_KEYS),
+    `select 'seed' as owner, n::bigint as id, 'seed ' || n as name, null::text as tag
+     from generate_series(1, ${SEEDED}) as n`,
+    { project: false },
   )
   await sql.end()
 })

@@ -1,6 +1,10 @@
+import { Buffer } from 'node:buffer'
 import { sql } from 'drizzle-orm'
-import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
+import { openedData, openedMetadata } from '../../src/event-log/opening.ts'
+import { type AppendKey, ownerKeyCache } from '../../src/event-log/owner-keys.ts'
+import { events, ownerKeys } from '../../src/event-log/schema.ts'
 import type { Keyring } from '../../src/keys/keyring.ts'
+import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/list-plants.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
@@ -77,11 +81,46 @@ export async function count(db: Database, table: string): Promise<number> {
 
 // The events of one owner as the log keeps them, each with its data opened with the owner's key
 // (`opened`) and the owner's subject (`owner`): a relation for tests that look inside the log.
-export function eventsOfOwner(owner: string): string {
-  return `(select e.*, k.owner, plant_store_open(e.data, k.key) as opened,
-                  plant_store_open(e.metadata, k.key) as opened_metadata
-           from events e join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k on k.pseudonym = e.metadata->>'pseudonym'
-           where k.owner = ${quoted(owner)})`
+// An event of the log as the test reads it: the stored text of its parts, and them opened with the
+// owner's key in the service, as the service's readers open them.
+export type OpenedEvent = {
+  position: bigint
+  streamId: string
+  streamVersion: number
+  type: string
+  schemaVersion: number
+  stored: string
+  metadata: string
+  opened: Record<string, unknown>
+  openedMetadata: { requestId?: string; traceparent?: string }
+}
+
+// The events of `owner`'s live key, in position order, opened.
+export async function eventsOfOwner({ db, keyring }: KeyedStore, owner: string): Promise<OpenedEvent[]> {
+  const rows = await rowsOf(
+    db,
+    `select e.position::text as position, e.stream_id, e.stream_version, e.type, e.schema_version,
+            e.data::text as stored, e.metadata::text as metadata, k.pseudonym, encode(k.key, 'base64') as key
+     from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym'
+     where k.owner = ${quoted(owner)} and not k.erasing order by e.position`,
+  )
+  return rows.map((row) => {
+    const raw = keyring.open({
+      pseudonym: String(row.pseudonym),
+      wrapped: Buffer.from(String(row.key), 'base64'),
+    })
+    const position = BigInt(String(row.position))
+    const stored = { position, type: String(row.type), schemaVersion: Number(row.schema_version) }
+    return {
+      ...stored,
+      streamId: String(row.stream_id),
+      streamVersion: Number(row.stream_version),
+      stored: String(row.stored),
+      metadata: String(row.metadata),
+      opened: openedData({ ...stored, data: JSON.parse(String(row.stored)) }, raw),
+      openedMetadata: openedMetadata(JSON.parse(String(row.metadata)), raw),
+    }
+  })
 }
 
 function quoted(text: string): string {
@@ -91,24 +130,31 @@ function quoted(text: string): string {
 // Appends one event by hand, around the projection (as an interrupted import leaves one), in the
 // log's erasable form: sealed under the owner's key, made if the owner has none.
 export async function appendAround(
-  db: Database,
+  { db, keyring }: KeyedStore,
   owner: string,
   event: { type?: string; schemaVersion?: number; data: Record<string, unknown> },
 ): Promise<bigint> {
   const { type = 'PlantCreated', schemaVersion = 1, data } = event
-  const [row] = await rowsOf(
-    db,
-    `with key as (
-       insert into owner_keys (pseudonym, owner, key)
-       values (encode(gen_random_bytes(16), 'hex'), ${quoted(owner)}, plant_store_wrap(gen_random_bytes(32)))
-       on conflict (owner) where not erasing do update set owner = excluded.owner
-       returning pseudonym, plant_store_unwrap(key) as key)
-     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-     select coalesce(plant_store_stream_id(${quoted(JSON.stringify(data))}::jsonb->>'id', key.key),
-                     'other:' || gen_random_uuid()), 1, ${quoted(type)}, ${schemaVersion},
-            jsonb_build_object('sealed', plant_store_seal(${quoted(JSON.stringify(data))}, key.key)),
-            jsonb_build_object('pseudonym', key.pseudonym), now()
-     from key returning position::text as position`,
-  )
-  return BigInt(String(row?.position))
+  const keys = ownerKeyCache(keyring)
+  const key = (await keys.find(db, [owner])).get(owner) as AppendKey
+  if (key.made) {
+    await db.insert(ownerKeys).values({ pseudonym: key.pseudonym, owner, key: key.made })
+  }
+  const streamId =
+    type === 'PlantCreated' && typeof data.id === 'string'
+      ? streamIdOf(data.id, key.raw)
+      : `other:${crypto.randomUUID()}`
+  const [row] = await db
+    .insert(events)
+    .values({
+      streamId,
+      streamVersion: 1,
+      type,
+      schemaVersion,
+      data: seal(JSON.stringify(data), key.raw, 'data'),
+      metadata: { pseudonym: key.pseudonym, ...seal('{"requestId":"by hand"}', key.raw, 'metadata') },
+      recordedAt: new Date(),
+    })
+    .returning({ position: events.position })
+  return row?.position ?? 0n
 }
