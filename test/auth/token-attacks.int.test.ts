@@ -72,7 +72,7 @@ const hs256 =
     new SignJWT(claims(extra)).setProtectedHeader({ alg: 'HS256', kid: KID, ...header }).sign(secret)
 // How a genuine token is signed for each verifier.
 const genuine = (kind: VerifierKind): Sign => (kind === 'HS256 secret only' ? hs256(SECRET) : rs256())
-const countEvents = async () => (await checkProjection(handle.db)).events
+const countEvents = async () => (await checkProjection(handle.db, handle.keyring)).events
 const segment = (value: unknown) => base64url.encode(JSON.stringify(value))
 
 const createWith = (kind: VerifierKind, token: string) =>

@@ -102,7 +102,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   }
   const direct = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 30_000 })
   try {
-    const store = { ...(await checkProjection(direct.db)), acknowledgedCreates: state.created.length }
+    const store = {
+      ...(await checkProjection(direct.db, direct.keyring)),
+      acknowledgedCreates: state.created.length,
+    }
     return { ...report, store, exitCode }
   } finally {
     await direct.close()

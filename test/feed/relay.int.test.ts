@@ -13,7 +13,7 @@ import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../su
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { type TestRelay as Relay, startTestRelay } from '../support/test-relay.ts'
-import { sealedEventInsert } from './sealed-event.ts'
+import { insertSealedEvent } from './sealed-event.ts'
 
 const logger = createLogger('silent')
 const RECORDED = '2026-01-02T03:04:05.678Z'
@@ -27,13 +27,13 @@ const TEXT_PLANTS = [
 ]
 
 // PlantCreated v0, as an older version wrote it: `plantId` a JSON number, `title`, no tag.
-const V0_EVENT = sealedEventInsert({
+const V0_EVENT = {
   owner: 'olivia',
   plantId: '9007199254740993',
   schemaVersion: 0,
   data: '{"plantId": 9007199254740993, "title": "Old fern"}',
   recordedAt: '2020-01-01T00:00:00.123456Z',
-})
+}
 
 type Expected = { owner: string; id: bigint; name: string; tag?: string | null; time: string }
 
@@ -100,7 +100,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('publishes every event once, in log order, as the CloudEvents message of the contract', async () => {
       // given: an event in an older shape, then plants with exact ids and difficult text
-      await storage.db.execute(V0_EVENT)
+      await insertSealedEvent(storage.db, storage.keyring, V0_EVENT)
       const expected: Expected[] = [
         { owner: 'olivia', id: 9007199254740993n, name: 'Old fern', time: '2020-01-01T00:00:00.123456Z' },
       ]
@@ -223,15 +223,13 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
       release = resolve
     })
     const late = other.db.transaction(async (tx) => {
-      await tx.execute(
-        sealedEventInsert({
-          owner: 'late',
-          plantId: '1',
-          schemaVersion: 1,
-          data: '{"id": "1", "name": "Late", "tag": null}',
-          recordedAt: new Date().toISOString(),
-        }),
-      )
+      await insertSealedEvent(tx, other.keyring, {
+        owner: 'late',
+        plantId: '1',
+        schemaVersion: 1,
+        data: '{"id": "1", "name": "Late", "tag": null}',
+        recordedAt: new Date().toISOString(),
+      })
       await held
     })
     await Bun.sleep(100)

@@ -1,4 +1,8 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
+import { type AppendKey, ownerKeyCache } from '../../src/event-log/owner-keys.ts'
+import type { Keyring } from '../../src/keys/keyring.ts'
+import { seal, streamIdOf } from '../../src/keys/sealing.ts'
+import type { Executor } from '../../src/store/database.ts'
 
 export type RawEvent = {
   owner: string
@@ -11,27 +15,23 @@ export type RawEvent = {
 }
 
 // An event written in the erasable form by hand (docs/erasure.md, as appendEvents writes it), for
-// what the live path never writes: an older shape of the data, or a transaction held open.
-// Finds or makes the owner's key in the same statement.
-export function sealedEventInsert({
-  owner,
-  plantId,
-  type = 'PlantCreated',
-  schemaVersion,
-  data,
-  recordedAt,
-}: RawEvent): SQL {
-  return sql`
-    with made as (
-      insert into owner_keys (pseudonym, owner, key)
-      values (encode(gen_random_bytes(16), 'hex'), ${owner}, plant_store_wrap(gen_random_bytes(32)))
-      on conflict (owner) where not erasing do update set owner = excluded.owner
-      returning pseudonym, plant_store_unwrap(key) as key)
+// what the live path never writes: an older shape of the data, or a transaction held open. Finds
+// or makes the owner's key, sealing here as the service does.
+export async function insertSealedEvent(
+  db: Executor,
+  keyring: Keyring,
+  { owner, plantId, type = 'PlantCreated', schemaVersion, data, recordedAt }: RawEvent,
+): Promise<void> {
+  const key = (await ownerKeyCache(keyring).find(db, [owner])).get(owner) as AppendKey
+  if (key.made) {
+    await db.execute(
+      sql`insert into owner_keys (pseudonym, owner, key) values (${key.pseudonym}, ${owner}, ${key.made})`,
+    )
+  }
+  const metadata = { pseudonym: key.pseudonym, ...seal('{"requestId":"by-hand"}', key.raw, 'metadata') }
+  await db.execute(sql`
     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-    select plant_store_stream_id(${plantId}, key), 1, ${type}, ${schemaVersion},
-           jsonb_build_object('sealed', plant_store_seal(${data}, key)),
-           jsonb_build_object('pseudonym', pseudonym,
-             'sealed', plant_store_seal(jsonb_build_object('requestId', 'by-hand')::text, key)),
-           ${recordedAt}::timestamptz
-    from made`
+    values (${streamIdOf(plantId, key.raw)}, 1, ${type}, ${schemaVersion},
+            ${JSON.stringify(seal(data, key.raw, 'data'))}::jsonb, ${JSON.stringify(metadata)}::jsonb,
+            ${recordedAt}::timestamptz)`)
 }

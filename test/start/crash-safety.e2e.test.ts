@@ -80,7 +80,7 @@ async function crashAndRecover({ store, openDatabase }: Setup) {
   // and the projection is exactly the fold of the log
   const handle = await openDatabase()
   try {
-    const report = await checkProjection(handle.db)
+    const report = await checkProjection(handle.db, handle.keyring)
     expect(report.mismatches).toBe(0)
     expect(report.events).toBe(report.plants)
     expect(report.events).toBeGreaterThanOrEqual(acknowledged.length)

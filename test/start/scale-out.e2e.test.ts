@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
+import { openedLog } from '../support/opened-log.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
@@ -67,11 +69,20 @@ test('three instances on one database append exactly one event per owner+id and 
   // and the log holds exactly one event per owner+id
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
   try {
-    const perPlant = await sql<{ owner: string; id: string; n: number; name: string }[]>`
-      select k.owner, opened->>'id' as id, count(*)::int as n, min(opened->>'name') as name
-      from events as e join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) as k on k.pseudonym = e.metadata->>'pseudonym',
-           plant_store_open(e.data, k.key) as opened
-      group by 1, 2`
+    const counted = new Map<string, { owner: string; id: string; n: number; name: string }>()
+    for (const event of await openedLog(sql, createKeyring(TEST_KEYS))) {
+      if (event.owner === null || event.data === null) continue
+      const id = String(event.data.id)
+      const name = String(event.data.name)
+      const seen = counted.get(`${event.owner}/${id}`)
+      counted.set(`${event.owner}/${id}`, {
+        owner: event.owner,
+        id,
+        n: (seen?.n ?? 0) + 1,
+        name: seen && seen.name < name ? seen.name : name,
+      })
+    }
+    const perPlant = [...counted.values()]
     expect(perPlant).toHaveLength(OWNERS.length * IDS.length)
     expect(perPlant.every((row) => row.n === 1)).toBe(true)
     // and each 200 answered with the plant that was stored, each 409 came from the other name

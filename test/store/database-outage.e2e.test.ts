@@ -161,7 +161,7 @@ describe.each<CutMode>(['reset', 'silent'])('when the database connection is cut
       statementTimeoutMs: 10_000,
     })
     try {
-      const report = await checkProjection(direct.db)
+      const report = await checkProjection(direct.db, direct.keyring)
       expect(report).toEqual({ events: listed.length, plants: listed.length, mismatches: 0 })
     } finally {
       await direct.close()

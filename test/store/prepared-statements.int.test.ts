@@ -48,25 +48,6 @@ test('a create, its retry and a page run as statements prepared on the connectio
   ).map((row) => row.statement)
   const preparedLike = (text: string) => prepared.filter((statement) => statement.includes(text)).length
   expect(preparedLike('insert into "events"')).toBe(1)
-  expect(preparedLike('join "events" on "events"."stream_id" = plant_store_stream_id($1')).toBe(1)
+  expect(preparedLike('where "events"."stream_id" = $1')).toBe(1)
   expect(preparedLike('from "plants" where')).toBe(1)
-})
-
-test('the functions that name and open sealed events are inlined into the statements calling them', async () => {
-  // given: a sealed event of olivia's (the create above)
-  const plan = async (query: ReturnType<typeof sql>) =>
-    JSON.stringify(rowsOf(await handle.db.execute(sql`explain (verbose, format json) ${query}`)))
-  // when
-  const streamId = await plan(
-    sql`select plant_store_stream_id('1', k.key) from owner_keys as k where k.owner = 'olivia' and not k.erasing`,
-  )
-  const opened = await plan(
-    sql`select plant_store_open(e.data, k.key) from events as e join owner_keys as k on k.pseudonym = e.metadata->>'pseudonym'`,
-  )
-  // then: their expressions appear in the plans, not calls of SQL functions planned per execution
-  expect(streamId).toContain('hmac(')
-  expect(streamId).not.toContain('plant_store_stream_id')
-  expect(opened).toContain('decrypt_iv(')
-  expect(opened).not.toContain('plant_store_open')
-  expect(opened).not.toContain('plant_store_unseal')
 })

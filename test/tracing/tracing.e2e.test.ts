@@ -1,7 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { createTestFeed, type TestFeed } from '../support/nats.ts'
+import { openedLog } from '../support/opened-log.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { runCli, runServerToExit, SERVER_COMMAND, type ServerProcess } from '../support/server-process.ts'
@@ -30,11 +32,9 @@ describe('traces over OTLP/HTTP', () => {
   })
   // The sealed metadata of each event, opened with its owner's key (null once the key is gone).
   const openedMetadata = async () =>
-    sql<{ metadata: Record<string, unknown>; opened: Record<string, unknown> | null }[]>`
-      select e.metadata, plant_store_open(e.metadata, k.key) as opened
-      from events as e
-      left join (select pseudonym, plant_store_unwrap(key) as key from owner_keys) as k on k.pseudonym = e.metadata->>'pseudonym'
-      where e.type = 'PlantCreated' order by e.position`
+    (await openedLog(sql, createKeyring(TEST_KEYS)))
+      .filter((event) => event.type === 'PlantCreated')
+      .map(({ metadata, opened }) => ({ metadata, opened }))
   // The stream's CloudEvents once it holds the whole log (a stream per test, the log shared).
   const cloudEvents = async () => {
     const [log] = await sql<{ events: number }[]>`select count(*)::int as events from events`
