@@ -4,7 +4,7 @@ import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { type LoadResult, runWrk, type WrkRun } from './load.ts'
 import { median } from './memory.ts'
-import { runPgbench } from './pgbench.ts'
+import { runPgbench, seedCeilingOwners } from './pgbench.ts'
 import { seedEvents } from './seed.ts'
 import { type Bench, startCrudPeer, startHttpCeiling, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
@@ -138,6 +138,7 @@ export async function measureThroughput(
       sides: ['service', 'httpCeiling', 'databaseCeiling'],
     },
   }
+  await seedCeilingOwners(sql)
   const database = new URL(databaseUrl).pathname.slice(1)
   const service = await startService(bench, databaseUrl)
   const crudPeer = await startCrudPeer(bench, databaseUrl)
