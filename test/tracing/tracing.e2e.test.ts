@@ -116,7 +116,7 @@ describe('traces over OTLP/HTTP', () => {
       expect(message?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
       // and the event keeps it sealed: not in its metadata's plain text, only once opened with the key
       const stored = (await openedMetadata()).at(-1)
-      expect(Object.keys(stored?.metadata ?? {}).sort()).toEqual(['pseudonym', 'sealed'])
+      expect(Object.keys(stored?.metadata ?? {}).sort()).toEqual(['gcm', 'pseudonym'])
       expect(JSON.stringify(stored?.metadata)).not.toContain(CALLER_TRACE)
       expect(stored?.opened?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
     },
