@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { createPlant } from '../../src/plants/create-plant.ts'
-import { listPlants } from '../../src/plants/list-plants.ts'
+import { listPlants } from '../../src/plants/listing.ts'
 import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'

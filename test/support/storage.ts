@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { createPlant } from '../../src/plants/create-plant.ts'
-import { listPlants } from '../../src/plants/list-plants.ts'
+import { listPlants } from '../../src/plants/listing.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import { type Database, openPostgres } from '../../src/store/database.ts'

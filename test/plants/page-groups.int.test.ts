@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import { groupedReads, type PageFound, singleReads } from '../../src/plants/page-reads.ts'
+import { groupedReads } from '../../src/plants/page-groups.ts'
+import { type PageFound, singleReads } from '../../src/plants/page-statements.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import { type Database, keysParameter } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
@@ -9,7 +10,7 @@ import { createTestDatabase } from '../support/postgres.ts'
 import { create, STORAGE_KINDS, type StorageKind } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-// Listings in flight together share statements (plants/page-reads.ts): each still gets exactly
+// Listings in flight together share statements (plants/page-groups.ts): each still gets exactly
 // its own owner's page and version, as a statement of its own would have read them.
 
 // A migrated store whose statements are counted, through drizzle's logger.
