@@ -15,7 +15,7 @@ export type ErrorHandlerDeps = {
 const RETRY_AFTER_SECONDS = '5'
 
 // Every response carries X-Request-Id, and every error becomes {"error": status, "message": …}
-// with the status its code has in the codes' table (shared/errors.ts); anything else is a 500.
+// with the status its code has in the codes' table (src/shared/errors.ts); anything else is a 500.
 export function errorHandler({ logger, allowedMethods, requestIds }: ErrorHandlerDeps) {
   return new Elysia({ name: 'error-handler' })
     .onRequest(({ request, set }) => {

@@ -55,7 +55,7 @@ const post = (body: string, headers: Record<string, string> = {}): HostileReques
   body,
 })
 
-// The contract's flows, one request each, including every error a caller can provoke.
+// The API's flows, one request each, including every error a caller can provoke.
 function normalFlows(): HostileRequest[] {
   const get = (path: string, headers: Record<string, string> = { authorization: `Bearer ${alice}` }) => ({
     method: 'GET',
@@ -88,7 +88,7 @@ function normalFlows(): HostileRequest[] {
   ]
 }
 
-test(`the contract's flows and ${HOSTILE_RUNS} hostile requests answer only declared statuses`, async () => {
+test(`the API's flows and ${HOSTILE_RUNS} hostile requests answer only declared statuses`, async () => {
   const answers: Answer[] = []
   for (const request of normalFlows()) answers.push(await answer(h.app, request))
   const valid = await Promise.all(['alice', 'bob'].map((subject) => h.tokenFor(subject)))

@@ -8,9 +8,9 @@ import type { DatabaseHandle } from '../../src/store/database.ts'
 import before from './fixtures/openapi-earlier.json'
 
 // The document as the service served it while it was written by hand (saved from a running app
-// before issue 18). The generated one must keep every path, operation, status, header and schema;
+// before it was generated from the routes). The generated one must keep every path, operation, status, header and schema;
 // it may add (tags, operation ids, the documentation routes, and routes added since: the change
-// stream of issue 16), but every schema stays exactly equal.
+// stream), but every schema stays exactly equal.
 const ADDED_PATHS = ['/docs', '/openapi.json', '/plants/changes']
 
 let handle: DatabaseHandle
@@ -56,7 +56,7 @@ function losses(before: unknown, after: unknown, at = ''): string[] {
 
 // Changed on purpose since, each by an issue that widened what the route accepts.
 const INTENDED = [
-  // Issue 17: GET /plants also refuses a malformed Plant-Store-Position request header.
+  // GET /plants also refuses a malformed Plant-Store-Position request header.
   '/paths//plants/get/responses/400/description',
 ]
 

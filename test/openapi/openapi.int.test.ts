@@ -112,7 +112,7 @@ describe('GET /openapi.json', () => {
     expect(JSON.stringify(doc)).not.toMatch(/"error":"|Kind|"Int64"|"Text"/)
   })
 
-  test('names limit as an int32 query parameter and every status the contract gives each operation', () => {
+  test('names limit as an int32 query parameter and every status docs/api.md gives each operation', () => {
     const limit = doc.paths['/plants']?.get?.parameters?.find((parameter) => parameter.name === 'limit')
     expect(limit?.schema).toMatchObject({ type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647 })
     expect(Object.keys(doc.paths['/plants']?.post?.responses ?? {}).sort()).toEqual([
