@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openPostgres } from '../../src/store/database.ts'
-import { createHarness, type Harness, TEST_SECRET } from '../support/harness.ts'
+import { createHarness, type Harness, testApp } from '../support/harness.ts'
 import { type HostileRequest, hostileRequest, tamperToken } from '../support/hostile-requests.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -113,11 +110,7 @@ test('with the database unreachable, the routes answer only declared statuses', 
     poolSize: 1,
     statementTimeoutMs: 1000,
   })
-  const app = createApp({
-    db: handle.db,
-    verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
-    logger: silentLogger(),
-  })
+  const { app } = testApp({ db: handle.db })
   try {
     const answers = [
       await answer(app, post('{"id": 1, "name": "Fern"}')),

@@ -1,20 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { createLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { Database, DatabaseHandle } from '../../src/store/database.ts'
+import { TEST_SECRET, testApp } from '../support/harness.ts'
 import { appendAround } from '../support/storage.ts'
 
-const SECRET = new TextEncoder().encode('observability-secret-at-least-32-bytes')
 type LogLine = Record<string, unknown>
 
 function appWithLogs(db: Database, level = 'info') {
   const lines: LogLine[] = []
   const logger = createLogger(level, { write: (line) => lines.push(JSON.parse(line) as LogLine) })
-  const app = createApp({ db, verifyToken: createTokenVerifier({ secret: SECRET }), logger })
+  const { app } = testApp({ db, logger })
   const send = async (path: string, init: RequestInit = {}) => {
     const response = await app.handle(new Request(`http://localhost${path}`, init))
     const text = await response.text()
@@ -33,7 +31,7 @@ let handle: DatabaseHandle
 let token: string
 beforeAll(async () => {
   handle = await openStorage({ kind: 'memory' })
-  token = await issueToken(SECRET, { subject: 'dora', ttlSeconds: 600, now: new Date() })
+  token = await issueToken(TEST_SECRET, { subject: 'dora', ttlSeconds: 600, now: new Date() })
 })
 afterAll(() => handle.close())
 
