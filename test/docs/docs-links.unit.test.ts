@@ -142,6 +142,25 @@ test('given lines that name the spec, a section of it, the style guide or an iss
   ])
 })
 
+// What the benches write, never committed (.gitignore).
+const WRITTEN = 'test/bench/results/'
+
+// The repository's paths a page names in code spans: `src/…`, `test/…` and the like.
+function pathsOf(text: string): string[] {
+  const paths: string[] = []
+  for (const [, span = ''] of text.matchAll(/`([^`\s]+)`/g))
+    if (/^(src|test|db|docs|patches|\.ci)\/[\w./@-]*$/.test(span) && !span.startsWith(WRITTEN))
+      paths.push(span)
+  return paths
+}
+
+test('given the README and docs/, then every path of the repository they name is there', async () => {
+  const missing: string[] = []
+  for (const page of await docFiles())
+    for (const path of pathsOf(page.text)) if (!(await exists(path))) missing.push(`${page.path}: ${path}`)
+  expect(missing).toEqual([])
+})
+
 test('given headings, then their anchors are the ones GitHub makes', () => {
   const text =
     "# Plant Store\n## Reads: where a page's CPU goes\n```sh\n# not a heading\n```\n## `304`s\n## Reads: where a page's CPU goes"
