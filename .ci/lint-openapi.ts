@@ -1,5 +1,5 @@
 // `bun run lint:openapi`: the OpenAPI document the server serves, linted by `redocly lint` with
-// its recommended rules (CONTRACT §1). Offline: the document is built from the routes in process,
+// its recommended rules, which it must pass without an error. Offline: the document is built from the routes in process,
 // and Redocly's telemetry is turned off.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

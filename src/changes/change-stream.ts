@@ -1,4 +1,6 @@
 import { commentFrame, type Frame } from './change-frame.ts'
+import { frameQueue } from './frame-queue.ts'
+import { heldFrames } from './held-frames.ts'
 
 // A batch of the owner's events read from the database; `complete` when nothing came after it.
 export type CaughtUp = { frames: Frame[]; complete: boolean }
@@ -22,8 +24,6 @@ export type ChangeStreamOptions = {
 export type ChangeStream = ReturnType<typeof createChangeStream>
 
 const encoder = new TextEncoder()
-// The most handed to the runtime at a time, so that a slow client is seen taking text regularly.
-const CHUNK_BYTES = 64 * 1024
 
 // One client's stream of server-sent events. Nothing is pushed at the client: the runtime pulls
 // the body as the connection drains. While the stream catches up, each pull with nothing left
@@ -42,17 +42,11 @@ export function createChangeStream({
   onClosed,
 }: ChangeStreamOptions) {
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined
-  // Taken for the client, not yet pulled; `last` is the newest position in it or handed out.
-  let queue: { position?: bigint; bytes: Uint8Array }[] = []
-  let queuedBytes = 0
+  const queue = frameQueue()
+  // The newest position taken for the client, queued or handed out.
   let last = -1n
-  // The newest position the runtime has pulled: where to read again after dropping the queue.
-  let handedOut = -1n
   let live = false
-  // Live events that arrive while catching up; past the bound dropped (`missed`) and read again.
-  let held: Frame[] = []
-  let heldBytes = 0
-  let missed = false
+  const held = heldFrames(maxBufferedBytes)
   let lastPullAt = now()
   // Events were dropped since the client last pulled.
   let behind = false
@@ -62,8 +56,8 @@ export function createChangeStream({
   const finish = (close: (c: ReadableStreamDefaultController<Uint8Array>) => void) => {
     if (closed) return
     closed = true
-    held = []
-    queue = []
+    held.release()
+    queue.drain()
     try {
       if (controller) close(controller)
     } catch {
@@ -84,47 +78,33 @@ export function createChangeStream({
     stream.lastSentAt = now()
     if (waitingPull && controller) {
       controller.enqueue(bytes)
-      if (position !== undefined) handedOut = position
+      if (position !== undefined) queue.handedOutTo(position)
       waitingPull()
       waitingPull = undefined
       return
     }
     queue.push({ position, bytes })
-    queuedBytes += bytes.byteLength
-    if (live && queuedBytes > maxBufferedBytes) overflow()
+    if (live && queue.bytes() > maxBufferedBytes) overflow()
   }
   const overflow = () => {
     behind = true
     if (isStalled()) return reset()
-    queue = []
-    queuedBytes = 0
-    last = handedOut
+    queue.drain()
+    last = queue.handedOut()
     live = false
   }
-  const hold = ({ position, bytes }: Frame) => {
-    if (missed) return
-    held.push({ position, bytes })
-    heldBytes += bytes.byteLength
-    if (heldBytes <= maxBufferedBytes) return
-    held = []
-    heldBytes = 0
-    missed = true
-    behind = true
+  const hold = (frame: Frame) => {
+    if (!held.hold(frame)) behind = true
   }
   // Sends the held events and goes live, unless some were dropped: then the next read covers them.
   // The held events with what the read queued may pass the bound: the queue is dropped there and
   // read again from the database, from before it, and so must the held events after it be (taken,
   // they would move `last` past the dropped ones).
   const goLive = () => {
-    const waiting = held
-    held = []
-    heldBytes = 0
-    if (missed) {
-      missed = false
-      return
-    }
+    const { frames, missed } = held.release()
+    if (missed) return
     live = true
-    for (const frame of waiting) {
+    for (const frame of frames) {
       if (frame.position > last) take(frame.position, frame.bytes)
       if (!live) return
     }
@@ -134,25 +114,6 @@ export function createChangeStream({
     if (closed) return
     for (const { position, bytes } of frames) if (position > last) take(position, bytes)
     if (complete) goLive()
-  }
-  // At most CHUNK_BYTES (or one event) to the runtime, as one chunk.
-  const handOut = (c: ReadableStreamDefaultController<Uint8Array>) => {
-    let size = 0
-    let count = 0
-    for (const { bytes } of queue) {
-      if (count > 0 && size + bytes.byteLength > CHUNK_BYTES) break
-      size += bytes.byteLength
-      count++
-    }
-    const chunk = new Uint8Array(size)
-    let offset = 0
-    for (const { position, bytes } of queue.splice(0, count)) {
-      chunk.set(bytes, offset)
-      offset += bytes.byteLength
-      if (position !== undefined) handedOut = position
-    }
-    queuedBytes -= size
-    c.enqueue(chunk)
   }
 
   const body = new ReadableStream<Uint8Array>(
@@ -165,13 +126,13 @@ export function createChangeStream({
         lastPullAt = now()
         behind = false
         try {
-          while (queue.length === 0 && !live && !closed) await catchUp()
+          while (queue.length() === 0 && !live && !closed) await catchUp()
         } catch {
           stream.end('catching up failed; reconnect')
           return
         }
         if (closed) return
-        if (queue.length > 0) return handOut(c)
+        if (queue.length() > 0) return c.enqueue(queue.nextChunk())
         await new Promise<void>((resolve) => (waitingPull = resolve))
       },
       cancel: () => finish(() => {}),
@@ -181,7 +142,7 @@ export function createChangeStream({
 
   const stream = {
     owner,
-    // The owner's pseudonym once known (log/sealing.ts): their OwnerErased ends the stream.
+    // The owner's pseudonym once known (event-log/sealing.ts): their OwnerErased ends the stream.
     pseudonym: undefined as string | undefined,
     expiresAt,
     lastSentAt: now(),
@@ -190,7 +151,7 @@ export function createChangeStream({
     // head), else the first pull reads the database from there.
     startAfter: (position: bigint, caughtUp: boolean) => {
       last = position
-      handedOut = position
+      queue.handedOutTo(position)
       if (caughtUp) goLive()
     },
     // Reads the first batch now: an unreachable database then fails the request, not the stream.
@@ -210,7 +171,7 @@ export function createChangeStream({
     },
     // A clean end: what is queued still goes out, then the body ends and the client reconnects.
     end: (reason: string) => {
-      const rest = [...queue.map(({ bytes }) => bytes), encoder.encode(commentFrame(reason))]
+      const rest = [...queue.drain(), encoder.encode(commentFrame(reason))]
       finish((c) => {
         for (const bytes of rest) c.enqueue(bytes)
         c.close()

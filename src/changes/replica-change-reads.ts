@@ -1,6 +1,5 @@
-import { PRIMARY } from '../plants/read-plants.ts'
 import type { Database, Executor } from '../store/database.ts'
-import { askReplicas, type ReplicaAnswer, type ReplicaChoiceDeps } from '../store/replica-choice.ts'
+import { askReplicas, PRIMARY, type ReplicaAnswer, type ReplicaChoiceDeps } from '../store/replica-choice.ts'
 import type { ChangeReads } from './change-reads.ts'
 import { readOwnerChanges, readOwnerHead, readOwnerPseudonym } from './owner-changes.ts'
 import { hasReplayed, type WalMark, type WalMarks } from './wal-marks.ts'

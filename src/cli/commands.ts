@@ -1,10 +1,10 @@
 import type { Command } from './command.ts'
+import { dbMigrateCommand } from './db-command.ts'
 import { eventsExportCommand, eventsImportCommand } from './events-command.ts'
 import { feedStatusCommand } from './feed-command.ts'
 import { keysRotateCommand } from './keys-command.ts'
 import { ownersEraseCommand } from './owners-command.ts'
 import {
-  dbMigrateCommand,
   projectionRebuildCommand,
   projectionStatusCommand,
   projectionVerifyCommand,

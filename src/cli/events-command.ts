@@ -4,7 +4,7 @@ import { importEvents, readLines } from '../replay/import-events.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
-import { withStorage } from './projection-command.ts'
+import { withStorage } from './storage.ts'
 
 export const eventsExportCommand = command({
   name: 'events export',

@@ -7,7 +7,7 @@ import { feedStream } from '../feed/nats-stream.ts'
 import { isPublishable } from '../feed/publishable.ts'
 import { Failure } from '../shared/errors.ts'
 import { command } from './command.ts'
-import { withStorage } from './projection-command.ts'
+import { withStorage } from './storage.ts'
 
 export const feedStatusCommand = command({
   name: 'feed status',

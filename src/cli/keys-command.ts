@@ -10,7 +10,7 @@ import { Failure } from '../shared/errors.ts'
 import { openPostgres } from '../store/database.ts'
 import { writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
-import { withStorage } from './projection-command.ts'
+import { withStorage } from './storage.ts'
 
 export const keysRotateCommand = command({
   name: 'keys rotate',

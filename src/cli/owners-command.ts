@@ -1,5 +1,4 @@
 import process from 'node:process'
-import { parseDuration } from '../auth/issue-token.ts'
 import type { Config } from '../config/config.ts'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
 import { eraseOwner } from '../erasure/erase-owner.ts'
@@ -12,7 +11,8 @@ import { startTracing } from '../tracing/start-tracing.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
-import { withStorage } from './projection-command.ts'
+import { parseDuration } from './duration.ts'
+import { withStorage } from './storage.ts'
 
 export const ownersEraseCommand = command({
   name: 'owners erase',

@@ -1,30 +1,15 @@
 import process from 'node:process'
-import { type Config, IN_MEMORY } from '../config/config.ts'
-import { describeUpgrade } from '../event-log/upgrade.ts'
+import type { Config } from '../config/config.ts'
 import { listWorkTables } from '../event-log/work-tables.ts'
-import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
 import { progressReporter } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../replay/rebuild-projection.ts'
-import {
-  isInSync,
-  type PlantRow,
-  type ProjectionDiff,
-  verifyProjection,
-} from '../replay/verify-projection.ts'
-import { Failure } from '../shared/errors.ts'
-import { openStorage } from '../start/open-store.ts'
-import type { Database, DatabaseHandle } from '../store/database.ts'
+import { type ProjectionDiff, verifyProjection } from '../replay/verify-projection.ts'
+import type { Database } from '../store/database.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
-
-export const dbMigrateCommand = command({
-  name: 'db migrate',
-  purpose: 'apply the migrations (and move a DATA_DIR of the PGlite engine into PostgreSQL)',
-  reads: ['storage'],
-  // Opening the storage applies the migrations.
-  run: (_parsed, config) => withStorage(config, async () => 0),
-})
+import { reportDrift } from './drift-report.ts'
+import { withStorage } from './storage.ts'
 
 export const projectionRebuildCommand = command({
   name: 'projection rebuild',
@@ -120,62 +105,4 @@ async function status(config: Config): Promise<number> {
     }
     return 0
   })
-}
-
-// On an embedded DATA_DIR that a service holds, the command works beside it, on its server.
-export async function withStorage(
-  config: Config,
-  run: (db: Database, storage: DatabaseHandle) => Promise<number>,
-): Promise<number> {
-  // A store in memory lives inside its server process: a command would only see an empty one of its own.
-  if (config.storage.kind === 'memory') {
-    throw new Failure(
-      'BAD_SETTING',
-      `DATA_DIR=${IN_MEMORY} lives inside the server process; this command cannot reach it`,
-    )
-  }
-  const storage = await openStorage(config.storage, {
-    onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
-    beside: true,
-  })
-  try {
-    const moved = storage.dataDir
-      ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
-      : undefined
-    if (moved) process.stderr.write(`${describeMove(moved)}\n`)
-    return await run(storage.db, storage)
-  } finally {
-    await storage.close()
-  }
-}
-
-// Exit 0 with `inSync`, or exit 1 with `drifted` and a readable account of the drift: counts,
-// then a few rows of each kind.
-function reportDrift(diff: ProjectionDiff, inSync: string, drifted: string): number {
-  if (isInSync(diff)) {
-    process.stdout.write(`${inSync}\n`)
-    return 0
-  }
-  const lines = [`${drifted}:`]
-  const { missing, extra, changed } = diff
-  if (missing.count > 0) {
-    lines.push(`missing: ${missing.count} row(s) the log has and the projection lacks, e.g.`)
-    lines.push(...missing.examples.map((row) => `  ${describeRow(row)}`))
-  }
-  if (extra.count > 0) {
-    lines.push(`extra: ${extra.count} row(s) in the projection that no event explains, e.g.`)
-    lines.push(...extra.examples.map((row) => `  ${describeRow(row)}`))
-  }
-  if (changed.count > 0) {
-    lines.push(`changed: ${changed.count} row(s) whose values differ from the log, e.g.`)
-    for (const { expected, actual } of changed.examples) {
-      lines.push(`  log:        ${describeRow(expected)}`, `  projection: ${describeRow(actual)}`)
-    }
-  }
-  process.stdout.write(`${lines.join('\n')}\n`)
-  return 1
-}
-
-function describeRow(row: PlantRow): string {
-  return `owner=${JSON.stringify(row.owner)} id=${row.id} name=${JSON.stringify(row.name)} tag=${JSON.stringify(row.tag)} position=${row.position}`
 }

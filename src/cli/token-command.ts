@@ -1,11 +1,12 @@
 import process from 'node:process'
-import { issueToken, parseDuration } from '../auth/issue-token.ts'
+import { issueToken } from '../auth/issue-token.ts'
 import { loadOrCreateLocalSecret } from '../auth/local-secret.ts'
 import { requireTokenKeys } from '../config/config.ts'
 import { isOwner } from '../domain/plant.ts'
 import { Failure } from '../shared/errors.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
+import { parseDuration } from './duration.ts'
 
 export const tokenIssueCommand = command({
   name: 'token issue',

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { isFailure } from '../shared/errors.ts'
+import { Failure, isFailure } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import { isDatabaseUnavailable } from '../store/unavailable.ts'
 import { errorResponse } from './http-error.ts'
@@ -14,7 +14,8 @@ export type ErrorHandlerDeps = {
 
 const RETRY_AFTER_SECONDS = '5'
 
-// Every response carries X-Request-Id, and every error becomes {"error": status, "message": …}.
+// Every response carries X-Request-Id, and every error becomes {"error": status, "message": …}
+// with the status its code has in the codes' table (src/shared/errors.ts); anything else is a 500.
 export function errorHandler({ logger, allowedMethods, requestIds }: ErrorHandlerDeps) {
   return new Elysia({ name: 'error-handler' })
     .onRequest(({ request, set }) => {
@@ -22,39 +23,54 @@ export function errorHandler({ logger, allowedMethods, requestIds }: ErrorHandle
     })
     .onError({ as: 'global' }, ({ code, error, request, path, set }) => {
       const requestId = requestIds.of(request)
-      const reply = (status: number, message: string, headers: Record<string, string> = {}) => {
-        // Elysia does not hand the after-response hook the Response returned here: the request
-        // observation reads the status from `set`.
-        set.status = status
-        return errorResponse(status, message, { ...headers, 'x-request-id': requestId })
-      }
-      if (isFailure(error) && error.status !== undefined)
-        return reply(error.status, error.message, error.headers)
-      switch (code) {
-        case 'VALIDATION':
-          return reply(400, validationMessage(error))
-        case 'PARSE':
-          return reply(400, 'the body could not be parsed')
-        case 'NOT_FOUND': {
-          const allowed = allowedMethods(path)
-          return allowed.length > 0
-            ? reply(405, `${request.method} is not allowed on ${path}`, { allow: allowed.join(', ') })
-            : reply(404, `no such path: ${path}`)
-        }
-      }
-      if (isDatabaseUnavailable(error)) {
-        logger.warn({ requestId, err: error }, 'database unavailable')
-        return reply(503, 'the database is unavailable; retry later', { 'retry-after': RETRY_AFTER_SECONDS })
-      }
-      logger.error({ requestId, err: error }, 'unexpected error')
-      return reply(500, `internal error (request id ${requestId})`)
+      const failure = failureOf(code, error, request, path, allowedMethods)
+      const status = failure?.status ?? 500
+      if (failure === undefined) logger.error({ requestId, err: error }, 'unexpected error')
+      else if (failure.cause !== undefined)
+        logger.warn({ requestId, err: failure.cause }, 'database unavailable')
+      // Elysia does not hand the after-response hook the Response returned here: the request
+      // observation reads the status from `set`.
+      set.status = status
+      const message = failure?.message ?? `internal error (request id ${requestId})`
+      return errorResponse(status, message, { ...failure?.headers, 'x-request-id': requestId })
     })
 }
 
-function validationMessage(error: {
-  customError?: unknown
-  valueError?: { path: string; message: string }
-}): string {
+// What an error means as a failure the API answers; undefined for a bug. `code` is Elysia's.
+export function failureOf(
+  code: unknown,
+  error: unknown,
+  request: Request,
+  path: string,
+  allowedMethods: (path: string) => string[],
+): Failure | undefined {
+  if (isFailure(error) && error.status !== undefined) return error
+  switch (code) {
+    case 'VALIDATION':
+      return new Failure('BAD_REQUEST', validationMessage(error as ValidationError))
+    case 'PARSE':
+      return new Failure('BAD_REQUEST', 'the body could not be parsed')
+    case 'NOT_FOUND': {
+      const allowed = allowedMethods(path)
+      return allowed.length > 0
+        ? new Failure('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`, {
+            allow: allowed.join(', '),
+          })
+        : new Failure('NOT_FOUND', `no such path: ${path}`)
+    }
+  }
+  if (!isDatabaseUnavailable(error)) return undefined
+  return new Failure(
+    'UNAVAILABLE',
+    'the database is unavailable; retry later',
+    { 'retry-after': RETRY_AFTER_SECONDS },
+    { cause: error },
+  )
+}
+
+type ValidationError = { customError?: unknown; valueError?: { path: string; message: string } }
+
+function validationMessage(error: ValidationError): string {
   if (typeof error.customError === 'string') return error.customError
   const detail = error.valueError
   return detail ? `${detail.path.slice(1) || 'the request'}: ${detail.message}` : 'the request is invalid'

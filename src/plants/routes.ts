@@ -15,7 +15,7 @@ import type { Tracing } from '../tracing/tracing.ts'
 import { type PlantCreator, plantCreator } from './create-plant.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { type ListingVersion, listingTag, matchesIfNoneMatch } from './etag.ts'
-import { primaryReads, type ReadPlants } from './read-plants.ts'
+import { primaryReads, type ReadPlants } from './listing-source.ts'
 import {
   ListHeaders,
   ListQuery,

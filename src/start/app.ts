@@ -17,7 +17,7 @@ import { logRequest } from '../observability/request-log.ts'
 import { requestObservation } from '../observability/request-observation.ts'
 import { docsRoutes } from '../openapi/docs-routes.ts'
 import type { DocumentedRoute } from '../openapi/document.ts'
-import type { ReadPlants } from '../plants/read-plants.ts'
+import type { ReadPlants } from '../plants/listing-source.ts'
 import { plantRoutes } from '../plants/routes.ts'
 import { NewPlant, PlantView } from '../plants/schemas.ts'
 import type { Logger } from '../shared/logger.ts'
@@ -45,7 +45,7 @@ export type AppDeps = {
   changes?: Changes
   // Batches of creates in the database at once (see plants/create-plant.ts).
   batchesInFlight?: number
-  // Statements of grouped listings in the database at once (see plants/page-reads.ts).
+  // Statements of grouped listings in the database at once (see plants/page-groups.ts).
   readsInFlight?: number
   // How long a request body may take to arrive before it is answered 408 (see http/json-body.ts).
   bodyTimeoutMs?: number

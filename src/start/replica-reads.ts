@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client'
 import type { ReadReplicasConfig } from '../config/config.ts'
 import { createReadMetrics } from '../observability/read-metrics.ts'
-import { type ReadPlants, replicaReads } from '../plants/read-plants.ts'
+import { type ReadPlants, replicaReads } from '../plants/listing-source.ts'
 import type { Logger } from '../shared/logger.ts'
 import { within } from '../shared/time-limit.ts'
 import { type Database, openPostgres, type PostgresSettings } from '../store/database.ts'

@@ -14,6 +14,9 @@ export type ReplicaChoiceDeps = {
   sleep?: (ms: number) => Promise<void>
 }
 
+// The name a read served by the primary goes by, beside the replicas' (in metrics).
+export const PRIMARY = 'primary'
+
 // The replica that served, and when it was looked at; or undefined: ask the primary.
 export type Served<Value> = { value: Value; replica: string; lookedAt: number } | undefined
 

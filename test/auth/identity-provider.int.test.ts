@@ -3,9 +3,8 @@ import { exportSPKI, SignJWT } from 'jose'
 import type { TokenVerifier } from '../../src/auth/token-verifier.ts'
 import { verifierFromConfig } from '../../src/auth/verifier-from-config.ts'
 import { loadConfig } from '../../src/config/config.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
+import { type TestApp, testApp } from '../support/harness.ts'
 import {
   type Algorithm,
   createSigningKey,
@@ -160,19 +159,18 @@ describe('AUTH_JWKS_URL with a real key set endpoint', () => {
 describe('the HTTP API behind an identity provider', () => {
   let key: SigningKey
   let provider: IdentityProvider
-  let app: ReturnType<typeof createApp>
+  let app: TestApp['app']
   let close: () => Promise<void>
   beforeAll(async () => {
     key = await createSigningKey('EdDSA')
     provider = startIdentityProvider([key])
     const handle = await openStorage({ kind: 'memory' })
     close = handle.close
-    app = createApp({
+    ;({ app } = testApp({
       db: handle.db,
       keyring: handle.keyring,
       verifyToken: await verifierFor(provider, 30_000),
-      logger: silentLogger(),
-    })
+    }))
   })
   afterAll(async () => {
     await close()

@@ -10,14 +10,13 @@ import {
   UnsecuredJWT,
 } from 'jose'
 import { createTokenVerifier, type VerifierSettings } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
+import { type TestApp, testApp } from '../support/harness.ts'
 import { checkProjection } from '../support/projection-check.ts'
 
 type Keys = Awaited<ReturnType<typeof generateKeyPair>>
-type App = ReturnType<typeof createApp>
+type App = TestApp['app']
 type Sign = (extra?: Record<string, unknown>, header?: Record<string, unknown>) => Promise<string>
 const KID = 'plants-2025'
 const SECRET = new TextEncoder().encode('token-attack-secret-of-at-least-32-bytes')
@@ -48,12 +47,8 @@ beforeAll(async () => {
   for (const kind of VERIFIERS) {
     apps.set(
       kind,
-      createApp({
-        db: handle.db,
-        keyring: handle.keyring,
-        verifyToken: createTokenVerifier(settings[kind]),
-        logger: silentLogger(),
-      }),
+      testApp({ db: handle.db, keyring: handle.keyring, verifyToken: createTokenVerifier(settings[kind]) })
+        .app,
     )
   }
 })

@@ -15,12 +15,12 @@ import postgres from 'postgres'
 import { createInMemoryStore } from '../../src/test-store.ts'
 import { makeDataDirSync } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { processTree, sampleTreePss, treePssMb } from '../support/pss.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu, processCpuMs } from './cpu.ts'
 import { ensureWrk, runWrk } from './load.ts'
 import { median } from './memory.ts'
-import { processTree, sampleTreePss, treePssMb } from './pss.ts'
 import { writeFixture } from './tokens.ts'
 
 const { values: flags } = parseArgs({

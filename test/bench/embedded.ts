@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { makeDataDirSync } from '../support/data-dir.ts'
+import { plainEnv } from '../support/server-process.ts'
 import { processCpuMs } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { type Bench, startEmbeddedService } from './services.ts'
@@ -78,7 +79,7 @@ async function importReaders(bench: Bench, dataDir: string): Promise<void> {
   }
   const root = bench.serviceRoot ?? new URL('../..', import.meta.url).pathname
   const child = Bun.spawn(['bun', join(root, 'src/cli/main.ts'), 'events', 'import'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir },
+    env: plainEnv({ DATA_DIR: dataDir }),
     stdin: new TextEncoder().encode(`${lines.join('\n')}\n`),
     stdout: 'ignore',
     stderr: 'pipe',

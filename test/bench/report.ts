@@ -22,7 +22,7 @@ type RebuildFigures = {
   rssPeakMb: number
 }
 
-// The embedded default's POST before group commit (a run before issue 15, as that version's README recorded it).
+// The embedded default's POST before group commit (as the README of the version before it recorded it).
 const EMBEDDED_POST_BEFORE = 812
 
 const fixed = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : '–')

@@ -2,8 +2,8 @@
 // Exits 1 when RSS at the end is more than 20% above its value after warm-up, or when any
 // request got an answer other than the one its kind is meant to get.
 import { parseArgs } from 'node:util'
-import { formatSoakReport, soakFailures } from './soak-report.ts'
-import { runSoak } from './soak-run.ts'
+import { formatSoakReport, soakFailures } from '../support/soak-report.ts'
+import { runSoak } from '../support/soak-run.ts'
 
 const { values } = parseArgs({
   options: {

@@ -3,12 +3,10 @@ import type { Subprocess } from 'bun'
 import postgres from 'postgres'
 import { HEADER, keyLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
 import { postPlant } from '../support/plant-client.ts'
-import type { ServerProcess } from '../support/server-process.ts'
+import { type ServerProcess, startCli } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
-import { withTestKeys } from '../support/test-keys.ts'
 
-const ROOT = new URL('../..', import.meta.url).pathname
 const IMPORTED = 10_000
 // The owner's plants before the stream opens (one catch-up read: fewer than its batch of 100) and
 // those created while an import holds the log: about 2.1 KB of event text each, so the burst
@@ -87,13 +85,7 @@ describe("an import's commit releasing a burst into a stream that catches up (a 
     const signal = await openSse(changesRequest(server.url, signalOwner))
     readers.push(signal)
     // and an import stopped inside its final transaction, which holds the log's horizon
-    const importing = Bun.spawn(['bun', 'src/cli/main.ts', 'events', 'import', '--append'], {
-      cwd: ROOT,
-      env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env() }),
-      stdin: new TextEncoder().encode(await importFile()),
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
+    const importing = startCli(['events', 'import', '--append'], env(), await importFile())
     children.push(importing)
     await until('the import inserts its events', () =>
       locks("relation = 'events'::regclass and mode = 'RowExclusiveLock' and granted"),

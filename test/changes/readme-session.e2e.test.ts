@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { postPlant } from '../support/plant-client.ts'
 import { docSection } from '../support/readme.ts'
-import type { ServerProcess } from '../support/server-process.ts'
+import { plainEnv, type ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 
 // The README's curl session and its sequel in docs/live-changes.md, run as written against a fresh
@@ -47,7 +47,7 @@ async function run({ command }: Step, streamMs = 0): Promise<string[]> {
     .replaceAll('localhost:3000', address)
     .replace(/^curl -N /, `curl -N --max-time ${streamMs / 1000} `)
   const child = Bun.spawn(['sh', '-c', shell], {
-    env: { ...process.env, TOKEN: token },
+    env: plainEnv({ TOKEN: token }),
     stdout: 'pipe',
     stderr: 'ignore',
   })

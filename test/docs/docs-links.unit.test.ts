@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { stat } from 'node:fs/promises'
+import { readdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join, normalize } from 'node:path'
 import { type DocFile, docFiles, headingsOf } from '../support/readme.ts'
 
@@ -67,15 +67,98 @@ test('given the README and docs/, when every relative link is followed, then eac
   expect(broken).toEqual([])
 })
 
-test('given the README and docs/, then none points outside the repository at the spec or its rules', async () => {
-  const outside = /CONTRACT|(?<!\w\/)shared\/|plant-store-spec/
-  const mentions = (await docFiles()).flatMap(({ path, text }) =>
+// The product's rules are stated in the repository's own words: nothing names the document they
+// came from, its sections, the style guide or issues that live elsewhere. RFC sections are cited.
+const OUTSIDE = new RegExp(
+  [
+    'CONTRACT',
+    'STYLE\\.md',
+    '\\bthe contract\\b',
+    'plant-store-spec',
+    '(?<![\\w.]/)\\bshared/',
+    '/work/shared',
+    '(?<!RFC \\d+ )§ ?\\d',
+    '\\bissues? #?\\d+',
+    '(?<![\\w&])#\\d+\\b',
+  ].join('|'),
+  'i',
+)
+const SOURCE = /\.(ts|js|md|json|sh|sql|txt)$|^\.ci\/run$/
+// This file spells the pattern out.
+const CHECK = 'test/docs/docs-links.unit.test.ts'
+
+async function sourceFiles(): Promise<DocFile[]> {
+  const files: DocFile[] = []
+  for (const folder of ['src', 'test', '.ci']) {
+    for (const name of await readdir(join(ROOT, folder), { recursive: true })) {
+      const path = `${folder}/${name}`
+      if (SOURCE.test(path) && path !== CHECK)
+        files.push({ path, text: await readFile(join(ROOT, path), 'utf8') })
+    }
+  }
+  return files
+}
+
+function outsideMentions(files: DocFile[]): string[] {
+  return files.flatMap(({ path, text }) =>
     text
       .split('\n')
-      .filter((line) => outside.test(line))
-      .map((line) => `${path}: ${line}`),
+      .map((line, index) => ({ line, index }))
+      .filter(({ line }) => OUTSIDE.test(line))
+      .map(({ line, index }) => `${path}:${index + 1}: ${line.trim()}`),
   )
-  expect(mentions).toEqual([])
+}
+
+test('given the README, docs/, src/, test/ and .ci/, then none points outside the repository at the spec, its rules or issues', async () => {
+  const files = [...(await docFiles()), ...(await sourceFiles())]
+  expect(files.map(({ path }) => path)).toContain('src/start/main.ts')
+  expect(outsideMentions(files)).toEqual([])
+})
+
+test('given lines that name the spec, a section of it, the style guide or an issue, then each is found; paths and RFCs are not', () => {
+  const lines = [
+    'as CONTRACT §3 says',
+    'see STYLE.md',
+    'the shape the contract gives',
+    'rules in /work/shared/ for all',
+    'fixed in issue 15',
+    'since #26',
+    'import { x } from "../shared/errors.ts"',
+    'src/shared/logger.ts',
+    'RFC 9110 §8.8.1',
+    '&#39; and color #fff',
+  ]
+  expect(lines.map((line) => OUTSIDE.test(line))).toEqual([
+    true,
+    true,
+    true,
+    true,
+    true,
+    true,
+    false,
+    false,
+    false,
+    false,
+  ])
+})
+
+// What the benches write, never committed (.gitignore).
+const WRITTEN = 'test/bench/results/'
+
+// The repository's paths a page names in code spans: `src/…`, `test/…` and the like.
+function pathsOf(text: string): string[] {
+  const paths: string[] = []
+  for (const [, span = ''] of text.matchAll(/`([^`\s]+)`/g))
+    if (/^(src|test|db|docs|patches|\.ci)\/[\w./@-]*$/.test(span) && !span.startsWith(WRITTEN))
+      paths.push(span)
+  return paths
+}
+
+test('given the README and docs/, then every path of the repository they name is there', async () => {
+  const missing: string[] = []
+  for (const page of await docFiles())
+    for (const path of pathsOf(page.text)) if (!(await exists(path))) missing.push(`${page.path}: ${path}`)
+  expect(missing).toEqual([])
 })
 
 test('given headings, then their anchors are the ones GitHub makes', () => {

@@ -6,7 +6,7 @@ describe('the feed configuration', () => {
     expect(loadConfig({}).feed).toBeUndefined()
   })
 
-  test('EVENTS_NATS_URL turns it on, with the defaults of the contract', () => {
+  test('EVENTS_NATS_URL turns it on, with the documented defaults', () => {
     expect(loadConfig({ EVENTS_NATS_URL: 'nats://127.0.0.1:4222, tls://nats.example:4443' }).feed).toEqual({
       servers: ['nats://127.0.0.1:4222', 'tls://nats.example:4443'],
       stream: 'PLANT_STORE',

@@ -21,7 +21,7 @@ function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
 }
 
 describe('toFeedMessage', () => {
-  test('builds the CloudEvents message of the contract, ids as decimal strings', () => {
+  test('builds the CloudEvents message docs/feed.md describes, ids as decimal strings', () => {
     const message = toFeedMessage(logged({}), settings)
     expect(message).toMatchObject({
       subject: `plant-store.events.PlantCreated.${PSEUDONYM}`,

@@ -12,7 +12,7 @@ import type { Database } from '../../src/store/database.ts'
 import { createTestFeed, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
 
-// STYLE.md, issue 26: one reader of the log per process. The feed and the change streams both
+// One reader of the log per process. The feed and the change streams both
 // take from the follower, so a wake-up costs one read of the events table, whoever consumes it.
 const logger = createLogger('silent')
 let storage: TestStorage

@@ -98,7 +98,7 @@ for (const kind of STORAGE_KINDS) {
       await storage.close()
     })
 
-    test('publishes every event once, in log order, as the CloudEvents message of the contract', async () => {
+    test('publishes every event once, in log order, as the CloudEvents message docs/feed.md describes', async () => {
       // given: an event in an older shape, then plants with exact ids and difficult text
       await insertSealedEvent(storage.db, storage.keyring, V0_EVENT)
       const expected: Expected[] = [

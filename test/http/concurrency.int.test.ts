@@ -1,9 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openPostgres } from '../../src/store/database.ts'
-import { createHarness, type Harness, TEST_SECRET } from '../support/harness.ts'
+import { createHarness, type Harness, testApp } from '../support/harness.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Several app instances with their own pools on one database stand in for several processes
@@ -28,12 +25,7 @@ function secondInstance() {
     statementTimeoutMs: 10_000,
   })
   others.push(handle)
-  return createApp({
-    db: handle.db,
-    keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
-    logger: silentLogger(),
-  })
+  return testApp({ db: handle.db, keyring: handle.keyring }).app
 }
 
 test('concurrent creations of one owner+id append exactly one event; the rest get 200 or 409, never 500', async () => {

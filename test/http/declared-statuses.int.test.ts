@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openPostgres } from '../../src/store/database.ts'
-import { createHarness, type Harness, TEST_SECRET } from '../support/harness.ts'
+import { createHarness, type Harness, testApp } from '../support/harness.ts'
 import { type HostileRequest, hostileRequest, tamperToken } from '../support/hostile-requests.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -55,7 +52,7 @@ const post = (body: string, headers: Record<string, string> = {}): HostileReques
   body,
 })
 
-// The contract's flows, one request each, including every error a caller can provoke.
+// The API's flows, one request each, including every error a caller can provoke.
 function normalFlows(): HostileRequest[] {
   const get = (path: string, headers: Record<string, string> = { authorization: `Bearer ${alice}` }) => ({
     method: 'GET',
@@ -88,7 +85,7 @@ function normalFlows(): HostileRequest[] {
   ]
 }
 
-test(`the contract's flows and ${HOSTILE_RUNS} hostile requests answer only declared statuses`, async () => {
+test(`the API's flows and ${HOSTILE_RUNS} hostile requests answer only declared statuses`, async () => {
   const answers: Answer[] = []
   for (const request of normalFlows()) answers.push(await answer(h.app, request))
   const valid = await Promise.all(['alice', 'bob'].map((subject) => h.tokenFor(subject)))
@@ -113,12 +110,7 @@ test('with the database unreachable, the routes answer only declared statuses', 
     poolSize: 1,
     statementTimeoutMs: 1000,
   })
-  const app = createApp({
-    db: handle.db,
-    keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
-    logger: silentLogger(),
-  })
+  const { app } = testApp({ db: handle.db, keyring: handle.keyring })
   try {
     const answers = [
       await answer(app, post('{"id": 1, "name": "Fern"}')),

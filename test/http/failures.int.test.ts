@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import pino from 'pino'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openPostgres } from '../../src/store/database.ts'
-import { TEST_SECRET } from '../support/harness.ts'
+import { TEST_SECRET, testApp } from '../support/harness.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 // A port nothing listens on: the database is down for this whole file.
@@ -16,13 +14,13 @@ const unreachable = openPostgres({
 })
 let token: string
 beforeAll(async () => {
-  token = await issueToken(TEST_SECRET, { subject: 'alice', ttlSeconds: 600, now: new Date() })
+  token = await testApp({ db: unreachable.db, keyring: unreachable.keyring }).tokenFor('alice')
 })
 afterAll(() => unreachable.close())
 
 function appWith(verifyToken = createTokenVerifier({ secret: TEST_SECRET }), logged: unknown[] = []) {
   const logger = pino({ level: 'error' }, { write: (line: string) => void logged.push(JSON.parse(line)) })
-  return createApp({ db: unreachable.db, keyring: unreachable.keyring, verifyToken, logger })
+  return testApp({ db: unreachable.db, keyring: unreachable.keyring, verifyToken, logger }).app
 }
 const call = (app: ReturnType<typeof appWith>, init: RequestInit, path = '/plants') =>
   app.handle(new Request(`http://localhost${path}`, init))

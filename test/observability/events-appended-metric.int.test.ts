@@ -1,15 +1,10 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { testApp } from '../support/harness.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-
-const SECRET = new TextEncoder().encode('appended-metric-secret-of-32-bytes-or-more')
 
 let database: TestDatabase
 let handle: DatabaseHandle
@@ -32,13 +27,8 @@ function sample(metrics: string, name: string): number {
 
 test('plant_store_events_appended_total counts appended events, whatever retries, conflicts and races consumed', async () => {
   // given an app on PostgreSQL and a caller
-  const app = createApp({
-    db: handle.db,
-    keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: SECRET }),
-    logger: silentLogger(),
-  })
-  const token = await issueToken(SECRET, { subject: 'counted', ttlSeconds: 600, now: new Date() })
+  const { app, tokenFor } = testApp({ db: handle.db, keyring: handle.keyring })
+  const token = await tokenFor('counted', 600)
   const post = async (id: number, name: string) => {
     const response = await app.handle(
       new Request('http://localhost/plants', {

@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { createLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { TEST_SECRET, testApp } from '../support/harness.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -14,7 +13,6 @@ import { TEST_KEYS } from '../support/test-keys.ts'
 // plant id, nor (unless the operator asks for it) the caller's subject. Every line is captured at
 // trace while creates meet the database's errors, alone and in a batch.
 
-const SECRET = new TextEncoder().encode('logs-without-people-secret-of-32-bytes')
 const PEOPLE = Array.from({ length: 6 }, (_, index) => ({
   subject: `leaky-owner-${index}`,
   plant: {
@@ -55,16 +53,15 @@ afterAll(async () => {
 function appWithEveryLine({ logSubject, db = handle.db }: { logSubject?: boolean; db?: Database } = {}) {
   const lines: string[] = []
   const logger = createLogger('trace', { write: (line) => void lines.push(line) })
-  const app = createApp({
+  const { app } = testApp({
     db,
     keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: SECRET }),
     logger,
     batchesInFlight: 2,
     logSubject,
   })
   const send = async (subject: string, init: RequestInit = {}, path = '/plants') => {
-    const token = await issueToken(SECRET, { subject, ttlSeconds: 600, now: new Date() })
+    const token = await issueToken(TEST_SECRET, { subject, ttlSeconds: 600, now: new Date() })
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...init.headers }
     const response = await app.handle(new Request(`http://api${path}`, { ...init, headers }))
     await response.text()

@@ -1,27 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { createLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { Database, DatabaseHandle } from '../../src/store/database.ts'
+import { TEST_SECRET, testApp } from '../support/harness.ts'
 import { appendAround } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-const SECRET = new TextEncoder().encode('observability-secret-at-least-32-bytes')
 type LogLine = Record<string, unknown>
 
 function appWithLogs(db: Database, level = 'info') {
   const lines: LogLine[] = []
   const logger = createLogger(level, { write: (line) => lines.push(JSON.parse(line) as LogLine) })
-  const app = createApp({
-    db,
-    keyring: createKeyring(TEST_KEYS),
-    verifyToken: createTokenVerifier({ secret: SECRET }),
-    logger,
-  })
+  const { app } = testApp({ db, keyring: createKeyring(TEST_KEYS), logger })
   const send = async (path: string, init: RequestInit = {}) => {
     const response = await app.handle(new Request(`http://localhost${path}`, init))
     const text = await response.text()
@@ -40,7 +33,7 @@ let handle: DatabaseHandle
 let token: string
 beforeAll(async () => {
   handle = await openStorage({ kind: 'memory' })
-  token = await issueToken(SECRET, { subject: 'dora', ttlSeconds: 600, now: new Date() })
+  token = await issueToken(TEST_SECRET, { subject: 'dora', ttlSeconds: 600, now: new Date() })
 })
 afterAll(() => handle.close())
 

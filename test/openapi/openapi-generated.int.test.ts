@@ -1,28 +1,21 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { isDeepStrictEqual } from 'node:util'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
+import { testApp } from '../support/harness.ts'
 import before from './fixtures/openapi-earlier.json'
 
 // The document as the service served it while it was written by hand (saved from a running app
-// before issue 18). The generated one must keep every path, operation, status, header and schema;
-// it may add (tags, operation ids, the documentation routes, and routes added since: the change
-// stream of issue 16), but every schema stays exactly equal.
+// before it was generated from the routes). The generated one must keep every path, operation,
+// status, header and schema; it may add (tags, operation ids, the documentation routes, and routes
+// added since: the change stream), but every schema stays exactly equal.
 const ADDED_PATHS = ['/docs', '/openapi.json', '/plants/changes']
 
 let handle: DatabaseHandle
 let served: Record<string, unknown>
 beforeAll(async () => {
   handle = await openStorage({ kind: 'memory' })
-  const app = createApp({
-    db: handle.db,
-    keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: new TextEncoder().encode('x'.repeat(40)) }),
-    logger: silentLogger(),
-  })
+  const { app } = testApp({ db: handle.db, keyring: handle.keyring })
   // Serve the routes first: Elysia writes into the schemas it compiles, and the document must not show it.
   await app.handle(new Request('http://localhost/plants'))
   await app.handle(new Request('http://localhost/health'))
@@ -57,7 +50,7 @@ function losses(before: unknown, after: unknown, at = ''): string[] {
 
 // Changed on purpose since, each by an issue that widened what the route accepts.
 const INTENDED = [
-  // Issue 17: GET /plants also refuses a malformed Plant-Store-Position request header.
+  // GET /plants also refuses a malformed Plant-Store-Position request header.
   '/paths//plants/get/responses/400/description',
 ]
 

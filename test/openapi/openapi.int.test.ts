@@ -1,13 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Ajv2020 from 'ajv/dist/2020'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
+import { type TestApp, testApp } from '../support/harness.ts'
 
-const SECRET = new TextEncoder().encode('openapi-secret-of-at-least-32-bytes!!')
 type Doc = {
   openapi: string
   info: { version: string; license: { name: string; identifier?: string } }
@@ -30,19 +26,15 @@ type Doc = {
 }
 
 let handle: DatabaseHandle
-let app: ReturnType<typeof createApp>
+let app: TestApp['app']
 let doc: Doc
 let token: string
 beforeAll(async () => {
   handle = await openStorage({ kind: 'memory' })
-  app = createApp({
-    db: handle.db,
-    keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: SECRET }),
-    logger: silentLogger(),
-  })
+  const started = testApp({ db: handle.db, keyring: handle.keyring })
+  app = started.app
   doc = (await (await app.handle(new Request('http://localhost/openapi.json'))).json()) as Doc
-  token = await issueToken(SECRET, { subject: 'otto', ttlSeconds: 600, now: new Date() })
+  token = await started.tokenFor('otto', 600)
 })
 afterAll(() => handle.close())
 
@@ -113,7 +105,7 @@ describe('GET /openapi.json', () => {
     expect(JSON.stringify(doc)).not.toMatch(/"error":"|Kind|"Int64"|"Text"/)
   })
 
-  test('names limit as an int32 query parameter and every status the contract gives each operation', () => {
+  test('names limit as an int32 query parameter and every status docs/api.md gives each operation', () => {
     const limit = doc.paths['/plants']?.get?.parameters?.find((parameter) => parameter.name === 'limit')
     expect(limit?.schema).toMatchObject({ type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647 })
     expect(Object.keys(doc.paths['/plants']?.post?.responses ?? {}).sort()).toEqual([

@@ -33,7 +33,7 @@ test('a typed client creates, retries, conflicts and lists, with typed data and 
   // when the same create is retried, then it is the same plant
   expect((await client.plants.post({ id: 7, name: 'Monstera', tag: 'tropical' })).data).toEqual(plant)
 
-  // when the id is reused with another name, then the error is typed with the contract's body
+  // when the id is reused with another name, then the error is typed with the Error body
   const conflict = await client.plants.post({ id: 7, name: 'Fern' })
   expect(conflict.status).toBe(409)
   expect(conflict.error?.value).toMatchObject({ error: 409 })

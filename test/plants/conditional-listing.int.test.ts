@@ -1,17 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { Database } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
-import { STORAGE_KINDS, type StorageKind, TEST_SECRET } from '../support/harness.ts'
+import { STORAGE_KINDS, type StorageKind, testApp } from '../support/harness.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -46,13 +42,7 @@ async function openStore(kind: StorageKind) {
     await client.end()
     await closeStore()
   }
-  const app = createApp({
-    db,
-    keyring: createKeyring(TEST_KEYS),
-    verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
-    logger: silentLogger(),
-  })
-  const token = (subject: string) => issueToken(TEST_SECRET, { subject, ttlSeconds: 3600, now: new Date() })
+  const { app, tokenFor: token } = testApp({ db, keyring: createKeyring(TEST_KEYS) })
   return { db, app, queries, explain, close, token }
 }
 

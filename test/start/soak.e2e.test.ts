@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
-import { formatSoakReport, soakFailures } from '../bench/soak-report.ts'
-import { runSoak } from '../bench/soak-run.ts'
+import { formatSoakReport, soakFailures } from '../support/soak-report.ts'
+import { runSoak } from '../support/soak-run.ts'
 
 // The soak of `bun test/bench/soak.ts`, shortened for CI: 15 s of warm-up (past the first-seconds
 // step in RSS from JIT tiers and the connection pool filling) and 15 s measured, 100 requests/s.

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { existsSync, readlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { treePssMb } from '../bench/pss.ts'
 import { DENO } from '../support/deno.ts'
+import { treePssMb } from '../support/pss.ts'
 
 // Users' test suites (createInMemoryStore): one PostgreSQL server per test process in a temporary
 // folder, gone with the process however it ends, within the memory a CI runner can spare.

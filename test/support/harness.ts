@@ -4,7 +4,7 @@ import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { type ChangesDeps, startChanges } from '../../src/changes/start-changes.ts'
 import type { CorsConfig } from '../../src/config/config.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
+import { type AppDeps, createApp } from '../../src/start/app.ts'
 import { count, openTestStorage, type StorageKind } from './storage.ts'
 
 export { STORAGE_KINDS, type StorageKind } from './storage.ts'
@@ -25,6 +25,32 @@ export type HarnessOptions = {
   cors?: CorsConfig
 }
 
+// The app on a database, as a test drives it through app.handle (no socket): the test's secret
+// and a silent logger unless `deps` says otherwise. Every test that needs the app in process
+// starts it here, or through createHarness below.
+export function testApp(deps: Pick<AppDeps, 'db' | 'keyring'> & Partial<AppDeps>) {
+  const app = createApp({
+    verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
+    logger: silentLogger(),
+    ...deps,
+  })
+  const request = (method: string, path: string, options: RequestOptions = {}) => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.token !== undefined) headers.authorization ??= `Bearer ${options.token}`
+    let body = options.rawBody
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+      headers['content-type'] ??= 'application/json'
+    }
+    return app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
+  }
+  const tokenFor = (subject: string, ttlSeconds = 3600) =>
+    issueToken(TEST_SECRET, { subject, ttlSeconds, now: new Date() })
+  return { app, request, tokenFor }
+}
+
+export type TestApp = ReturnType<typeof testApp>
+
 // The app wired to a real database, driven through app.handle (no socket).
 export async function createHarness(kind: StorageKind, options: HarnessOptions = {}) {
   const handle = await openTestStorage(kind, { label: 'http', statementTimeoutMs: 10_000 })
@@ -39,27 +65,14 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
         noticesUrl: handle.url,
       })
     : undefined
-  const app = createApp({
+  const { app, request, tokenFor } = testApp({
     db: handle.db,
     keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: TEST_SECRET }),
-    logger: silentLogger(),
     registry,
     changes,
     onAppended: changes?.appended,
     cors: options.cors,
   })
-
-  const request = (method: string, path: string, options: RequestOptions = {}) => {
-    const headers: Record<string, string> = { ...options.headers }
-    if (options.token !== undefined) headers.authorization ??= `Bearer ${options.token}`
-    let body = options.rawBody
-    if (options.body !== undefined) {
-      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
-      headers['content-type'] ??= 'application/json'
-    }
-    return app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
-  }
 
   return {
     kind,
@@ -67,8 +80,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     db: handle.db,
     databaseUrl: handle.url,
     request,
-    tokenFor: (subject: string, ttlSeconds = 3600) =>
-      issueToken(TEST_SECRET, { subject, ttlSeconds, now: new Date() }),
+    tokenFor,
     countEvents: () => count(handle.db, 'events'),
     countPlants: () => count(handle.db, 'plants'),
     close: async () => {

@@ -1,4 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises'
+import { plainEnv } from './server-process.ts'
 
 // The docs' examples, taken from the docs themselves (README.md and docs/*.md) so that a test runs
 // them as written, wherever a page moves them.
@@ -94,7 +95,7 @@ export async function runBlock(
   for (const [placeholder, value] of Object.entries(replace)) script = script.replaceAll(placeholder, value)
   const child = Bun.spawn(['sh', '-ec', `exec 2>&1\n${script}`], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    env: plainEnv(env),
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',

@@ -16,13 +16,15 @@ export type ServerProcess = {
 
 const ROOT = new URL('../..', import.meta.url).pathname
 
-function childEnv(env: Env): Env {
-  return withTestKeys({
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '/tmp',
-    LOG_LEVEL: 'info',
-    ...env,
-  })
+// What every child of a test starts from: a PATH to find bun and the tools, a HOME, and nothing
+// else of the test's own environment.
+export function plainEnv(env: Env = {}): Env {
+  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }
+}
+
+// A server's or a command's: logging at info, with the test KEK when it uses PostgreSQL.
+export function childEnv(env: Env): Env {
+  return withTestKeys(plainEnv({ LOG_LEVEL: 'info', ...env }))
 }
 
 // The server as `bun run start` runs it: request headers up to 128 KiB reach the app (Bun's own
@@ -105,15 +107,20 @@ async function listeningPort(
   throw new Error(`the server did not start: ${buffered}${await new Response(child.stderr).text()}`)
 }
 
-// Runs a command of the CLI to completion.
-export async function runCli(args: string[], env: Env, stdin?: string) {
-  const child = Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
+// Starts a command of the CLI; the caller waits for it, or stops it on the way.
+export function startCli(args: string[], env: Env, stdin?: string) {
+  return Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
     cwd: ROOT,
     env: childEnv(env),
     stdin: stdin === undefined ? 'ignore' : new TextEncoder().encode(stdin),
     stdout: 'pipe',
     stderr: 'pipe',
   })
+}
+
+// Runs a command of the CLI to completion.
+export async function runCli(args: string[], env: Env, stdin?: string) {
+  const child = startCli(args, env, stdin)
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

@@ -116,7 +116,7 @@ export function changesRequest(
   return new Request(`${baseUrl}/plants/changes${query}`, { headers })
 }
 
-// The plant of an event's data, parsed as the contract shapes it.
+// The plant of an event's data, parsed as the API shapes it.
 export function plantOf(event: SseEvent): { id: string; name: string; tag?: string } {
   return JSON.parse(event.data) as { id: string; name: string; tag?: string }
 }

@@ -1,7 +1,7 @@
 import type { Executor } from '../store/database.ts'
-import { askReplicas, type ReplicaAnswer, type ReplicaChoiceDeps } from '../store/replica-choice.ts'
-import { type ListRequest, listPlants, listPlantsCovering, type PlantListing } from './list-plants.ts'
-import { groupedReads } from './page-reads.ts'
+import { askReplicas, PRIMARY, type ReplicaAnswer, type ReplicaChoiceDeps } from '../store/replica-choice.ts'
+import { type ListRequest, listPlants, listPlantsCovering, type PlantListing } from './listing.ts'
+import { groupedReads } from './page-groups.ts'
 
 // A listing wherever it is best read. `covering` (the request's Plant-Store-Position) is a
 // position the read must see, when it is one of the caller's; 0 or undefined asks for nothing.
@@ -17,8 +17,6 @@ export type PlantReadsDeps = ReplicaChoiceDeps & {
   onRead?: (source: string, waitedMs?: number) => void
   list?: typeof listPlantsCovering
 }
-
-export const PRIMARY = 'primary'
 
 // The primary alone: it sees every committed write, so it needs no position. Pages and versions of
 // concurrent listings share statements, `inFlight` of them in the database at once.

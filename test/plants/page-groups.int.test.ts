@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { createKeyring } from '../../src/keys/keyring.ts'
-import { groupedReads, type PageFound, singleReads } from '../../src/plants/page-reads.ts'
+import { groupedReads } from '../../src/plants/page-groups.ts'
+import { type PageFound, singleReads } from '../../src/plants/page-statements.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import type { Database } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
@@ -10,7 +11,7 @@ import { createTestDatabase } from '../support/postgres.ts'
 import { create, STORAGE_KINDS, type StorageKind } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-// Listings in flight together share statements (plants/page-reads.ts): each still gets exactly
+// Listings in flight together share statements (plants/page-groups.ts): each still gets exactly
 // its own owner's page and version, as a statement of its own would have read them.
 
 // A migrated store whose statements are counted, through drizzle's logger.

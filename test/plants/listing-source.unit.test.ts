@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import type { PlantListing, Uncovered } from '../../src/plants/list-plants.ts'
-import { PRIMARY, replicaReads } from '../../src/plants/read-plants.ts'
+import type { PlantListing, Uncovered } from '../../src/plants/listing.ts'
+import { replicaReads } from '../../src/plants/listing-source.ts'
 import type { Database } from '../../src/store/database.ts'
+import { PRIMARY } from '../../src/store/replica-choice.ts'
 import type { ReadReplica } from '../../src/store/replica-health.ts'
 
 // Routing decided over stand-in sources: each answers what the test says, on a clock of the test.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { listPlants } from '../../src/plants/list-plants.ts'
+import { listPlants } from '../../src/plants/listing.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 

@@ -1,11 +1,9 @@
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { openPostgres } from '../../src/store/database.ts'
-import { createTestDatabase } from '../support/postgres.ts'
-import { checkProjection, type ProjectionReport } from '../support/projection-check.ts'
-import { startServer } from '../support/server-process.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
+import { checkProjection, type ProjectionReport } from './projection-check.ts'
 import { INTENDED_STATUS, type Kind, kindCycle, type MixState, planRequest } from './request-mix.ts'
 import { type MemorySample, median, percentile, sampleResidentMemory, settledRss } from './resident-memory.ts'
+import { type Service, startService } from './service.ts'
+import { TEST_KEYS } from './test-keys.ts'
 
 export type SoakOptions = {
   seconds: number
@@ -40,7 +38,6 @@ export type SoakReport = {
   exitCode: number
 }
 
-const SECRET = 'soak-secret-of-at-least-thirty-two-bytes'
 const REQUEST_BOUND_MS = 20_000
 // RSS is compared as the median over this much time, at the end of warm-up and at the end.
 export const RSS_WINDOW_MS = 5_000
@@ -48,16 +45,21 @@ export const RSS_WINDOW_MS = 5_000
 // Starts the real server on a fresh PostgreSQL database, warms it up with the mixed load, then
 // drives the same load for `seconds` while sampling the server's resident memory.
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
+  const service = await startService({ label: 'soak' })
+  try {
+    return await soak(service, options)
+  } finally {
+    await service.stop()
+  }
+}
+
+async function soak(service: Service, options: SoakOptions): Promise<SoakReport> {
   const { seconds, rate, warmupSeconds, owners = 8, maxInFlight = 64, log = () => {} } = options
-  const database = await createTestDatabase('soak')
-  const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET })
+  const { server } = service
   const memory = sampleResidentMemory(server.process.pid)
-  const secret = new TextEncoder().encode(SECRET)
   const state: MixState = {
     tokens: await Promise.all(
-      Array.from({ length: owners }, (_, n) =>
-        issueToken(secret, { subject: `soak-${n}`, ttlSeconds: 24 * 3600, now: new Date() }),
-      ),
+      Array.from({ length: owners }, (_, n) => service.tokenFor(`soak-${n}`, 24 * 3600)),
     ),
     created: [],
     nextId: 1,
@@ -100,7 +102,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     memory.stop()
     exitCode = await server.stop('SIGTERM')
   }
-  const direct = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 30_000 })
+  const url = service.databaseUrl ?? ''
+  const direct = openPostgres({ keys: TEST_KEYS, url, poolSize: 1, statementTimeoutMs: 30_000 })
   try {
     const store = {
       ...(await checkProjection(direct.db, direct.keyring)),
@@ -109,7 +112,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     return { ...report, store, exitCode }
   } finally {
     await direct.close()
-    await database.drop()
   }
 }
 

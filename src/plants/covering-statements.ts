@@ -1,0 +1,142 @@
+import { and, asc, eq, gte, type SQL, sql } from 'drizzle-orm'
+import { plants } from '../event-log/schema.ts'
+import { type Executor, preparedQuery } from '../store/database.ts'
+import type { ListingVersion } from './etag.ts'
+import {
+  type Covered,
+  coveringEvent,
+  ownerGeneration,
+  ownerHead,
+  plantsFrom,
+  plantsJson,
+  versionColumns,
+} from './listing-sql.ts'
+
+// The statements of a listing read wherever a position may be checked (a replica), and of a long
+// listing's batches. Each reads, in its one snapshot, the owner's version (head and generation,
+// etag.ts) and whether the caller's event at `covering` is visible (read-your-writes; `0` asks
+// nothing), and reads rows only when it is. Prepared and built once per executor: a read is one
+// round trip.
+
+export type Row = { name: string; tag: string | null; position: string }
+export type Batch = ListingVersion & { event: Covered; rows: Row[] }
+export type Page = ListingVersion & { event: Covered; body: string; next?: bigint }
+export type CoveredRead = { owner: string; from: bigint; count: number; covering: bigint }
+
+const owner = sql`${sql.placeholder('owner')}::text`
+const from = sql`${sql.placeholder('from')}::bigint`
+const count = sql`${sql.placeholder('count')}::int`
+
+// One row: the version and the event, whose `covering` part only the statements of a request that
+// sent a position have.
+function versionOf(covering: boolean): SQL {
+  const event = covering ? coveringEvent(owner, sql`${sql.placeholder('covering')}::bigint`) : sql`'seen'`
+  return sql`select ${ownerHead(owner)} as head, ${ownerGeneration(owner)} as generation, ${event} as event`
+}
+
+const coveredColumns = { ...versionColumns, event: sql<Covered>`event`.as('event') }
+
+// Rows `from` on, before `until` when bounded; with no rows, still one row carrying the version.
+const batchStatement = (bounded: boolean, covering: boolean) =>
+  preparedQuery((db) => {
+    const until = bounded ? sql`${sql.placeholder('until')}::bigint` : undefined
+    const batch = db
+      .$with('batch', {
+        ...coveredColumns,
+        name: sql<string | null>`name`.as('name'),
+        tag: sql<string | null>`tag`.as('tag'),
+        position: sql<string | null>`position`.as('position'),
+      })
+      .as(sql`
+        select found.name, found.tag, found.position::text as position, version.head, version.generation, version.event
+        from (${versionOf(covering)}) as version
+        left join lateral (${plantsFrom(owner, from, until)} limit ${count}) as found on version.event = 'seen'`)
+    return db
+      .with(batch)
+      .select()
+      .from(batch)
+      .orderBy(sql`${batch.position}::bigint`)
+      .prepare(`plants_${bounded ? 'range' : 'batch'}${covering ? '_covering' : ''}`)
+  })
+const batchStatements = {
+  plain: { open: batchStatement(false, false), bounded: batchStatement(true, false) },
+  covering: { open: batchStatement(false, true), bounded: batchStatement(true, true) },
+}
+
+export async function readBatch(db: Executor, read: CoveredRead & { until?: bigint }): Promise<Batch> {
+  const values = valuesOf(read)
+  const statements = read.covering > 0n ? batchStatements.covering : batchStatements.plain
+  const found =
+    read.until === undefined
+      ? await statements.open(db).execute(values)
+      : await statements.bounded(db).execute({ ...values, until: read.until.toString() })
+  return {
+    ...versionFrom(found[0]),
+    rows: found.filter((row): row is Row & typeof row => row.position !== null),
+  }
+}
+
+// A page in one row: the version and, when the caller's event is seen, the page's JSON text and
+// where the next page starts (page-statements.ts reads pages that check no position).
+const pageStatement = preparedQuery((db) => {
+  const page = db
+    .$with('page', {
+      ...coveredColumns,
+      body: sql<string | null>`body`.as('body'),
+      next: sql<string | null>`next`.as('next'),
+    })
+    .as(sql`
+      select version.head, version.generation, version.event, page.body, page.next
+      from (${versionOf(true)}) as version
+      left join lateral (
+        select ${plantsJson(sql`found.n <= ${count}`)} as body,
+               (max(found.position) filter (where found.n > ${count}))::text as next
+        from (select *, row_number() over (order by position) as n
+              from (${plantsFrom(owner, from)} limit ${count} + 1) as page) as found) as page
+        on version.event = 'seen'`)
+  return db.with(page).select().from(page).prepare('plants_page_covering')
+})
+
+export async function readPage(db: Executor, read: CoveredRead): Promise<Page> {
+  const [found] = await pageStatement(db).execute(valuesOf(read))
+  return {
+    ...versionFrom(found),
+    body: found?.body ?? '[]',
+    next: found?.next ? BigInt(found.next) : undefined,
+  }
+}
+
+// What a conditional request that names a position reads before it reads any row.
+const versionStatement = preparedQuery((db) => {
+  const version = db.$with('version', coveredColumns).as(versionOf(true))
+  return db.with(version).select().from(version).prepare('plants_version_covering')
+})
+
+export async function readVersion(db: Executor, owner: string, covering: bigint) {
+  const [found] = await versionStatement(db).execute({ owner, covering: covering.toString() })
+  return versionFrom(found)
+}
+
+// Where a bounded listing of `skip` plants from `from` on ends.
+export async function positionAfter(db: Executor, owner: string, from: bigint, skip: number) {
+  const [row] = await db
+    .select({ position: plants.position })
+    .from(plants)
+    .where(and(eq(plants.owner, owner), gte(plants.position, from)))
+    .orderBy(asc(plants.position))
+    .offset(skip)
+    .limit(1)
+  return row?.position
+}
+
+function valuesOf({ owner, from, count, covering }: CoveredRead) {
+  return { owner, from: from.toString(), count, covering: covering.toString() }
+}
+
+function versionFrom(row: { head: string; generation: string; event: Covered } | undefined) {
+  return {
+    event: row?.event ?? 'absent',
+    position: BigInt(row?.head ?? '0'),
+    generation: BigInt(row?.generation ?? '0'),
+  }
+}

@@ -1,0 +1,52 @@
+import { type SQL, sql } from 'drizzle-orm'
+import { events, ownerGenerations, plants } from '../event-log/schema.ts'
+import { currentPseudonym } from '../event-log/sealing.ts'
+
+// The parts every listing statement shares, written once. Each is an index probe or a range scan
+// of the (owner, position) index whatever its parameters, so a statement built of them keeps one
+// generic plan. Positions travel as decimal text, exact whatever the driver does.
+
+// Whether the caller's event at a position is visible in the statement's snapshot: `seen`, not
+// there yet (`absent`), or another owner's event (`other`).
+export type Covered = 'seen' | 'absent' | 'other'
+
+// The owner's head: the position of their latest plant, 0 when none.
+export function ownerHead(owner: SQL): SQL {
+  return sql`(select coalesce(max(${plants.position}), 0) from ${plants} where ${plants.owner} = ${owner})::text`
+}
+
+// The owner's generation, which a rebuild that changed their rows bumps (etag.ts).
+export function ownerGeneration(owner: SQL): SQL {
+  return sql`coalesce((select ${ownerGenerations.generation} from ${ownerGenerations}
+                       where ${ownerGenerations.owner} = ${owner}), 0)::text`
+}
+
+// Read-your-writes (docs/operating.md, Scaling out): a probe of the events' primary key at
+// `position`, and of whose event it is.
+export function coveringEvent(owner: SQL, position: SQL): SQL {
+  return sql`coalesce((select case when ${events.metadata}->>'pseudonym' = ${currentPseudonym(owner)} then 'seen' else 'other' end
+                       from ${events} where ${events.position} = ${position}), 'absent')`
+}
+
+// The owner's plants from position `from` on, oldest first, as rows `name`, `tag`, `position`.
+export function plantsFrom(owner: SQL, from: SQL, until?: SQL): SQL {
+  return sql`select ${plants.name} as name, ${plants.tag} as tag, ${plants.position} as position
+             from ${plants}
+             where ${plants.owner} = ${owner} and ${plants.position} >= ${from}
+               ${until === undefined ? sql`` : sql`and ${plants.position} < ${until}`}
+             order by ${plants.position}`
+}
+
+// The JSON text of the rows of `found` (from `plantsFrom`), written by PostgreSQL as
+// JSON.stringify would write it (to_json escapes as it does): the service decodes one text per
+// page and serialises nothing. `filter` keeps some of the rows.
+export function plantsJson(filter?: SQL): SQL {
+  const plant = sql`'{"name":' || to_json(found.name)::text || coalesce(',"tag":' || to_json(found.tag)::text, '') || '}'`
+  const kept = filter === undefined ? sql`` : sql`filter (where ${filter})`
+  return sql`coalesce('[' || string_agg(${plant}, ',' order by found.position) ${kept} || ']', '[]')`
+}
+
+export const versionColumns = {
+  head: sql<string>`head`.as('head'),
+  generation: sql<string>`generation`.as('generation'),
+}
