@@ -12,7 +12,8 @@ import {
 // channel parameter: the document is the same whatever EVENTS_NATS_SUBJECT_PREFIX a service has.
 
 const prefix = {
-  description: 'EVENTS_NATS_SUBJECT_PREFIX; subscribe to `{prefix}.events.>` to receive every message',
+  description:
+    'EVENTS_NATS_SUBJECT_PREFIX, one or more tokens; subscribe to `{prefix}.events.>` to receive every message',
   default: 'plant-store',
   examples: ['plant-store'],
 }

@@ -33,7 +33,8 @@ export function messageChecker(document: AsyncApiDocument) {
     return validate
   }
   const channels = Object.values(document.channels).map((channel) => ({
-    matches: new RegExp(`^${channel.address.replace(/\{[^}]+\}/g, '[^.]+').replaceAll('.', '\\.')}$`),
+    // A parameter is one token or more: a subject prefix may have dots of its own.
+    matches: new RegExp(`^${channel.address.replaceAll('.', '\\.').replace(/\{[^}]+\}/g, '.+')}$`),
     messages: Object.values(channel.messages).map((ref) => resolve<Message>(ref)),
   }))
   return (subject: string, headers: Record<string, string>, body: string): MessageCheck => {
