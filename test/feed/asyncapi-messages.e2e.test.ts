@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { FeedMessageSeen } from '../support/nats.ts'
+import { rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { type FeedMessageSeen, TEST_NATS_URL } from '../support/nats.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { postPlant } from '../support/plant-client.ts'
+import { readmeBlock } from '../support/readme.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 import { type AsyncApiDocument, messageChecker } from './asyncapi-check.ts'
@@ -94,4 +97,41 @@ test('a create of the erased owner afterwards fits too, and a tampered message d
   expect(check(last.subject, firstValues(last), tampered).errors).toEqual([
     'payload/specversion must be equal to constant',
   ])
+})
+
+test("docs/feed.md's consumer, written from the document, reads this feed", async () => {
+  // given the doc's consumer, pointed at this test's NATS and stream (the stream as the tests above left it)
+  const feed = service.feed
+  if (!feed) throw new Error('the service has no feed')
+  const consumer = (await readmeBlock('The event feed', 'plant-store/types', 'ts'))
+    .replace('nats://127.0.0.1:4222', TEST_NATS_URL)
+    .replace("'PLANT_STORE'", `'${feed.stream}'`)
+  // Beside the project's node_modules, so that its imports resolve; `import type` needs no package.
+  const file = join(
+    new URL('../..', import.meta.url).pathname,
+    `node_modules/.cache/feed-consumer-${crypto.randomUUID()}.ts`,
+  )
+  await Bun.$`mkdir -p ${join(file, '..')}`
+  await writeFile(file, consumer)
+  const child = Bun.spawn(['bun', file], { stdout: 'pipe', stderr: 'pipe' })
+  try {
+    // when it has read the three messages
+    let output = ''
+    const reader = child.stdout.getReader()
+    const decoder = new TextDecoder()
+    while (output.split('\n').length <= 3) {
+      const read = await reader.read()
+      if (read.done) break
+      output += decoder.decode(read.value)
+    }
+    // then
+    const [created, erased, again] = output.split('\n')
+    expect(created).toMatch(/^\d+ bob -1n Fern \(no tag\)$/)
+    expect(erased).toBe("drop what was derived from ann's plants")
+    expect(again).toMatch(/^\d+ ann 1n Aloe $/)
+  } finally {
+    child.kill()
+    await child.exited
+    await rm(file, { force: true })
+  }
 })
