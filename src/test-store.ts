@@ -6,24 +6,31 @@ import { type Logger, silentLogger } from './shared/logger.ts'
 import { type App, createApp } from './start/app.ts'
 import { openStorage } from './start/open-store.ts'
 
+/** What `createInMemoryStore` may be given; each has a default. */
 export type InMemoryStoreOptions = {
-  // The HS256 secret tokens are checked with (at least 32 bytes); a random one when left out.
+  /** The HS256 secret tokens are checked with (at least 32 bytes); a random one when left out. */
   secret?: Uint8Array
+  /** Where the service logs; nowhere when left out. */
   logger?: Logger
+  /** The clock of creates and tokens; the system's when left out. */
   now?: () => Date
 }
 
+/** A store of its own for one test, and the service on it. */
 export type InMemoryStore = {
-  // The whole service, to call through `app.handle(request)` or Eden's `treaty(app)`: no port.
+  /** The whole service, to call through `app.handle(request)` or Eden's `treaty(app)`: no port. */
   app: App
-  // A token for `subject`, signed with the store's secret, valid for an hour.
+  /** A token for `subject`, signed with the store's secret, valid for an hour. */
   tokenFor: (subject: string) => Promise<string>
+  /** Drops the store's database. */
   close: () => Promise<void>
 }
 
-// The service on a throwaway store, with every migration applied: for test suites. Each call is a
-// store of its own, empty: a database copied from a migrated template on one PostgreSQL server per
-// process, in a temporary folder, dropped when closed; the server goes when the process ends.
+/**
+ * The service on a throwaway store, with every migration applied: for test suites. Each call is a
+ * store of its own, empty: a database copied from a migrated template on one PostgreSQL server per
+ * process, in a temporary folder, dropped when closed; the server goes when the process ends.
+ */
 export async function createInMemoryStore({
   secret = crypto.getRandomValues(new Uint8Array(32)),
   logger = silentLogger(),

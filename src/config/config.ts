@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { Failure } from '../shared/errors.ts'
 import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from '../store/target-session-attrs.ts'
+import { parseResourceAttributes } from '../tracing/resource-attributes.ts'
 import { SETTINGS, type Setting, type SettingName } from './settings.ts'
 
 export type Config = {
@@ -57,6 +58,8 @@ export type TracingConfig = {
   // Where spans are posted, `/v1/traces` included.
   url: string
   serviceName: string
+  // The resource's other attributes (OTEL_RESOURCE_ATTRIBUTES, its service.name taken out).
+  resourceAttributes: Record<string, string>
   sampler: Sampler
   // The share of traces the `traceidratio` samplers keep.
   ratio: number
@@ -171,6 +174,14 @@ function tracingConfig(env: Env): TracingConfig | undefined {
       'BAD_SETTING',
       `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${ratioText}"`,
     )
+  const resourceText = text(env, 'OTEL_RESOURCE_ATTRIBUTES')
+  const resource = parseResourceAttributes(resourceText ?? '')
+  if (resource === undefined)
+    throw new Failure(
+      'BAD_SETTING',
+      `OTEL_RESOURCE_ATTRIBUTES must be key=value pairs separated by commas, values percent-encoded, got "${resourceText}"`,
+    )
+  const { 'service.name': resourceServiceName, ...resourceAttributes } = resource
   const signal = text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
   const base = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
   if (disabled === 'true' || (signal === undefined && base === undefined)) return undefined
@@ -180,7 +191,9 @@ function tracingConfig(env: Env): TracingConfig | undefined {
       : ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', signal]
   if (!/^https?:$/.test(URL.parse(url)?.protocol ?? ''))
     throw new Failure('BAD_SETTING', `${name} must be an http:// or https:// URL, got "${signal ?? base}"`)
-  return { url, serviceName: text(env, 'OTEL_SERVICE_NAME'), sampler, ratio }
+  // The specification's order: OTEL_SERVICE_NAME, then the resource's service.name, then the default.
+  const serviceName = env.OTEL_SERVICE_NAME?.trim() || resourceServiceName || text(env, 'OTEL_SERVICE_NAME')
+  return { url, serviceName, resourceAttributes, sampler, ratio }
 }
 
 // Stops what checks or signs tokens (the server, `token issue`) when nothing could: with

@@ -152,7 +152,16 @@ export const SETTINGS = {
       "the OTLP exporter's other standard variables (`…_HEADERS`, `…_TIMEOUT`, `…_COMPRESSION`, certificates), read by the exporter itself; `…_PROTOCOL` is not read: spans always go as JSON",
     part: 'tracing',
   },
-  OTEL_SERVICE_NAME: { fallback: 'plant-store', meaning: "the spans' `service.name`", part: 'tracing' },
+  OTEL_SERVICE_NAME: {
+    fallback: 'plant-store',
+    meaning: "the spans' `service.name`, before a `service.name` in `OTEL_RESOURCE_ATTRIBUTES`",
+    part: 'tracing',
+  },
+  OTEL_RESOURCE_ATTRIBUTES: {
+    meaning:
+      "more attributes of the spans' resource, `key=value` pairs separated by commas (`deployment.environment.name=prod,service.namespace=shop`), values percent-encoded",
+    part: 'tracing',
+  },
   OTEL_TRACES_SAMPLER: {
     fallback: 'parentbased_always_on',
     meaning:

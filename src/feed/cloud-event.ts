@@ -1,5 +1,6 @@
 import { decodePlantEvent } from '../domain/plant.ts'
 import type { LoggedEvent } from '../event-log/reading.ts'
+import type { OwnerErasedEvent, PlantCreatedEvent } from './feed-schemas.ts'
 
 export type FeedMessage = {
   // `<prefix>.events.<type>`, a PlantCreated's followed by its owner's pseudonym, so that a
@@ -16,8 +17,6 @@ export type FeedMessage = {
 }
 
 export type MessageSettings = { subjectPrefix: string; source: string }
-
-export const CLOUD_EVENTS_CONTENT_TYPE = 'application/cloudevents+json'
 
 export function feedFilter(prefix: string): string {
   return `${prefix}.events.>`
@@ -57,7 +56,7 @@ function plantCreatedMessage(
   const id = event.position.toString()
   const plantId = data.id.toString()
   const { traceparent } = event.metadata
-  const cloudEvent = {
+  const cloudEvent: PlantCreatedEvent = {
     specversion: '1.0',
     id,
     source,
@@ -87,7 +86,14 @@ function ownerErasedMessage(
   { subjectPrefix, source }: MessageSettings,
 ): FeedMessage {
   const id = event.position.toString()
-  const cloudEvent = { specversion: '1.0', id, source, type: 'OwnerErased', time: event.time, owner }
+  const cloudEvent: OwnerErasedEvent = {
+    specversion: '1.0',
+    id,
+    source,
+    type: 'OwnerErased',
+    time: event.time,
+    owner,
+  }
   return {
     subject: `${subjectPrefix}.events.OwnerErased`,
     id,

@@ -12,7 +12,8 @@ import { createInbox, deferred, headers, type Msg, type NatsConnection } from '@
 import type { FeedConfig } from '../config/config.ts'
 import { Failure } from '../shared/errors.ts'
 import { within } from '../shared/time-limit.ts'
-import { CLOUD_EVENTS_CONTENT_TYPE, type FeedMessage, feedFilter } from './cloud-event.ts'
+import { type FeedMessage, feedFilter } from './cloud-event.ts'
+import { CLOUD_EVENTS_CONTENT_TYPE } from './feed-schemas.ts'
 
 // Where the stream ends: its last sequence (any subject), and the log position of the last feed
 // message in it (0: none). The stream, not the database, remembers how far the feed has gone: the

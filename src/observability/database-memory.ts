@@ -12,8 +12,11 @@ export function databaseMemoryGauge(registry: Registry, processIds: () => Promis
     async collect() {
       const sizes = (await processIds()).map(proportionalSetBytes)
       const known = sizes.filter((size) => size !== undefined)
-      // A process that has ended counts nothing; with none readable the figure is unknown (NaN).
-      this.set(known.length > 0 ? known.reduce((sum, size) => sum + size, 0) : Number.NaN)
+      // A process that has ended counts nothing. With none readable (Deno reads no /proc/<pid>/
+      // file without --allow-all) the figure is unknown: no sample, rather than a NaN that a
+      // scraper's sums and alerts would carry on.
+      if (known.length === 0) this.remove()
+      else this.set(known.reduce((sum, size) => sum + size, 0))
     },
   })
 }

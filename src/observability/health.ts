@@ -14,26 +14,41 @@ const ready = replies({ 200: reply(status('ready'), 'Ready'), 503: unavailable }
 
 export function healthRoutes({ db }: { db: Database }) {
   return new Elysia({ name: 'health' })
-    .get('/health', () => ({ status: 'ok' as const }), {
-      response: live.response,
-      detail: {
-        operationId: 'getHealth',
-        summary: 'Liveness',
-        tags: ['health'],
-        security: [],
-        responses: live.responses,
+    .get(
+      '/health',
+      ({ set }) => {
+        // One form for every JSON answer; Elysia's default adds `;charset=utf-8`.
+        set.headers['content-type'] = 'application/json'
+        return { status: 'ok' as const }
       },
-    })
-    .get('/ready', () => readiness(db), {
-      response: ready.response,
-      detail: {
-        operationId: 'getReadiness',
-        summary: 'Readiness: the database answers',
-        tags: ['health'],
-        security: [],
-        responses: ready.responses,
+      {
+        response: live.response,
+        detail: {
+          operationId: 'getHealth',
+          summary: 'Liveness',
+          tags: ['health'],
+          security: [],
+          responses: live.responses,
+        },
       },
-    })
+    )
+    .get(
+      '/ready',
+      ({ set }) => {
+        set.headers['content-type'] = 'application/json'
+        return readiness(db)
+      },
+      {
+        response: ready.response,
+        detail: {
+          operationId: 'getReadiness',
+          summary: 'Readiness: the database answers',
+          tags: ['health'],
+          security: [],
+          responses: ready.responses,
+        },
+      },
+    )
 }
 
 async function readiness(db: Database) {

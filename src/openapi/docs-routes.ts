@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
+import { buildAsyncApiDocument } from '../feed/asyncapi-document.ts'
 import { Failure } from '../shared/errors.ts'
 import { buildOpenApiDocument, type DocumentedRoute, type NamedSchemas } from './document.ts'
 import { type DocumentedResponses, errorReply, replies, reply } from './replies.ts'
@@ -33,6 +34,9 @@ const PAGE = `<!doctype html>
 const documentReply = replies({
   200: reply(Type.Object({}, { additionalProperties: true }), 'This OpenAPI 3.1 document'),
 })
+const asyncApiReply = replies({
+  200: reply(Type.Object({}, { additionalProperties: true }), 'The AsyncAPI 3.0 document of the event feed'),
+})
 const pageReply = replies({
   200: reply(Type.String(), 'The API reference page', { contentType: 'text/html' }),
 })
@@ -48,6 +52,7 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[], schemas: Na
     document ??= JSON.stringify(buildOpenApiDocument(routes(), schemas))
     return document
   }
+  const asyncApi = JSON.stringify(buildAsyncApiDocument())
   const assetDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/swagger-ui-bundle.js'))
   const cache = new Map<string, Promise<Blob>>()
   const asset = (name: string) => {
@@ -69,6 +74,14 @@ export function docsRoutes(routes: () => readonly DocumentedRoute[], schemas: Na
     .get('/openapi.json', () => html(openApiDocument(), 'application/json'), {
       response: documentReply.response,
       detail: detail('getOpenApiDocument', 'The OpenAPI document', documentReply.responses),
+    })
+    .get('/asyncapi.json', () => html(asyncApi, 'application/json'), {
+      response: asyncApiReply.response,
+      detail: detail(
+        'getAsyncApiDocument',
+        'The AsyncAPI document of the event feed',
+        asyncApiReply.responses,
+      ),
     })
     .get('/docs', () => html(PAGE, 'text/html; charset=utf-8'), {
       response: pageReply.response,

@@ -119,6 +119,8 @@ export function plantRoutes(deps: PlantRoutesDeps) {
         const traceparent = traceparentOf?.(request)
         const { plant, position } = await create(deps, createPlant, { body, owner, requestId, traceparent })
         set.headers[POSITION_HEADER] = position.toString()
+        // As the listings and errors say it; Elysia's default adds `;charset=utf-8`.
+        set.headers['content-type'] = 'application/json'
         return plant
       },
       {

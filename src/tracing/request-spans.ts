@@ -10,17 +10,23 @@ const ATTR_URL_PATH = 'url.path'
 
 export type RequestSpans = ReturnType<typeof requestSpans>
 
-// A server span for every request, the child of the caller's span when the request carries a
+// Liveness and readiness probes and metric scrapes come every few seconds and say nothing about
+// the work the service does: collectors and instrumentations leave them out of traces, so as here.
+const UNTRACED_PATHS = new Set(['/health', '/ready', '/metrics'])
+
+// A server span for every request but the probes and scrapes, the child of the caller's span when the request carries a
 // W3C `traceparent`. The span ends once the response has gone out, named by its route.
 export function requestSpans(tracing: Tracing) {
   const spans = new WeakMap<Request, Span>()
   const plugin = new Elysia({ name: 'request-spans' })
     .onRequest(({ request }) => {
       const { method } = request
+      const path = new URL(request.url).pathname
+      if (UNTRACED_PATHS.has(path)) return
       const span = tracing.startSpan(method, {
         kind: 'server',
         parent: request.headers.get('traceparent') ?? undefined,
-        attributes: { [ATTR_HTTP_REQUEST_METHOD]: method, [ATTR_URL_PATH]: new URL(request.url).pathname },
+        attributes: { [ATTR_HTTP_REQUEST_METHOD]: method, [ATTR_URL_PATH]: path },
       })
       spans.set(request, span)
     })

@@ -31,7 +31,10 @@ export async function startTracing(config: TracingConfig, logger: Logger): Promi
   }
   const exporter = reportingFailures(new OTLPTraceExporter({ url: config.url }), logger)
   const provider = new sdk.TracerProvider({
-    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
+    resource: resourceFromAttributes({
+      ...config.resourceAttributes,
+      [ATTR_SERVICE_NAME]: config.serviceName,
+    }),
     sampler: samplers[config.sampler](),
     spanProcessors: [
       new sdk.BatchSpanProcessor({ exporter, exportTimeoutMillis: SHUTDOWN_EXPORT_TIMEOUT_MS }),

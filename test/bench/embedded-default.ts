@@ -111,7 +111,11 @@ console.log(`written to ${out}`)
 // The suite as a checkout from before this engine runs it: one template made per file, then a
 // store from it per test (that version's README).
 function suiteFor(root: string): string {
-  const text = readFileSync(join(ROOT, 'test/bench/in-memory-suite.ts'), 'utf8')
+  // Checkouts from before the package's named exports import the store by its file.
+  const text = readFileSync(join(ROOT, 'test/bench/in-memory-suite.ts'), 'utf8').replace(
+    "'plant-store/test-store'",
+    "'plant-store/src/test-store.ts'",
+  )
   if (!Bun.file(join(root, 'src/store/memory-template.ts')).size) return text
   return text
     .replace(

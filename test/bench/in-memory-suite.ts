@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { treaty } from '@elysiajs/eden'
-import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/test-store.ts'
+import { createInMemoryStore, type InMemoryStore } from 'plant-store/test-store'
 
 // A user's test file of six tests on createInMemoryStore, written like the example in docs/testing.md, for
 // test/bench/embedded-default.ts to time and weigh (`bun test ./test/bench/in-memory-suite.ts`;

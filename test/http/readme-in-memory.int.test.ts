@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { treaty } from '@elysiajs/eden'
-import { createInMemoryStore, type InMemoryStore } from 'plant-store/src/test-store.ts'
+import { createInMemoryStore, type InMemoryStore } from 'plant-store/test-store'
 
 let store: InMemoryStore
 beforeEach(async () => {

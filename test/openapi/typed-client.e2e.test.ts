@@ -1,23 +1,22 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { treaty } from '@elysiajs/eden'
-import type { App } from '../../src/start/app.ts'
+import { createPlantStoreClient, type PlantStoreClient } from 'plant-store/client'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 
-// Eden Treaty over real HTTP against the server process: the client's types come from the app's
-// own schemas, so `bun run typecheck` fails when a call no longer fits the API.
+// The package's typed client (Eden Treaty) over real HTTP against the server process: its types
+// come from the app's own schemas, so `bun run typecheck` fails when a call no longer fits the API.
 let storage: ServiceStorage
 let server: ServerProcess
-let client: ReturnType<typeof treaty<App>>
-let anonymous: ReturnType<typeof treaty<App>>
+let client: PlantStoreClient
+let anonymous: PlantStoreClient
 
 beforeAll(async () => {
   // The embedded default, its secret its own: the token is issued before the server starts.
   storage = await startService({ storage: 'embedded', secret: null, label: 'eden', instances: 0 })
   const token = (await storage.cli(['token', 'issue', 'eden-user'])).stdout.trim()
   server = await storage.startAnother()
-  client = treaty<App>(server.url, { headers: { authorization: `Bearer ${token}` } })
-  anonymous = treaty<App>(server.url)
+  client = createPlantStoreClient(server.url, { token })
+  anonymous = createPlantStoreClient(server.url)
 }, 60_000)
 afterAll(async () => {
   await storage?.stop()

@@ -11,6 +11,7 @@ export type ReceivedSpan = {
   attributes: Record<string, unknown>
   status?: { code?: number; message?: string }
   serviceName?: unknown
+  resource: Record<string, unknown>
 }
 
 export type OtlpReceiver = {
@@ -66,7 +67,8 @@ export function startOtlpReceiver(): OtlpReceiver {
         return new Response('JSON only', { status: 415 })
       const body = (await request.json()) as ExportRequest
       for (const { resource, scopeSpans } of body.resourceSpans) {
-        const serviceName = attributesOf(resource?.attributes)['service.name']
+        const resourceAttributes = attributesOf(resource?.attributes)
+        const serviceName = resourceAttributes['service.name']
         for (const { spans } of scopeSpans) {
           for (const span of spans) {
             received.push({
@@ -79,6 +81,7 @@ export function startOtlpReceiver(): OtlpReceiver {
               attributes: attributesOf(span.attributes),
               status: span.status,
               serviceName,
+              resource: resourceAttributes,
             })
           }
         }

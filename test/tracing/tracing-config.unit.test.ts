@@ -24,6 +24,7 @@ describe('the OTEL_* settings', () => {
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
       url: 'http://collector:4318/v1/traces',
       serviceName: 'plant-store',
+      resourceAttributes: {},
       sampler: 'parentbased_always_on',
       ratio: 1,
     })
@@ -40,6 +41,7 @@ describe('the OTEL_* settings', () => {
     expect(loadConfig(both).tracing).toEqual({
       url: 'http://traces:9999/in',
       serviceName: 'plants-eu',
+      resourceAttributes: {},
       sampler: 'parentbased_traceidratio',
       ratio: 0.25,
     })
@@ -62,19 +64,50 @@ describe('the OTEL_* settings', () => {
     )
   })
 
-  test("the exporter's own variables are known; other OTEL_* ones are said to be ignored", () => {
+  test("the exporter's own variables and the resource's are known; other OTEL_* ones are said to be ignored", () => {
     const warned = findUnknownSettings({
       OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer x',
       OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '5000',
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod',
+      OTEL_PROPAGATORS: 'b3',
       otel_service_name: 'plants',
     })
-    expect(warned.map(({ name, nearest }) => [name, nearest])).toEqual([
-      ['OTEL_RESOURCE_ATTRIBUTES', 'OTEL_SERVICE_NAME'],
-      ['otel_service_name', 'OTEL_SERVICE_NAME'],
-    ])
-    expect(warned[0]?.message).toStartWith(
-      'OTEL_RESOURCE_ATTRIBUTES is not a setting of this service and is ignored',
-    )
+    expect(warned.map(({ name }) => name)).toEqual(['OTEL_PROPAGATORS', 'otel_service_name'])
+    expect(warned[0]?.message).toStartWith('OTEL_PROPAGATORS is not a setting of this service and is ignored')
+  })
+
+  test('OTEL_RESOURCE_ATTRIBUTES: its pairs describe the service, values percent-decoded', () => {
+    // given / when
+    const tracing = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_RESOURCE_ATTRIBUTES: ' deployment.environment.name=prod , service.namespace=shop,team=a%20b%2Cc,',
+    }).tracing
+    // then
+    expect(tracing?.resourceAttributes).toEqual({
+      'deployment.environment.name': 'prod',
+      'service.namespace': 'shop',
+      team: 'a b,c',
+    })
+    expect(tracing?.serviceName).toBe('plant-store')
+  })
+
+  test('service.name: OTEL_SERVICE_NAME first, then OTEL_RESOURCE_ATTRIBUTES, then plant-store', () => {
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }
+    const named = (env: Record<string, string>) => loadConfig({ ...on, ...env }).tracing?.serviceName
+    expect(named({ OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-resource' })).toBe('from-resource')
+    expect(
+      named({ OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-resource', OTEL_SERVICE_NAME: 'plants-eu' }),
+    ).toBe('plants-eu')
+    expect(named({})).toBe('plant-store')
+    expect(
+      loadConfig({ ...on, OTEL_RESOURCE_ATTRIBUTES: 'service.name=x,a=b' }).tracing?.resourceAttributes,
+    ).toEqual({ a: 'b' })
+  })
+
+  test('a malformed OTEL_RESOURCE_ATTRIBUTES stops the start naming it, also while tracing is off', () => {
+    for (const value of ['prod', '=prod', 'a=b,c', 'a=%zz'])
+      expect(refusal({ OTEL_RESOURCE_ATTRIBUTES: value })).toStartWith(
+        'OTEL_RESOURCE_ATTRIBUTES must be key=value pairs separated by commas',
+      )
   })
 })

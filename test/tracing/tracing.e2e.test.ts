@@ -29,6 +29,7 @@ describe('traces over OTLP/HTTP', () => {
   const tracingEnv = () => ({
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_SERVICE_NAME: 'plants-under-test',
+    OTEL_RESOURCE_ATTRIBUTES: 'service.name=overridden,deployment.environment.name=test%20bench',
   })
   // The sealed metadata of each event, opened with its owner's key (null once the key is gone).
   const openedMetadata = async () =>
@@ -71,7 +72,9 @@ describe('traces over OTLP/HTTP', () => {
       receiver = startOtlpReceiver()
       feed = await createTestFeed('tracing_on')
       server = await storage.startAnother({ ...env(), ...tracingEnv() }, command)
-      // when
+      // when a probe and a scrape come first, then a traced create
+      expect((await fetch(`${server.url}/health`)).status).toBe(200)
+      expect((await fetch(`${server.url}/metrics`)).status).toBe(200)
       const response = await fetch(`${server.url}/plants`, {
         method: 'POST',
         headers: {
@@ -94,6 +97,7 @@ describe('traces over OTLP/HTTP', () => {
         parentSpanId: CALLER_SPAN,
         kind: SERVER,
         serviceName: 'plants-under-test',
+        resource: { 'service.name': 'plants-under-test', 'deployment.environment.name': 'test bench' },
         attributes: {
           'http.route': '/plants',
           'http.response.status_code': 200,
@@ -119,6 +123,9 @@ describe('traces over OTLP/HTTP', () => {
       expect(Object.keys(stored?.metadata ?? {}).sort()).toEqual(['gcm', 'pseudonym'])
       expect(JSON.stringify(stored?.metadata)).not.toContain(CALLER_TRACE)
       expect(stored?.opened?.traceparent).toBe(`00-${CALLER_TRACE}-${request?.spanId}-01`)
+      // and the probe and the scrape made no span
+      expect(spans.map((span) => span.attributes['url.path'])).not.toContain('/health')
+      expect(spans.map((span) => span.attributes['url.path'])).not.toContain('/metrics')
     },
   )
 

@@ -1,3 +1,5 @@
+import { readFile, symlink } from 'node:fs/promises'
+import { dirname, join, relative } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../../shared/errors.ts'
 
@@ -22,14 +24,47 @@ export async function postgresBinaries(): Promise<Binaries> {
       `no embedded PostgreSQL is shipped for ${platform}: set DATABASE_URL to a PostgreSQL server`,
     )
   }
+  let binaries: Binaries
   try {
     // The package's public exports: the paths of its binaries.
     const { initdb, postgres } = (await import(name)) as Binaries
-    return { initdb, postgres }
+    binaries = { initdb, postgres }
   } catch {
     throw new Failure(
       'EMBEDDED_UNAVAILABLE',
       `the embedded PostgreSQL for ${platform} (${name}) is not installed: run bun install, or set DATABASE_URL`,
     )
   }
+  // <package>/native/bin/initdb
+  await restoreLibraryLinks(dirname(dirname(dirname(binaries.initdb)))).catch(() => {
+    throw new Failure(
+      'EMBEDDED_UNAVAILABLE',
+      `the embedded PostgreSQL's libraries cannot be linked in its read-only folder: run \`bun pm trust ${name}\`, or set DATABASE_URL`,
+    )
+  })
+  return binaries
+}
+
+type Link = { source: string; target: string }
+
+// npm cannot ship symbolic links, so the package lists its libraries' links (libicuuc.so.60 ->
+// libicuuc.so.60.2) and makes them in an install script. Package managers that run only the
+// scripts of trusted packages (Bun, pnpm, Deno) skip it for a project that installs this one as a
+// dependency, and initdb then fails to load its libraries; so the links are made here, as the
+// script would, relative to their folder. Returns how many were made.
+export async function restoreLibraryLinks(packageRoot: string): Promise<number> {
+  const listed = await readFile(join(packageRoot, 'native/pg-symlinks.json'), 'utf8').catch(() => '[]')
+  let made = 0
+  for (const { source, target } of JSON.parse(listed) as Link[]) {
+    const link = join(packageRoot, target)
+    const pointsTo = relative(dirname(link), join(packageRoot, source))
+    try {
+      await symlink(pointsTo, link)
+      made++
+    } catch (error) {
+      // Already there: an earlier start, the install script, or another process right now.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
+  return made
 }
