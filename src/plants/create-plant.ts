@@ -11,7 +11,7 @@ import {
 import { appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
 import { groupCommit } from '../event-log/group-commit.ts'
 import type { Database } from '../store/database.ts'
-import { isDatabaseUnavailable, postgresErrorCode } from '../store/unavailable.ts'
+import { isDatabaseUnavailable, postgresErrorCode } from '../store/database-error.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,

@@ -2,9 +2,8 @@ import { whileAppendsBlocked } from '../event-log/append-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database } from '../store/database.ts'
-import { databaseMessage } from '../store/database-error.ts'
+import { databaseMessage, postgresErrorCode } from '../store/database-error.ts'
 import type { KeyEncryptionKeys } from '../store/key-encryption-keys.ts'
-import { postgresErrorCode } from '../store/unavailable.ts'
 import { lineChecker } from './import-lines.ts'
 import {
   appendStaged,

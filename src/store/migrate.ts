@@ -3,9 +3,9 @@ import { fileURLToPath } from 'node:url'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import { type Database, keysParameter } from './database.ts'
+import { unreachableDatabase } from './database-error.ts'
 import type { KeyEncryptionKeys } from './key-encryption-keys.ts'
 import { postgresClient } from './postgres-client.ts'
-import { unreachableDatabase } from './unreachable.ts'
 
 export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
 // Any constant shared by every instance of the service; 'plantmig' in ASCII.
