@@ -4,7 +4,7 @@ import { summarizeConfig } from '../config/summary.ts'
 import { findUnknownSettings } from '../config/unknown-settings.ts'
 import { type LogOutput, stdoutLog } from '../shared/log-output.ts'
 import { createLogger, type Logger } from '../shared/logger.ts'
-import { serve } from './serve.ts'
+import { checkListenable, serve } from './serve.ts'
 import { startServiceParts } from './service-parts.ts'
 import { startFailureLine } from './start-failure.ts'
 import { stopOnSignals } from './stop-on-signal.ts'
@@ -20,6 +20,7 @@ async function main(output: LogOutput): Promise<void> {
   const exit = exitAfterLog(output)
   for (const { name, nearest, message } of findUnknownSettings(process.env))
     logger.warn({ variable: name, nearest }, message)
+  await checkListenable(config.host, config.port)
   const parts = await startServiceParts(config, logger, output.dropped)
   stopWhenStoreLost(parts.storage.lost, logger, exit)
   let server: ReturnType<typeof serve>
