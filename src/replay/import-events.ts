@@ -3,8 +3,7 @@ import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log
 import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database } from '../store/database.ts'
-import { databaseMessage } from '../store/database-error.ts'
-import { postgresErrorCode } from '../store/unavailable.ts'
+import { databaseMessage, postgresErrorCode } from '../store/database-error.ts'
 import { lineChecker } from './import-lines.ts'
 import {
   appendStaged,

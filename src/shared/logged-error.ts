@@ -1,3 +1,5 @@
+import { databaseErrorNames, isDatabaseError } from '../store/database-error.ts'
+
 // What a log line keeps of an error, along its cause chain: its kind, its code and where it was
 // thrown, never what it carries. A database error may carry people: Drizzle's error holds the
 // statement and its parameters (those of a batch of creates hold every create in it, other owners'
@@ -20,9 +22,6 @@ export type LoggedError = {
 const MAX_CAUSES = 5
 // Identifiers only: SQLSTATEs, system error codes (ECONNREFUSED), postgres.js's and ours.
 const CODE = /^[A-Za-z0-9_]{1,64}$/
-const SQLSTATE = /^[0-9A-Z]{5}$/
-// Where a driver or an ORM keeps a statement, its values, or PostgreSQL's words about them.
-const DATABASE_FIELDS = ['query', 'params', 'parameters', 'detail', 'where', 'internal_query', 'severity']
 
 export function loggedError(error: unknown): LoggedError {
   return describe(error, 0)
@@ -32,16 +31,15 @@ function describe(error: unknown, depth: number): LoggedError {
   if (!(error instanceof Error)) return { type: typeof error }
   const fields = error as Error & Record<string, unknown>
   const code = typeof fields.code === 'string' && CODE.test(fields.code) ? fields.code : undefined
-  const fromDatabase =
-    (code !== undefined && SQLSTATE.test(code)) || DATABASE_FIELDS.some((field) => field in error)
   // Drizzle's and other wrappers keep the name `Error`; their class says more.
   const type = error.name === 'Error' ? error.constructor.name || error.name : error.name
   const logged: LoggedError = { type, code }
-  if (fromDatabase) {
-    logged.severity = identifier(fields.severity)
-    logged.routine = identifier(fields.routine)
-    logged.constraint = identifier(fields.constraint_name)
-    logged.table = identifier(fields.table_name)
+  if (isDatabaseError(error)) {
+    const { severity, routine, constraint, table } = databaseErrorNames(error)
+    logged.severity = identifier(severity)
+    logged.routine = identifier(routine)
+    logged.constraint = identifier(constraint)
+    logged.table = identifier(table)
   } else logged.message = error.message
   logged.stack = framesOf(error.stack)
   if (error.cause !== undefined && depth < MAX_CAUSES) logged.cause = describe(error.cause, depth + 1)

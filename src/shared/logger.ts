@@ -7,11 +7,14 @@ export type Logger = Pick<pino.Logger, 'info' | 'warn' | 'error' | 'debug' | 'fa
 export type LoggerOptions = {
   // Human-readable lines instead of JSON (main turns this on when stdout is a terminal).
   pretty?: boolean
-  // Where lines go; stdout by default. Tests pass their own.
+  // Where lines go: the service's is stdoutLog() (log-output.ts); tests pass their own.
   write?: (line: string) => void
 }
 
-export function createLogger(level: string, { pretty = false, write }: LoggerOptions = {}): Logger {
+export function createLogger(
+  level: string,
+  { pretty = false, write = (line) => void process.stdout.write(line) }: LoggerOptions = {},
+): Logger {
   const options: pino.LoggerOptions = {
     level,
     base: undefined,
@@ -20,18 +23,7 @@ export function createLogger(level: string, { pretty = false, write }: LoggerOpt
     // each only its kind, code and stack: what an error carries may be people (logged-error.ts).
     serializers: { err: loggedError },
   }
-  if (!pretty && !write) return pino(options, bufferedStdout())
-  const out = write ?? ((line: string) => void process.stdout.write(line))
-  return pino(options, { write: (line: string) => out(pretty ? prettyLine(line) : line) })
-}
-
-// Lines go to stdout in chunks of 4 KiB, or every 100 ms, rather than a write each: every write
-// wakes whoever reads the other end (a log collector), which on a busy server costs more than the
-// line. The chunk not yet written is written when the process exits; a SIGKILL loses it.
-function bufferedStdout() {
-  const stdout = pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 100 })
-  process.on('exit', () => stdout.flushSync())
-  return stdout
+  return pino(options, { write: (line: string) => write(pretty ? prettyLine(line) : line) })
 }
 
 export function silentLogger(): Logger {

@@ -60,6 +60,22 @@ export function serve(
   return { port: server.port ?? port, stop: () => server.stop(false) }
 }
 
+// Whether the address can be listened on, tried before the start opens the store: a PORT in use
+// or a bad HOST then stops it in one line, before any part has started (and has to be stopped,
+// saying things on the way that point elsewhere). Port 0 always can.
+export async function checkListenable(hostname: string, port: number): Promise<void> {
+  if (port === 0) return
+  const refuse = () => new Response(null, { status: 503 })
+  const deno = (globalThis as { Deno?: DenoServe }).Deno
+  if (deno) {
+    await listening(hostname, port, () =>
+      deno.serve({ hostname, port, onListen: () => {} }, refuse),
+    ).shutdown()
+    return
+  }
+  await listening(hostname, port, () => Bun.serve({ hostname, port, fetch: refuse })).stop(true)
+}
+
 // Whatever stops the listening socket is the address's fault: said in one line naming the
 // variable, not as the runtime's stack (Bun: EADDRINUSE, EINVAL for a host that is no address;
 // Deno: AddrInUse, a failed lookup).

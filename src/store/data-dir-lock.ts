@@ -3,6 +3,7 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../shared/errors.ts'
+import { unwritableDataDir } from './unwritable-data-dir.ts'
 
 // How long a busy lock is tried again before the start is refused. A process killed together with
 // its parent (a whole process group) may still be closing its files for a few milliseconds after
@@ -30,8 +31,12 @@ export async function lockDataDir(dataDir: string): Promise<Unlock> {
 
 // The lock, or undefined at once when another process holds it.
 export async function tryLockDataDir(dataDir: string): Promise<Unlock | undefined> {
-  await mkdir(dataDir, { recursive: true })
-  const file = await tryLockFile(join(dataDir, 'server.pid'))
+  const file = await (async () => {
+    await mkdir(dataDir, { recursive: true })
+    return tryLockFile(join(dataDir, 'server.pid'))
+  })().catch((error: unknown) => {
+    throw unwritableDataDir(dataDir, error) ?? error
+  })
   if (!file) return undefined
   await file.truncate()
   await file.write(`${process.pid}\n`)

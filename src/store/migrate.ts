@@ -5,8 +5,8 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { createKeyring, type Keyring } from '../keys/keyring.ts'
 import type { Database } from './database.ts'
+import { unreachableDatabase } from './database-error.ts'
 import { postgresClient } from './postgres-client.ts'
-import { unreachableDatabase } from './unreachable.ts'
 
 export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
 // Any constant shared by every instance of the service; 'plantmig' in ASCII.

@@ -1,6 +1,6 @@
 import type { Database } from './database.ts'
+import { isDatabaseUnavailable } from './database-error.ts'
 import type { ReplicaSet } from './replica-health.ts'
-import { isDatabaseUnavailable } from './unavailable.ts'
 
 // What a replica says to a read: it served it; it has not replayed far enough yet (`behind`: look
 // again); or the read belongs on the primary whatever the wait (`primary`).

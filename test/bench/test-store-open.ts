@@ -11,8 +11,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { sampleTreePss } from '../support/pss.ts'
 import { median } from './memory.ts'
-import { sampleTreePss } from './pss.ts'
 
 const { values: flags } = parseArgs({
   options: { runs: { type: 'string', default: '3' }, stores: { type: 'string', default: '11' } },

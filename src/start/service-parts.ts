@@ -1,0 +1,135 @@
+import { Registry } from 'prom-client'
+import { verifierFromConfig } from '../auth/verifier-from-config.ts'
+import { type Changes, startChanges } from '../changes/start-changes.ts'
+import type { Config } from '../config/config.ts'
+import { followLog } from '../event-log/follower.ts'
+import { describeUpgrade } from '../event-log/upgrade.ts'
+import { startFeed } from '../feed/start-feed.ts'
+import { BODY_TIMEOUT_MS } from '../http/json-body.ts'
+import { watchLogReadersHeld } from '../observability/log-readers-held.ts'
+import { collectProcessMetrics } from '../observability/process-metrics.ts'
+import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
+import type { Logger } from '../shared/logger.ts'
+import type { DatabaseHandle } from '../store/database.ts'
+import { startTracing } from '../tracing/start-tracing.ts'
+import { type App, createApp } from './app.ts'
+import { countDroppedLogLines } from './log-metrics.ts'
+import { openStorage } from './open-store.ts'
+import { startReplicaReads } from './replica-reads.ts'
+
+// Group commit: a second batch goes in while one is in the database, which measured best
+// (docs/architecture.md, Design notes).
+const BATCHES_IN_FLIGHT = 2
+// Listings that arrive together share a statement (plants/page-reads.ts); a few such statements
+// run side by side, so that a listing seldom waits for a batch ahead of it.
+const READS_IN_FLIGHT = 4
+// The log is read only while the feed publishes or a change stream is open, and this long after
+// the last one ends (a client reconnecting finds the follower still reading): a service nobody
+// follows does not read back what it writes (docs/architecture.md, Design notes).
+const FOLLOWER_IDLE_MS = 10_000
+
+export type ServiceParts = {
+  app: App
+  storage: DatabaseHandle
+  changes: Changes
+  // Everything else the service started, stopped in the order a drain needs once the listener is
+  // gone and the change streams have ended.
+  stop: () => Promise<void>
+}
+
+// The store, the log's one reader, the feed, the replicas' reads, the change streams and the app,
+// wired from the configuration.
+export async function startServiceParts(
+  config: Config,
+  logger: Logger,
+  droppedLogLines: () => number,
+): Promise<ServiceParts> {
+  const storage = await openStorage(config.storage, {
+    onProgress: (progress) => logger.info(progress, describeUpgrade(progress)),
+  })
+  const moved = storage.dataDir
+    ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
+    : undefined
+  if (moved) logger.info(moved, describeMove(moved))
+  // The embedded server is reached like any PostgreSQL, through its URL.
+  const database = { kind: 'postgres' as const, ...storage.settings }
+  // Loads the OpenTelemetry SDK only when an endpoint is set.
+  const tracing = config.tracing && (await startTracing(config.tracing, logger))
+  if (config.tracing) {
+    const { serviceName, sampler } = config.tracing
+    // Without any user, password or query the URL may hold.
+    const url = new URL(config.tracing.url)
+    const traces = `${url.origin}${url.pathname}`
+    logger.info({ traces, serviceName, sampler }, `tracing on: spans go to ${traces}`)
+  }
+  const verifyToken = await verifierFromConfig(config)
+  const registry = new Registry()
+  collectProcessMetrics({ registry, databaseProcessIds: storage.processIds })
+  countDroppedLogLines(registry, droppedLogLines)
+  // The one reader of the log in this process: the feed and the change streams both take from it.
+  const log = followLog({
+    db: storage.db,
+    keyring: storage.keyring,
+    logger,
+    idleAfterMs: FOLLOWER_IDLE_MS,
+    noticesUrl: database.url,
+  })
+  const feed =
+    config.feed &&
+    (await startFeed({
+      config: config.feed,
+      storage: database,
+      db: storage.db,
+      log,
+      logger,
+      registry,
+      tracing,
+    }))
+  const replicaReads =
+    config.readReplicas && config.storage.kind === 'postgres'
+      ? await startReplicaReads({
+          config: config.readReplicas,
+          settings: config.storage,
+          primary: storage.db,
+          logger,
+          registry,
+        })
+      : undefined
+  const changes = await startChanges({
+    db: storage.db,
+    keyring: storage.keyring,
+    replicas: replicaReads?.changes,
+    log,
+    logger,
+    registry,
+    streamsPerOwner: config.changeStreamsPerOwner,
+  })
+  const readersHeld = watchLogReadersHeld({ db: storage.db, registry, logger })
+  const app = createApp({
+    db: storage.db,
+    keyring: storage.keyring,
+    verifyToken,
+    logger,
+    registry,
+    onAppended: log.appended,
+    changes,
+    readPlants: replicaReads?.readPlants,
+    batchesInFlight: BATCHES_IN_FLIGHT,
+    readsInFlight: READS_IN_FLIGHT,
+    logSubject: config.logSubject,
+    // A stalled body must get its 408 before the request deadline answers 503 for it.
+    bodyTimeoutMs: Math.min(BODY_TIMEOUT_MS, Math.floor(config.requestTimeoutMs / 2)),
+    cors: config.cors,
+    tracing,
+  })
+  const stop = async () => {
+    await feed?.close()
+    readersHeld.stop()
+    await log.close()
+    await replicaReads?.close()
+    await storage.close()
+    // Last, so that the spans of everything above are sent.
+    await tracing?.shutdown()
+  }
+  return { app, storage, changes, stop }
+}

@@ -1,0 +1,22 @@
+import { isFailure } from '../shared/errors.ts'
+
+// What the file system says when the start may not write somewhere (Bun's codes, Deno's classes).
+const FILE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC'])
+
+// The one line that says why a start stopped, for a failure the operator can act on; undefined for
+// anything else, which is a bug and keeps its stack.
+export function startFailureLine(error: unknown): string | undefined {
+  if (isFailure(error)) return `plant store cannot start: ${error.message}`
+  if (!(error instanceof Error)) return undefined
+  // A permission Deno was not given (--allow-read, --allow-write, --allow-run…): its message names it.
+  if (error.name === 'NotCapable')
+    return `plant store cannot start: Deno was not given a permission the start needs: ${firstLine(error.message)}`
+  const { code, path } = error as { code?: unknown; path?: unknown }
+  if ((typeof code === 'string' && FILE_CODES.has(code)) || error.name === 'PermissionDenied')
+    return `plant store cannot start: ${typeof path === 'string' ? `${path}: ` : ''}${firstLine(error.message)}`
+  return undefined
+}
+
+function firstLine(text: string): string {
+  return (text.split('\n')[0] ?? '').trim()
+}
