@@ -47,7 +47,11 @@ export async function openStorage(
   if (storage.kind === 'memory') {
     // A throwaway store's keys are as short-lived as it is: a key-encryption key of its own.
     const keys = storage.keys ?? [newKeyEncryptionKey()]
-    const server = await throwawayServer({ prepare: prepareWith(keys), inputs: migrationsFolder })
+    const server = await throwawayServer({
+      prepare: prepareWith(keys),
+      inputs: migrationsFolder,
+      poolSize: THROWAWAY_POOL.poolSize,
+    })
     const database = await server.createDatabase()
     const handle = openPostgres({ url: database.url, ...THROWAWAY_POOL, keys })
     return {

@@ -1,18 +1,19 @@
 import { createHash } from 'node:crypto'
-import { lstat, mkdtemp, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import process from 'node:process'
 import { postgresClient, socketUrl } from '../postgres-client.ts'
 import type { Binaries } from './binaries.ts'
 import { ensureCluster, SUPERUSER } from './cluster.ts'
+import { makeGuardedFolder } from './folder-guard.ts'
 import { handOver, type OsUser, runAs } from './run-as.ts'
 import { serverSettings } from './settings.ts'
 import { startPostmaster } from './supervisor.ts'
 
 export const TEMPLATE = 'plant_store_template'
 // Changes whenever what makeCachedCluster makes does, so that no older copy is used.
-const CACHE_FORMAT = 2
+const CACHE_FORMAT = 3
 
 export type ClusterRecipe = {
   binaries: Binaries
@@ -24,22 +25,31 @@ export type ClusterRecipe = {
 }
 
 // A throwaway server starts from a copy of a data folder made once per machine, user, PostgreSQL
-// build and set of migrations, kept in the temporary folder: a copy takes a fraction of what
-// initdb and the migrations take (docs/testing.md). The folder is made aside and
-// renamed into place once complete, so a copy never sees half of one; one that is not a folder
-// of the server's user, readable by it alone, is not trusted and a new one is made instead.
+// build and set of migrations: a copy takes a fraction of what initdb and the migrations take
+// (docs/testing.md). The copies are kept in a folder of the server user's own in the temporary
+// folder, `plant-store-<uid>`, made private and checked before every use: any local user can make
+// a folder of that name first, in which case this process makes a data folder of its own instead,
+// uncached. A data folder is made aside and renamed into place once complete, so a copy never sees
+// half of one; a folder being made goes with this process if it dies first (folder-guard.ts).
 export async function copyCachedCluster(target: string, recipe: ClusterRecipe): Promise<void> {
-  const cached = join(tmpdir(), `plant-store-cluster-${await recipeKey(recipe)}`)
-  if (!(await isOwnFolder(cached, recipe.user))) await makeCachedCluster(cached, recipe)
+  const cache = await privateFolder(join(tmpdir(), `plant-store-${uidOf(recipe.user)}`), recipe.user)
+  if (cache === undefined) {
+    await makeCluster(target, dirname(target), recipe)
+    return
+  }
+  const cached = join(cache, `cluster-${await recipeKey(recipe)}`)
+  if (!(await isPrivate(cached, recipe.user))) await makeCluster(cached, cache, recipe)
   const { code, stderr } = await runAs(recipe.user, 'cp', ['-Rp', cached, target])
   if (code !== 0) throw new Error(`cannot copy ${cached}: ${stderr.trim()}`)
 }
 
-async function makeCachedCluster(cached: string, { binaries, user, prepare }: ClusterRecipe): Promise<void> {
-  const making = await mkdtemp(join(tmpdir(), 'plant-store-making-'))
-  await handOver(user, making)
-  const folder = join(making, 'data')
+// `destination` once complete, made in a folder of `within`.
+async function makeCluster(destination: string, within: string, recipe: ClusterRecipe): Promise<void> {
+  const { binaries, user, prepare } = recipe
+  const { folder: making, guard } = await makeGuardedFolder(within, 'making-')
   try {
+    await handOver(user, making)
+    const folder = join(making, 'data')
     // 1 MB WAL segments: the copy carries a segment, which would otherwise be 16 MB of nothing.
     await ensureCluster(folder, { binaries, user, durable: false, walSegmentMb: 1 })
     const server = await startPostmaster({
@@ -63,24 +73,38 @@ async function makeCachedCluster(cached: string, { binaries, user, prepare }: Cl
     } finally {
       await server.stop()
     }
-    await rename(folder, cached).catch(() => {})
+    // Another process may have put the same one in place meanwhile: either serves.
+    await rename(folder, destination).catch(() => {})
   } finally {
     await rm(making, { recursive: true, force: true })
+    guard.release()
   }
 }
 
-async function isOwnFolder(folder: string, user: OsUser | undefined): Promise<boolean> {
+// `folder`, made when missing, if it is a folder (not a link) of the server's user that no one
+// else may enter; undefined when someone else made it first.
+async function privateFolder(folder: string, user: OsUser | undefined): Promise<string | undefined> {
+  const made = await mkdir(folder, { mode: 0o700 }).then(
+    () => true,
+    () => false,
+  )
+  if (made) await handOver(user, folder)
+  return (await isPrivate(folder, user)) ? folder : undefined
+}
+
+async function isPrivate(folder: string, user: OsUser | undefined): Promise<boolean> {
   const found = await lstat(folder).catch(() => undefined)
-  const uid = user?.uid ?? process.getuid?.()
-  return found?.isDirectory() === true && found.uid === uid && (found.mode & 0o077) === 0
+  return found?.isDirectory() === true && found.uid === uidOf(user) && (found.mode & 0o077) === 0
+}
+
+function uidOf(user: OsUser | undefined): number | undefined {
+  return user?.uid ?? process.getuid?.()
 }
 
 async function recipeKey({ binaries, user, inputs }: ClusterRecipe): Promise<string> {
   const hash = createHash('sha256')
   const build = await stat(binaries.postgres)
-  hash.update(
-    `${CACHE_FORMAT}\n${binaries.postgres}\n${build.size}\n${build.mtimeMs}\n${user?.uid ?? process.getuid?.()}\n`,
-  )
+  hash.update(`${CACHE_FORMAT}\n${binaries.postgres}\n${build.size}\n${build.mtimeMs}\n${uidOf(user)}\n`)
   for (const name of (await readdir(inputs, { recursive: true })).sort()) {
     const path = join(inputs, name)
     if ((await stat(path)).isFile()) hash.update(name).update(await readFile(path))

@@ -1,4 +1,4 @@
-import { access, mkdir, rename, rm } from 'node:fs/promises'
+import { access, lstat, mkdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Failure } from '../../shared/errors.ts'
 import type { Binaries } from './binaries.ts'
@@ -39,6 +39,21 @@ export async function ensureCluster(
       `${folder} exists but holds no PostgreSQL data: move it away (${(error as Error).message})`,
     )
   })
+}
+
+// As root, a data folder that another user owns (earlier versions ran PostgreSQL as the
+// distribution's `postgres` user) is handed, whole, to the user PostgreSQL runs as now, which
+// PostgreSQL requires of its folder. Symbolic links inside are changed, never followed.
+export async function ownDataFolder(folder: string, user: OsUser | undefined): Promise<void> {
+  const found = await lstat(folder).catch(() => undefined)
+  if (!user || !found?.isDirectory() || found.uid === user.uid) return
+  const { code, stderr } = await runAs(undefined, 'chown', ['-R', '-P', `${user.uid}:${user.gid}`, folder])
+  if (code !== 0) {
+    throw new Failure(
+      'EMBEDDED_UNAVAILABLE',
+      `${folder} belongs to another user and cannot be given to ${user.name}: ${lastLines(stderr)}`,
+    )
+  }
 }
 
 export async function exists(path: string): Promise<boolean> {

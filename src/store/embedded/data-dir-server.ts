@@ -5,10 +5,11 @@ import { Failure } from '../../shared/errors.ts'
 import { inUseMessage, lockDataDir, tryLockDataDir, type Unlock } from '../data-dir-lock.ts'
 import { socketUrl } from '../postgres-client.ts'
 import { postgresBinaries } from './binaries.ts'
-import { ensureCluster, SUPERUSER } from './cluster.ts'
+import { ensureCluster, ownDataFolder, SUPERUSER } from './cluster.ts'
 import { runningPostmaster, stopLeftover } from './postmaster.ts'
 import { serverProcessIds } from './process-ids.ts'
-import { checkReach, postgresUser } from './run-as.ts'
+import { checkReach } from './run-as.ts'
+import { postgresUser } from './server-user.ts'
 import { serverSettings } from './settings.ts'
 import { isTemporary, makeSocketDirectory } from './socket-directory.ts'
 import { type Postmaster, type PostmasterOptions, startPostmaster } from './supervisor.ts'
@@ -68,6 +69,7 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
     const folder = join(root, POSTGRES_FOLDER)
     await stopLeftover(folder)
     await mkdir(root, { recursive: true })
+    await ownDataFolder(folder, user)
     await ensureCluster(folder, { binaries, user, durable: true })
     const preferred = join(root, SOCKET_FOLDER)
     const socketDirectory = await makeSocketDirectory(preferred, user)

@@ -69,12 +69,13 @@ const IMMEDIATE_SHUTDOWN_MS = 10_000
 // service, is stopping it already, and the service starts its own under a watchdog of its own. A
 // fast shutdown (SIGINT) ends its sessions and writes a checkpoint; only if it takes too long does
 // an immediate one (SIGQUIT) follow, which the next start recovers from the WAL: nothing committed
-// is lost either way. A pid file that names anything else is stale: it is removed (PostgreSQL
-// would refuse to start while it names a live process), and that process is never signalled.
+// is lost either way. A pid file that names anything else, or nothing (empty, garbage), is stale:
+// the caller holds DATA_DIR's lock, so no other server of this folder is starting. It is removed
+// (PostgreSQL would refuse to start while it names a live process, or holds no number), and the
+// process it names is never signalled.
 export async function stopLeftover(folder: string): Promise<'stopped' | 'none'> {
   const file = await readPostmasterFile(folder)
-  if (!file) return 'none'
-  if (!(await isPostmasterOf(file.pid, folder))) {
+  if (!file || !(await isPostmasterOf(file.pid, folder))) {
     await rm(join(folder, 'postmaster.pid'), { force: true })
     return 'none'
   }
@@ -89,8 +90,9 @@ export async function stopLeftover(folder: string): Promise<'stopped' | 'none'> 
 async function signalAndWait(pid: number, signal: NodeJS.Signals, waitMs: number): Promise<boolean> {
   try {
     process.kill(pid, signal)
-  } catch {
-    return true
+  } catch (error) {
+    // Another user's server, which only root may signal: not stopped by waiting.
+    return (error as NodeJS.ErrnoException).code !== 'EPERM'
   }
   for (const deadline = Date.now() + waitMs; Date.now() < deadline; await sleep(20)) {
     if (!(await isAlive(pid))) return true

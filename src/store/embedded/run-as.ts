@@ -4,45 +4,31 @@ import { dirname, resolve } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../../shared/errors.ts'
 
-// The operating-system user PostgreSQL runs as: undefined for this process's own user. PostgreSQL
-// refuses to run as root, so as root it runs as the `postgres` user, which distributions make for
-// it; none is ever created here.
+// The operating-system user PostgreSQL runs as: undefined for this process's own user.
 export type OsUser = { name: string; uid: number; gid: number }
-
-export const POSTGRES_USER = 'postgres'
-
-export async function postgresUser(): Promise<OsUser | undefined> {
-  if (process.getuid?.() !== 0) return undefined
-  const [uid, gid] = await Promise.all([idOf('-u'), idOf('-g')])
-  if (uid === undefined || gid === undefined) {
-    throw new Failure(
-      'EMBEDDED_UNAVAILABLE',
-      `running as root, which PostgreSQL refuses, and there is no "${POSTGRES_USER}" user to run it as: run the service as another user, or set DATABASE_URL`,
-    )
-  }
-  return { name: POSTGRES_USER, uid, gid }
-}
-
-// `id` asks the system's user database (NSS), not only /etc/passwd.
-async function idOf(flag: '-u' | '-g'): Promise<number | undefined> {
-  const { code, stdout } = await runAs(undefined, 'id', [flag, POSTGRES_USER])
-  return code === 0 && /^\d+$/.test(stdout.trim()) ? Number(stdout.trim()) : undefined
-}
 
 export type Ran = { code: number | null; stdout: string; stderr: string }
 
+// What every program started for PostgreSQL gets as its environment: enough to find programs and
+// read text, and nothing of the service's own (its token secret, its key-encryption keys).
+export function childEnvironment(extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', ...extra }
+}
+
 // Runs a program to its end, as `user` when given (the options Bun and Deno both honour).
-export function runAs(
-  user: OsUser | undefined,
-  file: string,
-  args: string[],
-  env?: NodeJS.ProcessEnv,
-): Promise<Ran> {
+export function runAs(user: OsUser | undefined, file: string, args: string[]): Promise<Ran> {
   return new Promise((done) => {
-    execFile(file, args, { ...ids(user), env, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
-      done({ code, stdout: String(stdout), stderr: String(stderr) })
-    })
+    execFile(
+      file,
+      args,
+      { ...ids(user), env: childEnvironment(), maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0
+        // A program that could not be started at all says why in the error alone.
+        const why = code === null && String(stderr) === '' ? (error?.message ?? '') : String(stderr)
+        done({ code, stdout: String(stdout), stderr: why })
+      },
+    )
   })
 }
 

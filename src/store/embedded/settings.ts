@@ -5,6 +5,8 @@ export type ServerSettingsOptions = {
   socketDirectory: string
   // A DATA_DIR keeps PostgreSQL's durability; a throwaway store for tests trades it for speed.
   durable: boolean
+  // More than the small machine's 40: a test process's many stores, each with a pool of its own.
+  maxConnections?: number
 }
 
 const SMALL_MACHINE = {
@@ -50,9 +52,14 @@ const THROWAWAY = {
   min_wal_size: '2MB',
 }
 
-export function serverSettings({ socketDirectory, durable }: ServerSettingsOptions): string[] {
+export function serverSettings({
+  socketDirectory,
+  durable,
+  maxConnections,
+}: ServerSettingsOptions): string[] {
   const settings = {
     ...SMALL_MACHINE,
+    ...(maxConnections === undefined ? {} : { max_connections: String(maxConnections) }),
     // A list of folders: one, quoted, so that a comma or a space in its path is kept.
     unix_socket_directories: `"${socketDirectory.replaceAll('"', '""')}"`,
     ...(durable ? DURABLE : THROWAWAY),

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, rmdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { handOver, type OsUser } from './run-as.ts'
@@ -8,20 +8,34 @@ const SOCKET_PATH_LIMIT = 103
 const SOCKET_NAME = '.s.PGSQL.5432'
 
 // Where the server's socket goes: `preferred` (a folder of DATA_DIR), or a short folder of the
-// system's temporary folder when that path would be too long for a socket. Either is made anew,
-// of mode 0700 and owned by the server's user: only the service (and root) can connect. Whatever
-// a dead server left there (its socket and lock file) goes with it.
+// system's temporary folder when that path would be too long for a socket, or when `preferred`
+// cannot be cleared. Either is made anew, of mode 0700 and owned by the server's user: only the
+// service (and root) can connect. Whatever a dead server left there (its socket and lock file)
+// goes with it.
 export async function makeSocketDirectory(preferred: string, user: OsUser | undefined): Promise<string> {
   const fits = Buffer.byteLength(join(preferred, SOCKET_NAME)) <= SOCKET_PATH_LIMIT
   let directory = preferred
-  if (fits) {
-    await rm(preferred, { recursive: true, force: true })
+  if (fits && (await cleared(preferred))) {
     await mkdir(preferred, { mode: 0o700 })
   } else {
     directory = await mkdtemp(join(tmpdir(), 'plant-store-'))
   }
   await handOver(user, directory)
   return directory
+}
+
+// A start as root leaves the folder the server user's, mode 0700: its owner's next start, not
+// root, cannot look inside, but can remove it while it is empty.
+async function cleared(folder: string): Promise<boolean> {
+  try {
+    await rm(folder, { recursive: true, force: true })
+    return true
+  } catch {
+    return rmdir(folder).then(
+      () => true,
+      () => false,
+    )
+  }
 }
 
 // A socket folder made in the temporary folder is removed once its server has stopped.

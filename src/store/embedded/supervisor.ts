@@ -7,7 +7,7 @@ import { Failure } from '../../shared/errors.ts'
 import type { Binaries } from './binaries.ts'
 import { lastLines } from './cluster.ts'
 import { readPostmasterFile } from './postmaster.ts'
-import { ids, type OsUser } from './run-as.ts'
+import { childEnvironment, ids, type OsUser } from './run-as.ts'
 
 // The watchdog: a shell, in a session of its own (so a terminal's Ctrl-C reaches only the
 // service), starts the postmaster and reads its standard input, a pipe from the service, until
@@ -68,7 +68,7 @@ export async function startPostmaster(options: PostmasterOptions): Promise<Postm
         ...ids(user),
         detached: true,
         stdio: ['pipe', log, log],
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', REMOVE_AFTER: removeAfter ?? '' },
+        env: childEnvironment({ REMOVE_AFTER: removeAfter ?? '' }),
       },
     )
   } finally {
