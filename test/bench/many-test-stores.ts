@@ -1,4 +1,4 @@
-import { pssMb, treePssMb } from './pss.ts'
+import { pssMb, treePssMb } from '../support/pss.ts'
 
 // What a user's test process costs with 1 and with 100 createInMemoryStore stores open, each with
 // a plant created and listed (test/store/fixtures/test-stores.ts): the wall time until all are
