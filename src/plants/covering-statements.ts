@@ -7,7 +7,8 @@ import {
   coveringEvent,
   ownerGeneration,
   ownerHead,
-  plantsFrom,
+  plantColumns,
+  plantRange,
   plantsJson,
   versionColumns,
 } from './listing-sql.ts'
@@ -50,7 +51,8 @@ const batchStatement = (bounded: boolean, covering: boolean) =>
       .as(sql`
         select found.name, found.tag, found.position::text as position, version.head, version.generation, version.event
         from (${versionOf(covering)}) as version
-        left join lateral (${plantsFrom(owner, from, until)} limit ${count}) as found on version.event = 'seen'`)
+        left join lateral (select ${plantColumns} ${plantRange(owner, from, until)} limit ${count}) as found
+          on version.event = 'seen'`)
     return db
       .with(batch)
       .select()
@@ -91,8 +93,8 @@ const pageStatement = preparedQuery((db) => {
       left join lateral (
         select ${plantsJson(sql`found.n <= ${count}`)} as body,
                (max(found.position) filter (where found.n > ${count}))::text as next
-        from (select *, row_number() over (order by position) as n
-              from (${plantsFrom(owner, from)} limit ${count} + 1) as page) as found) as page
+        from (select ${plantColumns}, row_number() over (order by ${plants.position}) as n
+              ${plantRange(owner, from)} limit ${count} + 1) as found) as page
         on version.event = 'seen'`)
   return db.with(page).select().from(page).prepare('plants_page_covering')
 })
