@@ -22,10 +22,11 @@ export function ownerGeneration(owner: SQL): SQL {
 }
 
 // Read-your-writes (docs/operating.md, Scaling out): a probe of the events' primary key at
-// `position`, and of whose event it is.
+// `position`, and of whose event it is; position 0 asks for nothing and reads nothing.
 export function coveringEvent(owner: SQL, position: SQL): SQL {
-  return sql`coalesce((select case when ${events.metadata}->>'pseudonym' = ${currentPseudonym(owner)} then 'seen' else 'other' end
-                       from ${events} where ${events.position} = ${position}), 'absent')`
+  return sql`case when ${position} = 0 then 'seen'
+                  else coalesce((select case when ${events.metadata}->>'pseudonym' = ${currentPseudonym(owner)} then 'seen' else 'other' end
+                                 from ${events} where ${events.position} = ${position}), 'absent') end`
 }
 
 // The owner's plants from position `from` on (and before `until`), oldest first: what follows a
@@ -37,6 +38,9 @@ export function plantRange(owner: SQL, from: SQL, until?: SQL): SQL {
                ${until === undefined ? sql`` : sql`and ${plants.position} < ${until}`}
              order by ${plants.position}`
 }
+
+// Above every position: the end of a range that has none.
+export const NO_END = 2n ** 63n - 1n
 
 export const plantColumns = sql`${plants.name} as name, ${plants.tag} as tag, ${plants.position} as position`
 
