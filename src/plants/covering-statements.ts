@@ -1,13 +1,15 @@
-import { and, asc, eq, gte, type SQL, sql } from 'drizzle-orm'
+import { and, asc, eq, gte, sql } from 'drizzle-orm'
 import { plants } from '../event-log/schema.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import type { ListingVersion } from './etag.ts'
 import {
   type Covered,
   coveringEvent,
+  NO_END,
   ownerGeneration,
   ownerHead,
-  plantsFrom,
+  plantColumns,
+  plantRange,
   plantsJson,
   versionColumns,
 } from './listing-sql.ts'
@@ -27,49 +29,33 @@ const owner = sql`${sql.placeholder('owner')}::text`
 const from = sql`${sql.placeholder('from')}::bigint`
 const count = sql`${sql.placeholder('count')}::int`
 
-// One row: the version and the event, whose `covering` part only the statements of a request that
-// sent a position have.
-function versionOf(covering: boolean): SQL {
-  const event = covering ? coveringEvent(owner, sql`${sql.placeholder('covering')}::bigint`) : sql`'seen'`
-  return sql`select ${ownerHead(owner)} as head, ${ownerGeneration(owner)} as generation, ${event} as event`
-}
+// One row: the version and the event.
+const version = sql`select ${ownerHead(owner)} as head, ${ownerGeneration(owner)} as generation,
+                           ${coveringEvent(owner, sql`${sql.placeholder('covering')}::bigint`)} as event`
 
 const coveredColumns = { ...versionColumns, event: sql<Covered>`event`.as('event') }
 
-// Rows `from` on, before `until` when bounded; with no rows, still one row carrying the version.
-const batchStatement = (bounded: boolean, covering: boolean) =>
-  preparedQuery((db) => {
-    const until = bounded ? sql`${sql.placeholder('until')}::bigint` : undefined
-    const batch = db
-      .$with('batch', {
-        ...coveredColumns,
-        name: sql<string | null>`name`.as('name'),
-        tag: sql<string | null>`tag`.as('tag'),
-        position: sql<string | null>`position`.as('position'),
-      })
-      .as(sql`
+// Rows from `from` to before `until`; with no rows, still one row carrying the version.
+const batchStatement = preparedQuery((db) => {
+  const until = sql`${sql.placeholder('until')}::bigint`
+  const batch = db
+    .$with('batch', {
+      ...coveredColumns,
+      name: sql<string | null>`name`.as('name'),
+      tag: sql<string | null>`tag`.as('tag'),
+      position: sql<string | null>`position`.as('position'),
+    })
+    .as(sql`
         select found.name, found.tag, found.position::text as position, version.head, version.generation, version.event
-        from (${versionOf(covering)}) as version
-        left join lateral (${plantsFrom(owner, from, until)} limit ${count}) as found on version.event = 'seen'`)
-    return db
-      .with(batch)
-      .select()
-      .from(batch)
-      .orderBy(sql`${batch.position}::bigint`)
-      .prepare(`plants_${bounded ? 'range' : 'batch'}${covering ? '_covering' : ''}`)
-  })
-const batchStatements = {
-  plain: { open: batchStatement(false, false), bounded: batchStatement(true, false) },
-  covering: { open: batchStatement(false, true), bounded: batchStatement(true, true) },
-}
+        from (${version}) as version
+        left join lateral (select ${plantColumns} ${plantRange(owner, from, until)} limit ${count}) as found
+          on version.event = 'seen'`)
+  return db.with(batch).select().from(batch).orderBy(sql`${batch.position}::bigint`).prepare('plants_batch')
+})
 
 export async function readBatch(db: Executor, read: CoveredRead & { until?: bigint }): Promise<Batch> {
-  const values = valuesOf(read)
-  const statements = read.covering > 0n ? batchStatements.covering : batchStatements.plain
-  const found =
-    read.until === undefined
-      ? await statements.open(db).execute(values)
-      : await statements.bounded(db).execute({ ...values, until: read.until.toString() })
+  const until = (read.until ?? NO_END).toString()
+  const found = await batchStatement(db).execute({ ...valuesOf(read), until })
   return {
     ...versionFrom(found[0]),
     rows: found.filter((row): row is Row & typeof row => row.position !== null),
@@ -87,12 +73,12 @@ const pageStatement = preparedQuery((db) => {
     })
     .as(sql`
       select version.head, version.generation, version.event, page.body, page.next
-      from (${versionOf(true)}) as version
+      from (${version}) as version
       left join lateral (
         select ${plantsJson(sql`found.n <= ${count}`)} as body,
                (max(found.position) filter (where found.n > ${count}))::text as next
-        from (select *, row_number() over (order by position) as n
-              from (${plantsFrom(owner, from)} limit ${count} + 1) as page) as found) as page
+        from (select ${plantColumns}, row_number() over (order by ${plants.position}) as n
+              ${plantRange(owner, from)} limit ${count} + 1) as found) as page
         on version.event = 'seen'`)
   return db.with(page).select().from(page).prepare('plants_page_covering')
 })
@@ -108,8 +94,8 @@ export async function readPage(db: Executor, read: CoveredRead): Promise<Page> {
 
 // What a conditional request that names a position reads before it reads any row.
 const versionStatement = preparedQuery((db) => {
-  const version = db.$with('version', coveredColumns).as(versionOf(true))
-  return db.with(version).select().from(version).prepare('plants_version_covering')
+  const found = db.$with('version', coveredColumns).as(version)
+  return db.with(found).select().from(found).prepare('plants_version_covering')
 })
 
 export async function readVersion(db: Executor, owner: string, covering: bigint) {

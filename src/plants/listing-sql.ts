@@ -22,22 +22,29 @@ export function ownerGeneration(owner: SQL): SQL {
 }
 
 // Read-your-writes (docs/operating.md, Scaling out): a probe of the events' primary key at
-// `position`, and of whose event it is.
+// `position`, and of whose event it is; position 0 asks for nothing and reads nothing.
 export function coveringEvent(owner: SQL, position: SQL): SQL {
-  return sql`coalesce((select case when ${events.metadata}->>'pseudonym' = ${currentPseudonym(owner)} then 'seen' else 'other' end
-                       from ${events} where ${events.position} = ${position}), 'absent')`
+  return sql`case when ${position} = 0 then 'seen'
+                  else coalesce((select case when ${events.metadata}->>'pseudonym' = ${currentPseudonym(owner)} then 'seen' else 'other' end
+                                 from ${events} where ${events.position} = ${position}), 'absent') end`
 }
 
-// The owner's plants from position `from` on, oldest first, as rows `name`, `tag`, `position`.
-export function plantsFrom(owner: SQL, from: SQL, until?: SQL): SQL {
-  return sql`select ${plants.name} as name, ${plants.tag} as tag, ${plants.position} as position
-             from ${plants}
+// The owner's plants from position `from` on (and before `until`), oldest first: what follows a
+// select list of `plantColumns` and comes before its limit. Written out in each statement's one
+// query level, so that its plan is an index range scan with nothing between.
+export function plantRange(owner: SQL, from: SQL, until?: SQL): SQL {
+  return sql`from ${plants}
              where ${plants.owner} = ${owner} and ${plants.position} >= ${from}
                ${until === undefined ? sql`` : sql`and ${plants.position} < ${until}`}
              order by ${plants.position}`
 }
 
-// The JSON text of the rows of `found` (from `plantsFrom`), written by PostgreSQL as
+// Above every position: the end of a range that has none.
+export const NO_END = 2n ** 63n - 1n
+
+export const plantColumns = sql`${plants.name} as name, ${plants.tag} as tag, ${plants.position} as position`
+
+// The JSON text of the rows of `found` (of `plantColumns`), written by PostgreSQL as
 // JSON.stringify would write it (to_json escapes as it does): the service decodes one text per
 // page and serialises nothing. `filter` keeps some of the rows.
 export function plantsJson(filter?: SQL): SQL {

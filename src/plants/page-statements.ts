@@ -1,7 +1,15 @@
 import { sql } from 'drizzle-orm'
+import { plants } from '../event-log/schema.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import type { ListingVersion } from './etag.ts'
-import { ownerGeneration, ownerHead, plantsFrom, plantsJson, versionColumns } from './listing-sql.ts'
+import {
+  ownerGeneration,
+  ownerHead,
+  plantColumns,
+  plantRange,
+  plantsJson,
+  versionColumns,
+} from './listing-sql.ts'
 
 // What a listing reads where no position is to be checked (the primary): the owner's version (head
 // and generation, etag.ts), and a page of up to `count` plants from position `from` on, as its JSON
@@ -63,8 +71,9 @@ const pagesStatement = preparedQuery((db) => {
     })
     .as(sql`
       select r.i, ${ownerHead(owner)} as head, ${ownerGeneration(owner)} as generation,
-             (select ${plantsJson()} from (${plantsFrom(owner, sql`r.after`)} limit r.count) as found) as body,
-             (select found.position from (${plantsFrom(owner, sql`r.after`)} offset r.count limit 1) as found)::text as next
+             (select ${plantsJson()}
+              from (select ${plantColumns} ${plantRange(owner, sql`r.after`)} limit r.count) as found) as body,
+             (select ${plants.position} ${plantRange(owner, sql`r.after`)} offset r.count limit 1)::text as next
       from json_to_recordset(${sql.placeholder('reads')}::json) as r(i int, owner text, after bigint, count int)`)
   return db.with(pages).select().from(pages).orderBy(sql`${pages.i}`).prepare('plants_pages')
 })

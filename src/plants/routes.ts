@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
 import { BearerHeaders } from '../auth/bearer-headers.ts'
@@ -8,7 +7,6 @@ import { readJsonBody } from '../http/json-body.ts'
 import { jsonArrayStream } from '../http/json-stream.ts'
 import type { RequestIds } from '../http/request-id.ts'
 import type { Keyring } from '../keys/keyring.ts'
-import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database } from '../store/database.ts'
 import type { Tracing } from '../tracing/tracing.ts'
@@ -16,15 +14,8 @@ import { type PlantCreator, plantCreator } from './create-plant.ts'
 import { decodeCursor, nextPageLink } from './cursor.ts'
 import { type ListingVersion, listingTag, matchesIfNoneMatch } from './etag.ts'
 import { primaryReads, type ReadPlants } from './listing-source.ts'
-import {
-  ListHeaders,
-  ListQuery,
-  NEW_PLANT_RULE,
-  NewPlant,
-  PlantView,
-  POSITION_HEADER,
-  Position,
-} from './schemas.ts'
+import { created, listed } from './replies.ts'
+import { ListHeaders, ListQuery, NEW_PLANT_RULE, NewPlant, POSITION_HEADER } from './schemas.ts'
 
 export type PlantRoutesDeps = {
   db: Database
@@ -47,59 +38,6 @@ export type PlantRoutesDeps = {
   // statement it joined has a span of its own.
   tracing?: { tracing: Tracing; traceparentOf: (request: Request) => string | undefined }
 }
-
-const created = replies({
-  200: reply(PlantView, 'The plant response', {
-    headers: {
-      'Plant-Store-Position': {
-        schema: Position,
-        description:
-          "The position of the plant's event; send the highest one received on GET /plants to see your writes",
-      },
-    },
-  }),
-  400: errorReply('The body breaks a rule; the message names the field and the rule'),
-  401: unauthorized,
-  409: errorReply('The caller already has this id with a different name or tag'),
-  408: errorReply('The body stopped arriving before it was complete; the connection is closed'),
-  413: errorReply('The body is larger than 65536 bytes'),
-  415: errorReply('Content-Type is not application/json'),
-  500: unexpected,
-  503: unavailable,
-})
-
-const listingHeaders = {
-  ETag: {
-    schema: Type.String(),
-    description: "Strong tag of this listing: it changes exactly when the caller's plants change",
-  },
-  'Cache-Control': {
-    schema: Type.Literal('private, no-cache'),
-    description: 'Revalidate with If-None-Match',
-  },
-  'Plant-Store-Position': {
-    schema: Type.String({ pattern: '^[0-9]+$' }),
-    description:
-      "Position of the caller's latest plant as this read saw it (0 when none): GET /plants/changes?after= it misses nothing",
-  },
-}
-
-const listed = replies({
-  200: reply(Type.Array(PlantView), "The caller's plants", {
-    headers: {
-      Link: { schema: Type.String(), description: 'rel="next" link when more plants follow' },
-      ...listingHeaders,
-    },
-  }),
-  304: reply(Type.Null(), "If-None-Match matched: the caller's copy is current (no body)", {
-    contentType: null,
-    headers: listingHeaders,
-  }),
-  400: errorReply('A bad limit, after or Plant-Store-Position'),
-  401: unauthorized,
-  500: unexpected,
-  503: unavailable,
-})
 
 export function plantRoutes(deps: PlantRoutesDeps) {
   const readPlants = deps.readPlants ?? primaryReads(deps.db, deps.readsInFlight)
