@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { keysParameter } from '../../src/store/database.ts'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -34,11 +34,11 @@ type Checkout = {
 }
 
 const database = await createTestDatabase('listing_ab')
-const sql = postgres(database.url, { max: 2, onnotice: () => {}, connection: keysParameter(TEST_KEYS) })
+const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 const closers: (() => Promise<void>)[] = []
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  await seedEvents(sql, 1, OWNERS * 50, `'reader-' || (i % ${OWNERS})`)
+  await seedEvents(sql, createKeyring(TEST_KEYS), 1, OWNERS * 50, `'reader-' || (i % ${OWNERS})`)
   // Each owner's latest position: what a caller who just created a plant sends.
   const heads = new Map(
     (
