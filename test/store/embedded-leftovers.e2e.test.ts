@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
@@ -71,7 +72,12 @@ describe("a socket folder of another user's", () => {
       // when the owner starts the service, then it serves what it kept
       const server = await startAsOwner(folder)
       expect(await listEveryPlant(server.url, token)).toEqual([{ name: 'Kept' }])
+      // from a socket folder of its own, gone once it stops when it was a temporary one
+      const pidFile = await readFile(join(folder, 'postgres', 'postmaster.pid'), 'utf8')
+      const socketFolder = pidFile.split('\n')[4] ?? ''
+      expect((await stat(socketFolder)).uid).toBe(POSTGRES_UID)
       expect(await server.stop('SIGTERM')).toBe(0)
+      if (socketFolder !== socket) expect(existsSync(socketFolder)).toBe(false)
     },
     60_000,
   )

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises'
+import { mkdir, rm } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Failure } from '../../shared/errors.ts'
@@ -11,7 +11,7 @@ import { serverProcessIds } from './process-ids.ts'
 import { checkReach } from './run-as.ts'
 import { postgresUser } from './server-user.ts'
 import { serverSettings } from './settings.ts'
-import { isTemporary, makeSocketDirectory } from './socket-directory.ts'
+import { makeSocketDirectory } from './socket-directory.ts'
 import { type Postmaster, type PostmasterOptions, startPostmaster } from './supervisor.ts'
 
 // DATA_DIR's layout: the generated token secret (auth/local-secret.ts) and the lock stay at its
@@ -72,15 +72,23 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
     await ownDataFolder(folder, user)
     await ensureCluster(folder, { binaries, user, durable: true })
     const preferred = join(root, SOCKET_FOLDER)
-    const socketDirectory = await makeSocketDirectory(preferred, user)
-    const server = await startPostmasterOnceFree({
-      binaries,
-      folder,
-      user,
-      settings: serverSettings({ socketDirectory, durable: true }),
-      logFile: join(root, LOG_FILE),
-      removeAfter: isTemporary(socketDirectory, preferred) ? socketDirectory : undefined,
-    })
+    const { directory: socketDirectory, temporary } = await makeSocketDirectory(preferred, user)
+    let server: Postmaster
+    try {
+      server = await startPostmasterOnceFree({
+        binaries,
+        folder,
+        user,
+        settings: serverSettings({ socketDirectory, durable: true }),
+        logFile: join(root, LOG_FILE),
+        removeAfter: temporary ? socketDirectory : undefined,
+      })
+    } catch (error) {
+      if (temporary) await rm(socketDirectory, { recursive: true, force: true })
+      throw error
+    } finally {
+      temporary?.release()
+    }
     let closing = false
     return {
       url: socketUrl(socketDirectory, SUPERUSER, DATABASE),

@@ -1,8 +1,7 @@
-import { access } from 'node:fs/promises'
 import process from 'node:process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Failure } from '../../shared/errors.ts'
-import { lastLines } from './cluster.ts'
+import { exists, lastLines } from './cluster.ts'
 import { type OsUser, runAs } from './run-as.ts'
 
 // Who PostgreSQL runs as. It refuses root, so a service run as root runs it as a system user of
@@ -61,14 +60,6 @@ async function idOf(flag: '-u' | '-g', name: string): Promise<number | undefined
 }
 
 async function firstExisting(paths: string[]): Promise<string | undefined> {
-  for (const path of paths) {
-    if (
-      await access(path).then(
-        () => true,
-        () => false,
-      )
-    )
-      return path
-  }
+  for (const path of paths) if (await exists(path)) return path
   return undefined
 }

@@ -1,6 +1,7 @@
-import { mkdir, mkdtemp, rm, rmdir } from 'node:fs/promises'
+import { mkdir, rm, rmdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { type FolderGuard, makeGuardedFolder } from './folder-guard.ts'
 import { handOver, type OsUser } from './run-as.ts'
 
 // A Unix socket's path must fit in sockaddr_un (108 bytes on Linux, 104 on macOS, with its NUL).
@@ -12,17 +13,24 @@ const SOCKET_NAME = '.s.PGSQL.5432'
 // cannot be cleared. Either is made anew, of mode 0700 and owned by the server's user: only the
 // service (and root) can connect. Whatever a dead server left there (its socket and lock file)
 // goes with it.
-export async function makeSocketDirectory(preferred: string, user: OsUser | undefined): Promise<string> {
+export async function makeSocketDirectory(
+  preferred: string,
+  user: OsUser | undefined,
+): Promise<SocketDirectory> {
   const fits = Buffer.byteLength(join(preferred, SOCKET_NAME)) <= SOCKET_PATH_LIMIT
-  let directory = preferred
   if (fits && (await cleared(preferred))) {
     await mkdir(preferred, { mode: 0o700 })
-  } else {
-    directory = await mkdtemp(join(tmpdir(), 'plant-store-'))
+    await handOver(user, preferred)
+    return { directory: preferred }
   }
-  await handOver(user, directory)
-  return directory
+  const { folder, guard } = await makeGuardedFolder(tmpdir(), 'plant-store-')
+  await handOver(user, folder)
+  return { directory: folder, temporary: guard }
 }
+
+// `temporary`: a folder of the temporary folder, removed if this process ends before the server's
+// watchdog, told to remove it once the server has stopped, looks after it.
+export type SocketDirectory = { directory: string; temporary?: FolderGuard }
 
 // A start as root leaves the folder the server user's, mode 0700: its owner's next start, not
 // root, cannot look inside, but can remove it while it is empty.
@@ -36,9 +44,4 @@ async function cleared(folder: string): Promise<boolean> {
       () => false,
     )
   }
-}
-
-// A socket folder made in the temporary folder is removed once its server has stopped.
-export function isTemporary(directory: string, preferred: string): boolean {
-  return directory !== preferred
 }
