@@ -28,6 +28,28 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true })
 })
 
+const ENTRIES_TEST = `import { expect, test } from 'bun:test'
+import { createPlantStoreClient } from 'plant-store/client'
+import { createInMemoryStore } from 'plant-store/test-store'
+import type { FeedMessage, Plant } from 'plant-store/types'
+
+test('the typed client and the types', async () => {
+  const store = await createInMemoryStore()
+  const server = Bun.serve({ port: 0, fetch: (request) => store.app.handle(request) })
+  try {
+    const api = createPlantStoreClient(server.url.origin, { token: await store.tokenFor('ann') })
+    expect((await api.plants.post({ id: 1, name: 'Fern' })).status).toBe(200)
+    const plants: Plant[] | null = (await api.plants.get()).data
+    expect(plants).toEqual([{ name: 'Fern' }])
+    const erased: FeedMessage = { specversion: '1.0', id: '2', source: 's', type: 'OwnerErased', time: 't', owner: 'ann' }
+    expect(erased.type).toBe('OwnerErased')
+  } finally {
+    server.stop(true)
+    await store.close()
+  }
+})
+`
+
 async function run(line: string, cwd: string) {
   const [command = '', ...args] = line.replaceAll(PACKAGES, packages).split(/\s+/)
   const child = Bun.spawn([command, ...args], { cwd, stdout: 'pipe', stderr: 'pipe' })
@@ -68,9 +90,11 @@ test('given the doc, when a user packs, installs and runs the example, then its 
   const example = /```ts\n([\s\S]*?)```/.exec(await docSection('In process: `createInMemoryStore`'))?.[1]
   expect(example).toContain("from 'plant-store/test-store'")
   await writeFile(join(project, 'store.test.ts'), example ?? '')
+  // and the other entry points, the client called on the store's app through its fetch
+  await writeFile(join(project, 'entries.test.ts'), ENTRIES_TEST)
   const tested = await run('bun test', project)
   // then
-  expect(tested.stderr).toContain(' 2 pass\n')
+  expect(tested.stderr).toContain(' 3 pass\n')
   expect(tested.exitCode).toBe(0)
 })
 
