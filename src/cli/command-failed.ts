@@ -1,6 +1,6 @@
 import process from 'node:process'
+import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { isFailure } from '../shared/errors.ts'
-import { databaseMessage, postgresErrorCode } from '../store/database-error.ts'
 
 // A command the database stopped: one line on stderr, without a stack or SQL text, and exit code
 // 1. Anything else is a bug and goes on up.

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { Failure } from '../shared/errors.ts'
 import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from '../store/target-session-attrs.ts'
-import { parseResourceAttributes } from '../tracing/resource-attributes.ts'
+import { parseResourceAttributes } from './resource-attributes.ts'
 import { SETTINGS, type Setting, type SettingName } from './settings.ts'
 
 export type Config = {

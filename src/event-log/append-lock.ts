@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
+import { postgresErrorCode } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
 import type { Database, Transaction } from '../store/database.ts'
-import { postgresErrorCode } from '../store/database-error.ts'
 import { events } from './schema.ts'
 
 const LOCK_NOT_AVAILABLE = '55P03'

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
+import { isDatabaseUnavailable } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
-import { isDatabaseUnavailable } from '../store/database-error.ts'
 import { errorResponse } from './http-error.ts'
 import type { RequestIds } from './request-id.ts'
 

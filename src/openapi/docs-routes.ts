@@ -3,7 +3,6 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import { buildAsyncApiDocument } from '../feed/asyncapi-document.ts'
 import { Failure } from '../shared/errors.ts'
 import { buildOpenApiDocument, type DocumentedRoute, type NamedSchemas } from './document.ts'
 import { type DocumentedResponses, errorReply, replies, reply } from './replies.ts'
@@ -45,14 +44,19 @@ const assetReply = replies({
   404: errorReply('No such file'),
 })
 
-// `routes` is read on the first request, when every route of the app is registered.
-export function docsRoutes(routes: () => readonly DocumentedRoute[], schemas: NamedSchemas) {
+// `routes` is read on the first request, when every route of the app is registered. `asyncApi` is
+// the feed's document (feed/asyncapi-document.ts), served beside the API's.
+export function docsRoutes(
+  routes: () => readonly DocumentedRoute[],
+  schemas: NamedSchemas,
+  asyncApiDocument: unknown,
+) {
   let document: string | undefined
   const openApiDocument = () => {
     document ??= JSON.stringify(buildOpenApiDocument(routes(), schemas))
     return document
   }
-  const asyncApi = JSON.stringify(buildAsyncApiDocument())
+  const asyncApi = JSON.stringify(asyncApiDocument)
   const assetDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/swagger-ui-bundle.js'))
   const cache = new Map<string, Promise<Blob>>()
   const asset = (name: string) => {

@@ -12,8 +12,8 @@ import { type Appended, appendEvents, readPlantStream, type StreamAppend } from 
 import { groupCommit } from '../event-log/group-commit.ts'
 import type { OwnerKeyCache } from '../event-log/owner-keys.ts'
 import type { OwnerKey } from '../keys/keyring.ts'
+import { isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import type { Database } from '../store/database.ts'
-import { isDatabaseUnavailable, postgresErrorCode } from '../store/database-error.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,

@@ -1,9 +1,9 @@
 import { whileAppendsBlocked } from '../event-log/append-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
 import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database } from '../store/database.ts'
-import { databaseMessage, postgresErrorCode } from '../store/database-error.ts'
 import { lineChecker } from './import-lines.ts'
 import {
   appendStaged,

@@ -1,4 +1,4 @@
-import { databaseErrorNames, isDatabaseError } from '../store/database-error.ts'
+import { databaseErrorNames, isDatabaseError } from './database-error.ts'
 
 // What a log line keeps of an error, along its cause chain: its kind, its code and where it was
 // thrown, never what it carries. A database error may carry people: Drizzle's error holds the

@@ -4,6 +4,7 @@ import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { changeRoutes } from '../changes/routes.ts'
 import type { Changes } from '../changes/start-changes.ts'
 import type { CorsConfig } from '../config/config.ts'
+import { buildAsyncApiDocument } from '../feed/asyncapi-document.ts'
 import { cors } from '../http/cors.ts'
 import { ErrorBody } from '../http/error-body.ts'
 import { errorHandler } from '../http/error-handler.ts'
@@ -103,7 +104,9 @@ export function createApp({
     )
     .use(healthRoutes({ db }))
     .use(metricsRoute({ db, metrics }))
-    .use(docsRoutes(() => app.routes as readonly DocumentedRoute[], DOCUMENTED_SCHEMAS))
+    .use(
+      docsRoutes(() => app.routes as readonly DocumentedRoute[], DOCUMENTED_SCHEMAS, buildAsyncApiDocument()),
+    )
     .use(
       plantRoutes({
         db,

@@ -4,8 +4,8 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { createKeyring, type Keyring } from '../keys/keyring.ts'
+import { unreachableDatabase } from '../shared/database-error.ts'
 import type { Database } from './database.ts'
-import { unreachableDatabase } from './database-error.ts'
 import { postgresClient } from './postgres-client.ts'
 
 export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))

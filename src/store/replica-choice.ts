@@ -1,5 +1,5 @@
+import { isDatabaseUnavailable } from '../shared/database-error.ts'
 import type { Database } from './database.ts'
-import { isDatabaseUnavailable } from './database-error.ts'
 import type { ReplicaSet } from './replica-health.ts'
 
 // What a replica says to a read: it served it; it has not replayed far enough yet (`behind`: look

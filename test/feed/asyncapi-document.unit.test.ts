@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { Parser } from '@asyncapi/parser'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
+import { buildAsyncApiDocument } from '../../src/feed/asyncapi-document.ts'
 import { toFeedMessage } from '../../src/feed/cloud-event.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE } from '../../src/feed/feed-schemas.ts'
 import { docsRoutes } from '../../src/openapi/docs-routes.ts'
@@ -10,7 +11,9 @@ const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }
 const PSEUDONYM = '0123456789abcdef0123456789abcdef'
 
 async function servedDocument(): Promise<{ response: Response; document: AsyncApiDocument }> {
-  const response = await docsRoutes(() => [], {}).handle(new Request('http://localhost/asyncapi.json'))
+  const response = await docsRoutes(() => [], {}, buildAsyncApiDocument()).handle(
+    new Request('http://localhost/asyncapi.json'),
+  )
   return { response, document: (await response.clone().json()) as AsyncApiDocument }
 }
 

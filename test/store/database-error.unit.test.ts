@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { isDatabaseUnavailable } from '../../src/store/database-error.ts'
+import { isDatabaseUnavailable } from '../../src/shared/database-error.ts'
 
 // Drizzle wraps the driver's error; the code the decision rests on sits on `cause`.
 const wrapped = (code: string) =>

@@ -1,4 +1,4 @@
-import { Failure } from '../shared/errors.ts'
+import { Failure } from './errors.ts'
 
 // What the service knows of the errors a database connection gives: which mean "unreachable right
 // now" (a 503, a start that stops naming DATABASE_URL), what an operator's one line says of the
