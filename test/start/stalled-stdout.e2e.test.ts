@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { stopOnExit } from '../support/server-cleanup.ts'
 import { SERVER_COMMAND } from '../support/server-process.ts'
 import { withTestKeys } from '../support/test-keys.ts'
 
@@ -59,8 +60,16 @@ async function startWritingTo(stdout: number, reader: number) {
     stderr: 'ignore',
   })
   closeSync(stdout)
-  const port = await listeningPort(reader)
-  return { child, url: `http://127.0.0.1:${port}` }
+  // Killed with the test process even if the test never gets to it.
+  const forget = stopOnExit(() => child.kill('SIGKILL'), `kill -9 ${child.pid}`)
+  void child.exited.then(forget)
+  try {
+    const port = await listeningPort(reader)
+    return { child, url: `http://127.0.0.1:${port}` }
+  } catch (error) {
+    child.kill('SIGKILL')
+    throw error
+  }
 }
 
 // Reads the pipe until the server says it listens (a first start on a loaded machine, migrations
@@ -120,10 +129,14 @@ describe.each([
         const pipe = makePipe(`gone-${nonBlocking}-${attempt}`, nonBlocking)
         const { child, url } = await startWritingTo(pipe.writer, pipe.reader)
         closeSync(pipe.reader)
-        // and a request logged since
-        expect((await fetch(`${url}/health`)).status).toBe(200)
-        // when it is asked to stop
-        stops.push(await stopWithin(child, STOP_BOUND_MS))
+        try {
+          // and a request logged since
+          expect((await fetch(`${url}/health`)).status).toBe(200)
+          // when it is asked to stop
+          stops.push(await stopWithin(child, STOP_BOUND_MS))
+        } finally {
+          child.kill('SIGKILL')
+        }
       }
       // then every stop ended, cleanly, in time
       expect(stops.map(({ code }) => code)).toEqual(Array(TRIES).fill(0))
