@@ -165,3 +165,27 @@ describe.each([
     START_BOUND_MS + STOP_BOUND_MS + 30_000,
   )
 })
+
+test(
+  'lines a gone reader cannot take are counted in plant_store_log_lines_dropped_total',
+  async () => {
+    // given a running server whose stdout's reader has closed its end
+    const pipe = makePipe('gone-counted', true)
+    const { child, url } = await startWritingTo(pipe.writer, pipe.reader)
+    closeSync(pipe.reader)
+    try {
+      // when it logs requests, past the first write that finds the reader gone
+      let dropped = 0
+      for (let round = 0; round < 20 && dropped === 0; round++) {
+        await requestsFillingThePipe(url)
+        const metrics = await (await fetch(`${url}/metrics`)).text()
+        dropped = Number(/^plant_store_log_lines_dropped_total (\d+)$/m.exec(metrics)?.[1] ?? 0)
+      }
+      // then the lines it dropped are counted
+      expect(dropped).toBeGreaterThan(0)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  },
+  START_BOUND_MS + 60_000,
+)
