@@ -5,6 +5,8 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { createKeyring, type Keyring } from '../keys/keyring.ts'
 import { unreachableDatabase } from '../shared/database-error.ts'
+import { Failure } from '../shared/errors.ts'
+import { within } from '../shared/time-limit.ts'
 import type { Database } from './database.ts'
 import { postgresClient } from './postgres-client.ts'
 
@@ -13,6 +15,10 @@ export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', imp
 const MIGRATION_LOCK = 0x706c616e746d6967n
 
 const CONNECT_TIMEOUT_SECONDS = 10
+// The first statement's answer, connection included: a server that lets the connection through and
+// then goes silent (a proxy or a network that stopped forwarding) would otherwise hold the start
+// until TCP gives up, many minutes on. Bounded so that the start stops well within 30 s.
+const FIRST_ANSWER_SECONDS = 15
 const LOCK_POLL_MS = 100
 
 // Several instances starting together must not run the migrator at once (it collides on its own
@@ -32,14 +38,23 @@ export async function migratePostgresDatabase(
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
   })
+  const tryLock = () =>
+    client`select pg_try_advisory_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`.then(
+      ([row]) => row?.locked === true,
+    )
+  const first = await within(tryLock(), FIRST_ANSWER_SECONDS * 1000).catch(async (error: unknown) => {
+    await client.end({ timeout: 5 })
+    throw unreachableDatabase(error, CONNECT_TIMEOUT_SECONDS) ?? error
+  })
+  // A connection that never answered is left to the process's exit: ending it would reject
+  // postgres.js's own read of the array types, which nothing can catch, with a stack on stderr.
+  if (first === undefined)
+    throw new Failure(
+      'DATABASE_UNREACHABLE',
+      `DATABASE_URL: cannot use the database: no answer within ${FIRST_ANSWER_SECONDS} s (${serverOf(url)})`,
+    )
+  let locked = first
   try {
-    const tryLock = () =>
-      client`select pg_try_advisory_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`.then(
-        ([row]) => row?.locked === true,
-      )
-    let locked = await tryLock().catch((error: unknown) => {
-      throw unreachableDatabase(error, CONNECT_TIMEOUT_SECONDS) ?? error
-    })
     while (!locked) {
       await sleep(LOCK_POLL_MS)
       locked = await tryLock()
@@ -50,4 +65,10 @@ export async function migratePostgresDatabase(
   } finally {
     await client.end({ timeout: 5 })
   }
+}
+
+// Where the URL leads, without its user or password: the hosts and ports, or the socket's folder.
+function serverOf(url: string): string {
+  const socket = new URLSearchParams(url.split('?')[1] ?? '').get('host')
+  return socket ?? url.replace(/^[^:]+:\/\/([^@/?]*@)?/, '').split(/[/?]/)[0] ?? ''
 }

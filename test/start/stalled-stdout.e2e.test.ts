@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { stopOnExit } from '../support/server-cleanup.ts'
 import { SERVER_COMMAND } from '../support/server-process.ts'
 import { withTestKeys } from '../support/test-keys.ts'
 
@@ -59,8 +60,16 @@ async function startWritingTo(stdout: number, reader: number) {
     stderr: 'ignore',
   })
   closeSync(stdout)
-  const port = await listeningPort(reader)
-  return { child, url: `http://127.0.0.1:${port}` }
+  // Killed with the test process even if the test never gets to it.
+  const forget = stopOnExit(() => child.kill('SIGKILL'), `kill -9 ${child.pid}`)
+  void child.exited.then(forget)
+  try {
+    const port = await listeningPort(reader)
+    return { child, url: `http://127.0.0.1:${port}` }
+  } catch (error) {
+    child.kill('SIGKILL')
+    throw error
+  }
 }
 
 // Reads the pipe until the server says it listens (a first start on a loaded machine, migrations
@@ -120,10 +129,14 @@ describe.each([
         const pipe = makePipe(`gone-${nonBlocking}-${attempt}`, nonBlocking)
         const { child, url } = await startWritingTo(pipe.writer, pipe.reader)
         closeSync(pipe.reader)
-        // and a request logged since
-        expect((await fetch(`${url}/health`)).status).toBe(200)
-        // when it is asked to stop
-        stops.push(await stopWithin(child, STOP_BOUND_MS))
+        try {
+          // and a request logged since
+          expect((await fetch(`${url}/health`)).status).toBe(200)
+          // when it is asked to stop
+          stops.push(await stopWithin(child, STOP_BOUND_MS))
+        } finally {
+          child.kill('SIGKILL')
+        }
       }
       // then every stop ended, cleanly, in time
       expect(stops.map(({ code }) => code)).toEqual(Array(TRIES).fill(0))
@@ -152,3 +165,27 @@ describe.each([
     START_BOUND_MS + STOP_BOUND_MS + 30_000,
   )
 })
+
+test(
+  'lines a gone reader cannot take are counted in plant_store_log_lines_dropped_total',
+  async () => {
+    // given a running server whose stdout's reader has closed its end
+    const pipe = makePipe('gone-counted', true)
+    const { child, url } = await startWritingTo(pipe.writer, pipe.reader)
+    closeSync(pipe.reader)
+    try {
+      // when it logs requests, past the first write that finds the reader gone
+      let dropped = 0
+      for (let round = 0; round < 20 && dropped === 0; round++) {
+        await requestsFillingThePipe(url)
+        const metrics = await (await fetch(`${url}/metrics`)).text()
+        dropped = Number(/^plant_store_log_lines_dropped_total (\d+)$/m.exec(metrics)?.[1] ?? 0)
+      }
+      // then the lines it dropped are counted
+      expect(dropped).toBeGreaterThan(0)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  },
+  START_BOUND_MS + 60_000,
+)
