@@ -53,8 +53,9 @@ export async function foldLogBatch(
   return { events: batch.read, highest: batch.highest, cursor: batch.cursor }
 }
 
-// Folds every event after `after` into `table`, batch by batch: memory holds one batch whatever
-// the log's size. Returns where it stopped and how many events it read.
+// Folds every event after `after` into `table`, batch by batch: the next batch is read while the
+// rows of the last one are written, so the service's part and the database's overlap, and memory
+// holds two batches whatever the log's size. Returns where it stopped and how many events it read.
 export async function foldLog(
   db: Executor,
   keyring: Keyring,
@@ -64,12 +65,21 @@ export async function foldLog(
   options: { settled?: boolean; onBatch?: (batch: FoldedBatch) => void } = {},
 ): Promise<{ events: number; cursor: LogCursor }> {
   let events = 0
-  for (let cursor = after; ; ) {
-    const batch = await foldLogBatch(db, keyring, table, cursor, batchSize, options)
-    if (batch.events === 0) return { events, cursor }
-    events += batch.events
-    options.onBatch?.(batch)
-    cursor = batch.cursor
+  let writing: Promise<void> = Promise.resolve()
+  try {
+    for (let cursor = after; ; ) {
+      const batch = await readLogBatch(db, keyring, cursor, batchSize, options)
+      await writing
+      if (batch.read === 0) return { events, cursor }
+      writing = writePlantRows(db, table, plantRowsOf(batch.events))
+      // Awaited on the next turn; a failure meanwhile is not an unhandled one.
+      writing.catch(() => {})
+      events += batch.read
+      cursor = batch.cursor
+      options.onBatch?.({ events: batch.read, highest: batch.highest, cursor })
+    }
+  } finally {
+    await writing.catch(() => {})
   }
 }
 

@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer'
-import { sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import { ownerKeys } from '../event-log/schema.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import { seal, streamIdOf } from '../keys/sealing.ts'
@@ -16,12 +16,12 @@ export async function sealPlainOwners(
   keyring: Keyring,
   table: ReturnType<typeof sql.identifier>,
 ): Promise<void> {
-  const plain = sql`${table}.kind = 'event' and not ${table}.sealed`
+  const plain = (row: SQL | typeof table) => sql`${row}.kind = 'event' and not ${row}.sealed`
   for (;;) {
     const owners = rowsOf<{ owner: string }>(
       await tx.execute(sql`
         select distinct owner from ${table}
-        where ${plain} and not exists (
+        where ${plain(table)} and not exists (
           select 1 from ${ownerKeys} as k where k.owner = ${table}.owner and not k.erasing)
         limit ${BATCH}`),
     )
@@ -41,7 +41,7 @@ export async function sealPlainOwners(
         select s.line, s.plant_id::text as plant_id, (s.event->'data')::text as data,
                s.event->'metadata'->>'requestId' as request_id, k.pseudonym, encode(k.key, 'base64') as key
         from ${table} as s join ${ownerKeys} as k on k.owner = s.owner and not k.erasing
-        where ${plain} and s.line > ${after}
+        where ${plain(sql`s`)} and s.line > ${after}
         order by s.line limit ${BATCH}`),
     )
     const last = rows.at(-1)

@@ -49,7 +49,7 @@ export function rebuildProjection(
 // Under the lock that keeps an erasure's first step out (log/maintenance-lock.ts).
 async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions): Promise<RebuildResult> {
   const {
-    batchSize = 50_000,
+    batchSize = 10_000,
     dryRun = false,
     onProgress = () => {},
     clock = () => performance.now(),

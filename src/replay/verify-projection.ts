@@ -15,7 +15,7 @@ export type Verification = { events: number; diff: ProjectionDiff }
 export async function verifyProjection(
   db: Database,
   keyring: Keyring,
-  { batchSize = 50_000 } = {},
+  { batchSize = 10_000 } = {},
 ): Promise<Verification> {
   return db.transaction(
     async (tx) => {

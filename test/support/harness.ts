@@ -65,6 +65,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     kind,
     app,
     db: handle.db,
+    keyring: handle.keyring,
     databaseUrl: handle.url,
     request,
     tokenFor: (subject: string, ttlSeconds = 3600) =>
