@@ -2,6 +2,7 @@ import process from 'node:process'
 import { type Config, IN_MEMORY } from '../config/config.ts'
 import { describeUpgrade } from '../event-log/upgrade.ts'
 import { listWorkTables } from '../event-log/work-tables.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
 import { progressReporter } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
@@ -14,7 +15,7 @@ import {
 } from '../replay/verify-projection.ts'
 import { Failure } from '../shared/errors.ts'
 import { openStorage } from '../start/open-store.ts'
-import type { Database, DatabaseHandle } from '../store/database.ts'
+import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
 
@@ -53,31 +54,39 @@ export const projectionStatusCommand = command({
 })
 
 async function rebuild(dryRun: boolean, config: Config): Promise<number> {
-  return withStorage(config, async (db) => {
-    let diff: ProjectionDiff | undefined
-    try {
-      ;({ diff } = await rebuildWithProgress(db, dryRun))
-    } catch (error) {
-      return reportDatabaseFailure(error, REBUILD_FAILED)
-    }
-    if (!diff) return 0
-    return reportDrift(
-      diff,
-      'dry run: the live projection already matches the log; nothing swapped',
-      'dry run: nothing swapped; a rebuild would fix this drift',
-    )
-  })
+  return withStorage(
+    config,
+    async (db, storage) => {
+      let diff: ProjectionDiff | undefined
+      try {
+        ;({ diff } = await rebuildWithProgress(db, storage.keyring, dryRun))
+      } catch (error) {
+        return reportDatabaseFailure(error, REBUILD_FAILED)
+      }
+      if (!diff) return 0
+      return reportDrift(
+        diff,
+        'dry run: the live projection already matches the log; nothing swapped',
+        'dry run: nothing swapped; a rebuild would fix this drift',
+      )
+    },
+    { long: true },
+  )
 }
 
 export const REBUILD_FAILED = 'projection rebuild failed, nothing was swapped'
 
-export async function rebuildWithProgress(db: Database, dryRun: boolean): Promise<RebuildResult> {
+export async function rebuildWithProgress(
+  db: Database,
+  keyring: Keyring,
+  dryRun: boolean,
+): Promise<RebuildResult> {
   const progress = progressReporter({
     write: (text) => process.stderr.write(text),
     tty: process.stderr.isTTY === true,
     clock: () => performance.now(),
   })
-  const result = await rebuildProjection(db, { dryRun, onProgress: progress.report })
+  const result = await rebuildProjection(db, keyring, { dryRun, onProgress: progress.report })
   progress.finish()
   const rate = result.seconds > 0 ? Math.round(result.events / result.seconds) : result.events
   process.stdout.write(
@@ -88,14 +97,18 @@ export async function rebuildWithProgress(db: Database, dryRun: boolean): Promis
 }
 
 async function verify(config: Config): Promise<number> {
-  return withStorage(config, async (db) => {
-    const { events, diff } = await verifyProjection(db)
-    return reportDrift(
-      diff,
-      `the projection matches the fold of the log (${events} events)`,
-      `the projection differs from the fold of the log (${events} events)`,
-    )
-  })
+  return withStorage(
+    config,
+    async (db, storage) => {
+      const { events, diff } = await verifyProjection(db, storage.keyring)
+      return reportDrift(
+        diff,
+        `the projection matches the fold of the log (${events} events)`,
+        `the projection differs from the fold of the log (${events} events)`,
+      )
+    },
+    { long: true },
+  )
 }
 
 async function status(config: Config): Promise<number> {
@@ -123,9 +136,13 @@ async function status(config: Config): Promise<number> {
 }
 
 // On an embedded DATA_DIR that a service holds, the command works beside it, on its server.
+// `long`: the long work of the CLI (an import, an export, a rebuild, a verification, a rotation)
+// runs on connections of its own without the service's statement timeout
+// (DATABASE_STATEMENT_TIMEOUT_MS, sized for requests): one statement of it may rightly take longer.
 export async function withStorage(
   config: Config,
   run: (db: Database, storage: DatabaseHandle) => Promise<number>,
+  { long = false } = {},
 ): Promise<number> {
   // A store in memory lives inside its server process: a command would only see an empty one of its own.
   if (config.storage.kind === 'memory') {
@@ -138,13 +155,16 @@ export async function withStorage(
     onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
     beside: true,
   })
+  const untimed = long ? openPostgres({ ...storage.settings, statementTimeoutMs: 0 }) : undefined
   try {
     const moved = storage.dataDir
       ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
       : undefined
     if (moved) process.stderr.write(`${describeMove(moved)}\n`)
-    return await run(storage.db, storage)
+    if (!untimed) return await run(storage.db, storage)
+    return await run(untimed.db, { ...storage, db: untimed.db, keyring: untimed.keyring })
   } finally {
+    await untimed?.close()
     await storage.close()
   }
 }
