@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Buffer } from 'node:buffer'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
@@ -6,7 +7,7 @@ import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { createTrickyPlants, listingsByOwner } from '../replay/fixtures.ts'
+import { createTrickyPlants, listingsByOwner, openedTexts } from '../replay/fixtures.ts'
 import { erasedLine, HEADER, keyLine, plainLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
 import {
   count,
@@ -67,13 +68,17 @@ async function refusalOf({ db, keyring }: KeyedStore, text: string, append: bool
   return (outcome as Error).message
 }
 
-async function keyOf(db: Database, owner: string): Promise<{ pseudonym: string; key: string }> {
+async function keyOf(
+  { db, keyring }: KeyedStore,
+  owner: string,
+): Promise<{ pseudonym: string; key: string }> {
   const [row] = await rowsOf(
     db,
-    `select pseudonym, translate(encode(plant_store_unwrap(key), 'base64'), E'\\n', '') as key from owner_keys
-     where owner = '${owner}' and not erasing`,
+    `select pseudonym, encode(key, 'hex') as key from owner_keys where owner = '${owner}' and not erasing`,
   )
-  return { pseudonym: String(row?.pseudonym), key: String(row?.key) }
+  const pseudonym = String(row?.pseudonym)
+  const raw = keyring.open({ pseudonym, wrapped: Buffer.from(String(row?.key), 'hex') })
+  return { pseudonym, key: Buffer.from(raw).toString('base64') }
 }
 
 // Everything of the owner's that must not be readable once they are erased.
@@ -126,8 +131,8 @@ for (const [from, to] of [
         }
       }
       await create(source, 'alice', { id: 99n, name: 'After the others' })
-      erasedKey = await keyOf(source.db, ERASED.owner)
-      pendingKey = await keyOf(source.db, PENDING.owner)
+      erasedKey = await keyOf(source, ERASED.owner)
+      pendingKey = await keyOf(source, PENDING.owner)
       expect((await eraseOwner(source.db, ERASED.owner)).plants).toBe(2)
       await expect(eraseOwner(source.db, PENDING.owner, { feed: UNREACHABLE_FEED })).rejects.toThrow('NATS')
       exported = await exportText(source.db)
@@ -168,7 +173,7 @@ for (const [from, to] of [
       const decision = await create(target, ERASED.owner, { id: plant.id, name: 'A new life' })
       expect(decision.outcome).toBe('created')
       expect(await listing(target.db, ERASED.owner)).toEqual([{ name: 'A new life' }])
-      expect((await keyOf(target.db, ERASED.owner)).pseudonym).not.toBe(erasedKey.pseudonym)
+      expect((await keyOf(target, ERASED.owner)).pseudonym).not.toBe(erasedKey.pseudonym)
       expect(isInSync((await verifyProjection(target.db, target.keyring)).diff)).toBe(true)
     })
 
@@ -184,7 +189,7 @@ for (const [from, to] of [
 
     test('--append refuses an erased line for a pseudonym the target can read, and changes nothing', async () => {
       const before = await storeCounts(target.db)
-      const alice = await keyOf(target.db, 'alice')
+      const alice = await keyOf(target, 'alice')
       const aliceEvent = (await exportText(target.db))
         .split('\n')
         .find((line) => line.includes(`"pseudonym": "${alice.pseudonym}"`)) as string
@@ -237,12 +242,8 @@ describe("a previous version's export (plaintext)", () => {
               or concat(stream_id, data::text, metadata::text) ~ '(ada\\.old@example\\.org|Old fern|Old v0|old-request|bert\\.old|Bert one|9007199254740993)'`,
         )
         expect(readable[0]?.n).toBe(0)
-        const [v0] = await rowsOf(
-          storage.db,
-          `select plant_store_open(data, k.key)::text as data
-           from events join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k on k.pseudonym = metadata->>'pseudonym' where schema_version = 0`,
-        )
-        expect(v0?.data).toBe('{"title": "Old v0", "plantId": 9007199254740993}')
+        const [v0] = await openedTexts(storage, 0)
+        expect(v0).toBe('{"title": "Old v0", "plantId": 9007199254740993}')
         expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
         // and an --append of the owner's later plants, also plaintext, finds the owner's key
         const later = plainLine(OLD.owner, { id: '2', name: 'Old later', position: '9' })
