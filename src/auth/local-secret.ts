@@ -1,15 +1,16 @@
 import { Buffer } from 'node:buffer'
-import { createLocalFileOnce, readLocalFile } from '../store/local-file.ts'
+import { readLocalFile, writeSecretFile } from '../store/local-file.ts'
 
 const SECRET_FILE = 'auth-secret'
 
 // The embedded default needs no auth settings: a random HS256 secret is made on first start and
-// kept beside the data (mode 0600), so `cli token issue` can sign with the same secret.
+// kept beside the data (mode 0600, written durably), so `cli token issue` can sign with the same
+// secret.
 export async function loadOrCreateLocalSecret(dataDir: string): Promise<Uint8Array> {
   const existing = await readLocalSecret(dataDir)
   if (existing) return existing
   const made = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
-  return secretOf(await createLocalFileOnce(dataDir, SECRET_FILE, `${made}\n`))
+  return secretOf(await writeSecretFile(dataDir, SECRET_FILE, `${made}\n`))
 }
 
 export async function readLocalSecret(dataDir: string): Promise<Uint8Array | undefined> {

@@ -15,14 +15,18 @@ export const eventsExportCommand = command({
   reads: ['storage'],
   run: async ({ values }, config) => {
     if (!/^(0|[1-9][0-9]{0,18})$/.test(values.after)) throw badValue('after', values.after, 'a position')
-    return withStorage(config, async (db) => {
-      const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
-      // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as one.
-      process.stderr.write(
-        `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n`,
-      )
-      return 0
-    })
+    return withStorage(
+      config,
+      async (db) => {
+        const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
+        // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as one.
+        process.stderr.write(
+          `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n`,
+        )
+        return 0
+      },
+      { long: true },
+    )
   },
 })
 
@@ -38,16 +42,22 @@ export const eventsImportCommand = command({
   reads: ['storage'],
   refusals: 'the file was refused, nothing imported (the line and the rule are named)',
   run: async ({ values }, config) =>
-    withStorage(config, async (db, storage) => {
-      const options = { append: values.append, keys: storage.settings.keys }
-      const imported = await importEvents(db, readLines(process.stdin), options).catch((error: unknown) => {
-        if (!isFailure(error, 'IMPORT_REFUSED')) throw error
-        throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
-      })
-      // Projected in the import's own transaction, as creates are: no rebuild is needed after it.
-      process.stderr.write(`imported ${imported} events, each with its plant\n`)
-      return 0
-    }),
+    withStorage(
+      config,
+      async (db, storage) => {
+        const options = { append: values.append }
+        const imported = await importEvents(db, storage.keyring, readLines(process.stdin), options).catch(
+          (error: unknown) => {
+            if (!isFailure(error, 'IMPORT_REFUSED')) throw error
+            throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
+          },
+        )
+        // Projected in the import's own transaction, as creates are: no rebuild is needed after it.
+        process.stderr.write(`imported ${imported} events, each with its plant\n`)
+        return 0
+      },
+      { long: true },
+    ),
 })
 
 // Waits for the pipe to drain, so a slow reader holds the export back instead of memory growing.

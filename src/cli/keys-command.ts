@@ -1,4 +1,5 @@
 import process from 'node:process'
+import { sql } from 'drizzle-orm'
 import type { Config } from '../config/config.ts'
 import { rotateKeys } from '../event-log/rotate-keys.ts'
 import {
@@ -6,9 +7,10 @@ import {
   keyEncryptionKeyId,
   newKeyEncryptionKey,
 } from '../keys/key-encryption-keys.ts'
+import { createKeyring } from '../keys/keyring.ts'
 import { Failure } from '../shared/errors.ts'
-import { openPostgres } from '../store/database.ts'
-import { writeLocalKeys } from '../store/local-keys.ts'
+import { type Database, rowsOf } from '../store/database.ts'
+import { retireLocalKeys, writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
 import { withStorage } from './storage.ts'
 
@@ -18,6 +20,7 @@ export const keysRotateCommand = command({
   notes: [
     'with KEY_ENCRYPTION_KEYS: put the new key first and keep the old ones after it on every instance, run this, then drop the old ones',
     'on the embedded store without KEY_ENCRYPTION_KEYS: makes a new key in DATA_DIR, re-wraps, and drops the old one (stop the service first)',
+    "on the embedded store with KEY_ENCRYPTION_KEYS: drops from DATA_DIR's generated key file the keys nothing is wrapped under any more",
     'beside running writers; a run cut short is completed by the next',
   ],
   reads: ['storage'],
@@ -28,34 +31,47 @@ export const keysRotateCommand = command({
 async function rotate(config: Config): Promise<number> {
   const say = (text: string) => process.stderr.write(`keys rotate: ${text}\n`)
   const generated = config.storage.kind === 'embedded' && config.storage.keys === undefined
-  return withStorage(config, async (db, storage) => {
-    let keys: KeyEncryptionKeys = storage.settings.keys ?? []
-    if (generated) {
-      // The service's sessions hold the key list they started with: a new key would be unknown to them.
-      if (!storage.dataDir) {
-        throw new Failure(
-          'DATA_DIR_IN_USE',
-          `a service holds DATA_DIR ${config.dataDir}: stop it, run keys rotate, start it again`,
-        )
+  return withStorage(
+    config,
+    async (db, storage) => {
+      let keys: KeyEncryptionKeys = storage.settings.keys ?? []
+      if (generated) {
+        // The service unwraps with the list it started with: a new key would be unknown to it.
+        if (!storage.dataDir) {
+          throw new Failure(
+            'DATA_DIR_IN_USE',
+            `a service holds DATA_DIR ${config.dataDir}: stop it, run keys rotate, start it again`,
+          )
+        }
+        keys = [newKeyEncryptionKey(), ...keys]
+        // On disk before anything is wrapped under it.
+        await writeLocalKeys(storage.dataDir, keys)
       }
-      keys = [newKeyEncryptionKey(), ...keys]
-      await writeLocalKeys(storage.dataDir, keys)
-    }
-    // New sessions, given the new list: the storage's own were given the old one.
-    const session = generated ? openPostgres({ ...storage.settings, keys }) : { db, close: async () => {} }
-    try {
-      const { rewrapped, kept } = await rotateKeys(session.db, keys, {
+      const { rewrapped, kept } = await rotateKeys(db, createKeyring(keys), {
         onBatch: (done) => say(`${done} keys re-wrapped`),
       })
-      if (generated && storage.dataDir) await writeLocalKeys(storage.dataDir, keys.slice(0, 1))
       const [first] = keys
+      let dropped: string[] = []
+      if (generated && storage.dataDir) {
+        await writeLocalKeys(storage.dataDir, keys.slice(0, 1))
+        dropped = keys.slice(1).map(keyEncryptionKeyId)
+      } else if (config.storage.kind === 'embedded') {
+        dropped = await retireLocalKeys(config.storage.dataDir, await wrappingIds(db))
+      }
       say(
-        `every owner's key is wrapped under key-encryption key ${first ? keyEncryptionKeyId(first) : '?'} (${rewrapped} re-wrapped, ${kept} already were)${generated ? '; the old key is dropped' : '; the others may be dropped now'}`,
+        `every owner's key is wrapped under key-encryption key ${first ? keyEncryptionKeyId(first) : '?'} (${rewrapped} re-wrapped, ${kept} already were)${dropped.length > 0 ? `; dropped from DATA_DIR: ${dropped.join(', ')}, under which nothing is wrapped any more` : generated ? '' : '; the others may be dropped now'}`,
       )
       process.stdout.write(`${rewrapped}\n`)
       return 0
-    } finally {
-      await session.close()
-    }
-  })
+    },
+    { long: true },
+  )
+}
+
+// The ids of the key-encryption keys some stored key is wrapped under.
+async function wrappingIds(db: Database): Promise<Set<string>> {
+  const rows = rowsOf<{ id: string }>(
+    await db.execute(sql`select distinct encode(substr(key, 1, 4), 'hex') as id from owner_keys`),
+  )
+  return new Set(rows.map((row) => row.id))
 }

@@ -1,6 +1,7 @@
 import process from 'node:process'
 import type { Config } from '../config/config.ts'
 import { listWorkTables } from '../event-log/work-tables.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { progressReporter } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../replay/rebuild-projection.ts'
@@ -38,31 +39,39 @@ export const projectionStatusCommand = command({
 })
 
 async function rebuild(dryRun: boolean, config: Config): Promise<number> {
-  return withStorage(config, async (db) => {
-    let diff: ProjectionDiff | undefined
-    try {
-      ;({ diff } = await rebuildWithProgress(db, dryRun))
-    } catch (error) {
-      return reportDatabaseFailure(error, REBUILD_FAILED)
-    }
-    if (!diff) return 0
-    return reportDrift(
-      diff,
-      'dry run: the live projection already matches the log; nothing swapped',
-      'dry run: nothing swapped; a rebuild would fix this drift',
-    )
-  })
+  return withStorage(
+    config,
+    async (db, storage) => {
+      let diff: ProjectionDiff | undefined
+      try {
+        ;({ diff } = await rebuildWithProgress(db, storage.keyring, dryRun))
+      } catch (error) {
+        return reportDatabaseFailure(error, REBUILD_FAILED)
+      }
+      if (!diff) return 0
+      return reportDrift(
+        diff,
+        'dry run: the live projection already matches the log; nothing swapped',
+        'dry run: nothing swapped; a rebuild would fix this drift',
+      )
+    },
+    { long: true },
+  )
 }
 
 export const REBUILD_FAILED = 'projection rebuild failed, nothing was swapped'
 
-export async function rebuildWithProgress(db: Database, dryRun: boolean): Promise<RebuildResult> {
+export async function rebuildWithProgress(
+  db: Database,
+  keyring: Keyring,
+  dryRun: boolean,
+): Promise<RebuildResult> {
   const progress = progressReporter({
     write: (text) => process.stderr.write(text),
     tty: process.stderr.isTTY === true,
     clock: () => performance.now(),
   })
-  const result = await rebuildProjection(db, { dryRun, onProgress: progress.report })
+  const result = await rebuildProjection(db, keyring, { dryRun, onProgress: progress.report })
   progress.finish()
   const rate = result.seconds > 0 ? Math.round(result.events / result.seconds) : result.events
   process.stdout.write(
@@ -73,14 +82,18 @@ export async function rebuildWithProgress(db: Database, dryRun: boolean): Promis
 }
 
 async function verify(config: Config): Promise<number> {
-  return withStorage(config, async (db) => {
-    const { events, diff } = await verifyProjection(db)
-    return reportDrift(
-      diff,
-      `the projection matches the fold of the log (${events} events)`,
-      `the projection differs from the fold of the log (${events} events)`,
-    )
-  })
+  return withStorage(
+    config,
+    async (db, storage) => {
+      const { events, diff } = await verifyProjection(db, storage.keyring)
+      return reportDrift(
+        diff,
+        `the projection matches the fold of the log (${events} events)`,
+        `the projection differs from the fold of the log (${events} events)`,
+      )
+    },
+    { long: true },
+  )
 }
 
 async function status(config: Config): Promise<number> {

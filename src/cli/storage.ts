@@ -4,13 +4,17 @@ import { describeUpgrade } from '../event-log/upgrade.ts'
 import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
 import { Failure } from '../shared/errors.ts'
 import { openStorage } from '../start/open-store.ts'
-import type { Database, DatabaseHandle } from '../store/database.ts'
+import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
 
 // The store a command works on, opened (which applies the migrations) for the length of `run`.
 // On an embedded DATA_DIR that a service holds, the command works beside it, on its server.
+// `long`: the long work of the CLI (an import, an export, a rebuild, a verification, a rotation)
+// runs on connections of its own without the service's statement timeout
+// (DATABASE_STATEMENT_TIMEOUT_MS, sized for requests): one statement of it may rightly take longer.
 export async function withStorage(
   config: Config,
   run: (db: Database, storage: DatabaseHandle) => Promise<number>,
+  { long = false } = {},
 ): Promise<number> {
   // A store in memory lives inside its server process: a command would only see an empty one of its own.
   if (config.storage.kind === 'memory') {
@@ -23,13 +27,16 @@ export async function withStorage(
     onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
     beside: true,
   })
+  const untimed = long ? openPostgres({ ...storage.settings, statementTimeoutMs: 0 }) : undefined
   try {
     const moved = storage.dataDir
       ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
       : undefined
     if (moved) process.stderr.write(`${describeMove(moved)}\n`)
-    return await run(storage.db, storage)
+    if (!untimed) return await run(storage.db, storage)
+    return await run(untimed.db, { ...storage, db: untimed.db, keyring: untimed.keyring })
   } finally {
+    await untimed?.close()
     await storage.close()
   }
 }

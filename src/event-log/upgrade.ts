@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
+import type { Keyring } from '../keys/keyring.ts'
 import { type Database, rowsOf } from '../store/database.ts'
-import { events, ownerKeys } from './schema.ts'
-import { newWrappedKey, unwrappedKey } from './sealing.ts'
+import { events } from './schema.ts'
+import { sealPlaintextBatch } from './seal-plaintext.ts'
 
 // Where the upgrade of a log written before erasure is (docs/erasure.md): sealing its events, batch
 // by batch, then rewriting the table and its statistics, then closing the fence.
@@ -34,7 +35,7 @@ export type UpgradeOptions = {
 const DEFAULT_BATCH_SIZE = 5000
 const SNAPSHOT_POLL_MS = 200
 
-// Seals the events an earlier version wrote in plaintext, once: the only time the log is
+// Seals the events an earlier version wrote in plaintext, once, in the service (seal-plaintext.ts): the only time the log is
 // rewritten. Run after the migrations, by a caller that holds the migration lock on `db`, a single
 // session (migrate.ts): instances that start meanwhile wait for it, and none serves before it is
 // done. Done is when the constraint events_erasable (migration 0006, NOT VALID: it already refuses
@@ -42,7 +43,11 @@ const SNAPSHOT_POLL_MS = 200
 // that one catalogue lookup. Validation comes last so that a run that stops anywhere before it
 // (crash, kill) is completed by the next open: the sealed batches are kept, the rest is done again.
 // Returns whether there was anything to do.
-export async function upgradeLog(db: Database, options: UpgradeOptions = {}): Promise<boolean> {
+export async function upgradeLog(
+  db: Database,
+  keyring: Keyring,
+  options: UpgradeOptions = {},
+): Promise<boolean> {
   if (!(await fenceOpen(db))) return false
   const { batchSize = DEFAULT_BATCH_SIZE, snapshotWaitMs = 30_000 } = options
   const { total, empty } = await countPlaintext(db)
@@ -51,7 +56,7 @@ export async function upgradeLog(db: Database, options: UpgradeOptions = {}): Pr
   let sealed = 0
   let after = 0n
   for (;;) {
-    const batch = await sealBatch(db, after, batchSize)
+    const batch = await sealPlaintextBatch(db, keyring, after, batchSize)
     if (batch === undefined) break
     sealed += batch.sealed
     after = batch.last
@@ -139,62 +144,4 @@ async function countPlaintext(db: Database): Promise<{ total: number; empty: boo
       count(*) = 0 as empty from ${events}`),
   )
   return { total: row?.total ?? 0, empty: row?.empty ?? true }
-}
-
-// Seals the next `size` plaintext events after position `after`, in one transaction: each owner's
-// key found or made (the subject was metadata.owner), the stream id recomputed from the plant id
-// (as upcast: v0 named it plantId), the data sealed as stored (a v0 event stays v0 inside) and the
-// request id sealed in the metadata beside the pseudonym. The append-only trigger is off only
-// inside this transaction: ALTER TABLE is transactional, so no other session ever sees it off.
-// Undefined when none is left.
-async function sealBatch(
-  db: Database,
-  after: bigint,
-  size: number,
-): Promise<{ sealed: number; last: bigint } | undefined> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`alter table ${events} disable trigger events_no_update_or_delete`)
-    const [row] = rowsOf<{ selected: number; sealed: number; last: string | null }>(
-      await tx.execute(sql`
-        with batch as (
-          select position, type, schema_version, data, metadata from ${events}
-          where position > ${after.toString()}::bigint and not (metadata ? 'pseudonym')
-          order by position limit ${size}
-        ), owners as (
-          select distinct metadata->>'owner' as owner from batch where metadata->>'owner' is not null
-        ), found as (
-          select k.pseudonym, k.owner, k.key from ${ownerKeys} as k
-          where k.owner in (select owner from owners) and not k.erasing
-        ), made as (
-          insert into ${ownerKeys} (pseudonym, owner, key)
-          select encode(gen_random_bytes(16), 'hex'), owners.owner, ${newWrappedKey} from owners
-          where not exists (select 1 from found where found.owner = owners.owner)
-          on conflict (owner) where not erasing do update set owner = excluded.owner
-          returning pseudonym, owner, key
-        ), keys as (
-          select pseudonym, owner, ${unwrappedKey(sql`key`)} as key from (select * from found union all select * from made) as stored
-        ), sealed as (
-          update ${events} as e set
-            stream_id = plant_store_stream_id(plant.id::text, keys.key),
-            data = jsonb_build_object('sealed', plant_store_seal(batch.data::text, keys.key)),
-            metadata = jsonb_build_object('pseudonym', keys.pseudonym, 'sealed',
-              plant_store_seal(jsonb_build_object('requestId', batch.metadata->>'requestId')::text, keys.key))
-          from batch
-          join keys on keys.owner = batch.metadata->>'owner'
-          cross join lateral plant_store_event(batch.type, batch.schema_version, batch.data, batch.position) as plant
-          where e.position = batch.position
-          returning e.position
-        )
-        select (select count(*)::int from batch) as selected, (select count(*)::int from sealed) as sealed,
-               (select max(position)::text from batch) as last`),
-    )
-    await tx.execute(sql`alter table ${events} enable trigger events_no_update_or_delete`)
-    if (!row || row.last === null) return undefined
-    if (row.sealed !== row.selected) {
-      throw new Error(
-        `the log upgrade found an event without an owner after position ${after}: nothing sealed`,
-      )
-    }
-    return { sealed: row.sealed, last: BigInt(row.last) }
-  })
 }

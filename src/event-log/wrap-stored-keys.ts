@@ -1,5 +1,7 @@
+import { Buffer } from 'node:buffer'
 import { sql } from 'drizzle-orm'
-import { type KeyEncryptionKeys, keyEncryptionKeyId } from '../keys/key-encryption-keys.ts'
+import { EARLIER_WRAPPED_KEY_BYTES, unwrapOwnerKey, WRAPPED_KEY_BYTES } from '../keys/envelope.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { ownerKeys } from './schema.ts'
@@ -10,10 +12,15 @@ const DEFAULT_BATCH_SIZE = 5000
 // Wraps the owners' keys that a version before key-encryption keys stored raw, once, then rewrites
 // the table so that the raw copies leave its live files, as the log's upgrade does (log/upgrade.ts),
 // and closes the fence (owner_keys_wrapped, migration 0008, NOT VALID until then: it already
-// refuses a raw key from an earlier version still running). Run after the migrations by the
-// caller holding the migration lock, on a session given the key-encryption keys. A run stopped
-// anywhere before the validation is completed by the next. Returns whether there was anything to do.
-export async function wrapStoredKeys(db: Database, options: UpgradeOptions = {}): Promise<boolean> {
+// refuses a raw key from an earlier version still running). Each key is wrapped in the service,
+// in today's form, under the keyring's first key-encryption key. Run after the migrations by the
+// caller holding the migration lock. A run stopped anywhere before the validation is completed by
+// the next. Returns whether there was anything to do.
+export async function wrapStoredKeys(
+  db: Database,
+  keyring: Keyring,
+  options: UpgradeOptions = {},
+): Promise<boolean> {
   if (!(await fenceOpen(db))) return false
   const { batchSize = DEFAULT_BATCH_SIZE, snapshotWaitMs = 30_000 } = options
   const [counted] = rowsOf<{ total: number }>(
@@ -25,18 +32,9 @@ export async function wrapStoredKeys(db: Database, options: UpgradeOptions = {})
   const onProgress = (total === 0 ? undefined : options.onProgress) ?? (() => {})
   let sealed = 0
   for (;;) {
-    const [row] = rowsOf<{ wrapped: number }>(
-      await db.execute(sql`
-        with batch as (
-          select pseudonym from ${ownerKeys} where length(key) = 32 order by pseudonym limit ${batchSize} for update
-        ), wrapped as (
-          update ${ownerKeys} as k set key = plant_store_wrap(k.key) from batch
-          where k.pseudonym = batch.pseudonym returning 1
-        )
-        select count(*)::int as wrapped from wrapped`),
-    )
-    if (!row || row.wrapped === 0) break
-    sealed += row.wrapped
+    const wrapped = await wrapBatch(db, keyring, batchSize)
+    if (wrapped === 0) break
+    sealed += wrapped
     onProgress({ step: 'wrap', sealed, total })
   }
   if (total > 0) {
@@ -51,20 +49,63 @@ export async function wrapStoredKeys(db: Database, options: UpgradeOptions = {})
   return true
 }
 
-// Stops a start whose key-encryption keys lack one that stored keys are wrapped under (dropped
-// before `keys rotate` re-wrapped them): its owners could be neither read nor written.
-export async function requireKeysCovered(db: Database, keys: KeyEncryptionKeys): Promise<void> {
-  const known = new Set(keys.map(keyEncryptionKeyId))
-  const rows = rowsOf<{ id: string; owners: number }>(
-    await db.execute(sql`select encode(substr(${ownerKeys.key}, 1, 4), 'hex') as id, count(*)::int as owners
-      from ${ownerKeys} where length(${ownerKeys.key}) = 52 group by 1 order by 1`),
-  )
-  const missing = rows.find((row) => !known.has(row.id))
-  if (missing) {
-    throw new Failure(
-      'BAD_SETTING',
-      `KEY_ENCRYPTION_KEYS lacks the key-encryption key ${missing.id}, under which ${missing.owners} owners' keys are wrapped: put it back after the first and run \`bun run cli keys rotate\` before dropping it`,
+// A batch of raw keys, locked, wrapped here, written back: how many.
+async function wrapBatch(db: Database, keyring: Keyring, batchSize: number): Promise<number> {
+  return db.transaction(async (tx) => {
+    const rows = rowsOf<{ pseudonym: string; key: string }>(
+      await tx.execute(sql`
+        select pseudonym, encode(key, 'base64') as key from ${ownerKeys}
+        where length(key) = 32 order by pseudonym limit ${batchSize} for update`),
     )
+    if (rows.length === 0) return 0
+    const wrapped = rows.map(({ pseudonym, key }) => ({
+      pseudonym,
+      key: Buffer.from(keyring.wrap({ pseudonym, raw: Buffer.from(key, 'base64') })).toString('base64'),
+    }))
+    await tx.execute(sql`
+      update ${ownerKeys} as k set key = decode(x.key, 'base64')
+      from json_to_recordset(${JSON.stringify(wrapped)}::json) as x(pseudonym text, key text)
+      where k.pseudonym = x.pseudonym`)
+    return rows.length
+  })
+}
+
+// Stops a start whose key-encryption keys cannot open the stored keys: one lacks a KEK that keys
+// are wrapped under (dropped before \`keys rotate\` re-wrapped them), or holds another key under
+// the same id. One key of each KEK id, in either form, is unwrapped to tell.
+export async function requireKeysCovered(db: Database, keyring: Keyring): Promise<void> {
+  const rows = rowsOf<{ id: string; owners: number; pseudonym: string; key: string }>(
+    await db.execute(sql`
+      select encode(substr(${ownerKeys.key}, 1, 4), 'hex') as id, count(*)::int as owners,
+             min(${ownerKeys.pseudonym}) as pseudonym,
+             (select encode(k.key, 'base64') from ${ownerKeys} as k
+              where k.pseudonym = min(${ownerKeys.pseudonym})) as key
+      from ${ownerKeys} where length(${ownerKeys.key}) in (${EARLIER_WRAPPED_KEY_BYTES}, ${WRAPPED_KEY_BYTES})
+      group by 1 order by 1`),
+  )
+  for (const row of rows) {
+    const opened = openOne(keyring, row.pseudonym, row.key)
+    if (opened === 'missing') {
+      throw new Failure(
+        'BAD_SETTING',
+        `KEY_ENCRYPTION_KEYS lacks the key-encryption key ${row.id}, under which ${row.owners} owners' keys are wrapped: put it back after the first and run \`bun run cli keys rotate\` before dropping it`,
+      )
+    }
+    if (opened === 'wrong') {
+      throw new Failure(
+        'BAD_SETTING',
+        `KEY_ENCRYPTION_KEYS holds a key with id ${row.id} that does not open the ${row.owners} owners' keys wrapped under that id: it is not the key they were wrapped with`,
+      )
+    }
+  }
+}
+
+function openOne(keyring: Keyring, pseudonym: string, key: string): 'opened' | 'missing' | 'wrong' {
+  try {
+    const raw = unwrapOwnerKey(Buffer.from(key, 'base64'), keyring.keks, pseudonym)
+    return 'missing' in raw ? 'missing' : 'opened'
+  } catch {
+    return 'wrong'
   }
 }
 

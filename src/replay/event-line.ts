@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { INT64_MAX, isOwner, OWNER_RULE, readStoredPlant } from '../domain/plant.ts'
 import { PSEUDONYM, TIME } from './export-format.ts'
-import { isSealedText, type OwnerKey } from './sealed-event.ts'
+import { isSealedField, type OwnerKey } from './sealed-event.ts'
 
 // The envelope of one exported event (replay/export-format.ts).
 const ExportedEvent = Type.Object({
@@ -29,13 +29,15 @@ export type Pseudonym =
 // What the checks across lines and against the store need. `owner` and `plantId` are null for an
 // event that names no readable plant (an erased owner's, an OwnerErased); `sealed` is false for a
 // version 1 event, sealed on its way in; `resolved` is false for an event whose pseudonym only the
-// target store can vouch for.
+// target store can vouch for. `plant`: the row the event makes in `plants` (with `owner`), so that
+// the import projects without opening anything again.
 export type CheckedEvent = {
   position: bigint
   streamId: string
   streamVersion: number
   owner: string | null
   plantId: bigint | null
+  plant: { name: string; tag: string | null } | null
   pseudonym: string | null
   sealed: boolean
   resolved: boolean
@@ -91,10 +93,18 @@ export function checkPlainEvent(value: unknown): CheckedEvent | Refused {
   if (event.streamId !== streamId) {
     return { refused: `streamId must be the plant's own stream, ${JSON.stringify(streamId)}` }
   }
-  return { ...located(event), owner, plantId: plant.id, pseudonym: null, sealed: false, resolved: true }
+  return {
+    ...located(event),
+    owner,
+    plantId: plant.id,
+    plant: { name: plant.name, tag: plant.tag },
+    pseudonym: null,
+    sealed: false,
+    resolved: true,
+  }
 }
 
-// An event of a version 2 export, in the erasable form (docs/erasure.md). With its owner's key from
+// An event of a version 2 or 3 export, in the erasable form (docs/erasure.md). With its owner's key from
 // the file, it is opened and checked as the live path would check it (a known type and schema
 // version, data within the API's rules for a plant (docs/api.md), the request id, the stream id the
 // HMAC of the plant's id); without (an erased owner's), only its envelope can be. `pseudonymOf`
@@ -117,7 +127,7 @@ export async function checkSealedEvent(
   switch (event.type) {
     case 'OwnerErased': {
       const broken = ownerErasedRule(event, pseudonym, owner)
-      return broken ? { refused: broken } : { ...checked, owner: null, plantId: null }
+      return broken ? { refused: broken } : { ...checked, owner: null, plantId: null, plant: null }
     }
     case 'PlantCreated': {
       const broken = sealedShapeRule(event, pseudonym)
@@ -126,10 +136,16 @@ export async function checkSealedEvent(
         if (!/^plant:[0-9a-f]{64}$/.test(event.streamId)) {
           return { refused: "streamId must be a plant's stream: plant: and 64 hexadecimal digits" }
         }
-        return { ...checked, owner: null, plantId: null }
+        return { ...checked, owner: null, plantId: null, plant: null }
       }
-      const plantId = await openPlant(event, owner)
-      return typeof plantId === 'object' ? plantId : { ...checked, owner: owner.owner, plantId }
+      const plant = openPlant(event, owner)
+      if ('refused' in plant) return plant
+      return {
+        ...checked,
+        owner: owner.owner,
+        plantId: plant.id,
+        plant: { name: plant.name, tag: plant.tag },
+      }
     }
     default:
       return {
@@ -138,27 +154,30 @@ export async function checkSealedEvent(
   }
 }
 
-// The id of the plant a sealed PlantCreated holds, opened with its owner's key, or the rule broken.
-async function openPlant(event: Envelope, owner: Pseudonym & { kind: 'key' }): Promise<bigint | Refused> {
+// The plant a sealed PlantCreated holds, opened with its owner's key, or the rule broken.
+function openPlant(
+  event: Envelope,
+  owner: Pseudonym & { kind: 'key' },
+): { id: bigint; name: string; tag: string | null } | Refused {
   const cannotOpen = (field: string) => ({
     refused: `${field}: does not open with the key of its pseudonym (line ${owner.line}): a wrong key, or changed bytes`,
   })
-  const data = await openJson(owner.key, (event.data as { sealed: string }).sealed)
+  const data = openJson(owner.key, event.data, 'data')
   if (data === undefined) return cannotOpen('data')
   const badData = badTextRefusal(data, '/data')
   if (badData) return badData
   const plant = readStoredPlant(event.type, event.schemaVersion, data)
   if (typeof plant === 'string') return { refused: plant }
-  const metadata = await openJson(owner.key, (event.metadata as { sealed: string }).sealed)
+  const metadata = openJson(owner.key, event.metadata, 'metadata')
   if (metadata === undefined) return cannotOpen('metadata')
   const badMetadata = badTextRefusal(metadata, '/metadata')
   if (badMetadata) return badMetadata
-  if (!isRequestIdOnly(metadata))
-    return { refused: 'metadata: the sealed metadata must be {"requestId": text}' }
-  if (event.streamId !== (await owner.key.streamId(plant.id))) {
+  if (!isRequestMetadata(metadata))
+    return { refused: 'metadata: the sealed metadata must be {"requestId": text, "traceparent"?: text}' }
+  if (event.streamId !== owner.key.streamId(plant.id)) {
     return { refused: "streamId must be the plant's own stream, the HMAC of its id under its owner's key" }
   }
-  return plant.id
+  return plant
 }
 
 function ownerErasedRule(event: Envelope, pseudonym: string, owner: Pseudonym): string | undefined {
@@ -181,23 +200,17 @@ function sealedShapeRule(event: Envelope, pseudonym: string): string | undefined
   if (event.schemaVersion !== 0 && event.schemaVersion !== 1) {
     return `unknown schema version ${event.schemaVersion} of PlantCreated (known: 0, 1)`
   }
-  const { sealed, ...rest } = event.data as { sealed?: unknown }
-  if (typeof sealed !== 'string' || !isSealedText(sealed) || Object.keys(rest).length > 0) {
-    return 'data must be {"sealed": <base64 of an IV and whole blocks>} alone'
+  if (!isSealedField(event.data)) {
+    return 'data must be {"gcm": <base64 of an IV, a text and a tag>} or {"sealed": <base64 of an IV and whole blocks>} alone'
   }
-  const metadata = event.metadata as { sealed?: unknown }
-  if (
-    typeof metadata.sealed !== 'string' ||
-    !isSealedText(metadata.sealed) ||
-    Object.keys(metadata).length !== 2
-  ) {
-    return `metadata must be {"pseudonym": "${pseudonym}", "sealed": <base64 of an IV and whole blocks>} alone`
+  if (!isSealedField(event.metadata, ['pseudonym'])) {
+    return `metadata must be {"pseudonym": "${pseudonym}", "gcm" or "sealed": <base64>} alone`
   }
   return undefined
 }
 
-async function openJson(key: OwnerKey, sealed: string): Promise<unknown> {
-  const text = await key.open(sealed)
+function openJson(key: OwnerKey, field: unknown, part: 'data' | 'metadata'): unknown {
+  const text = key.open(field, part)
   if (text === undefined) return undefined
   try {
     return parseJson(text)
@@ -206,13 +219,14 @@ async function openJson(key: OwnerKey, sealed: string): Promise<unknown> {
   }
 }
 
-function isRequestIdOnly(value: unknown): boolean {
+// The request's id, and its W3C trace context when it was traced.
+function isRequestMetadata(value: unknown): boolean {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const keys = Object.keys(value)
+  const { requestId, traceparent, ...rest } = value as Record<string, unknown>
   return (
-    keys.length === 1 &&
-    keys[0] === 'requestId' &&
-    typeof (value as { requestId: unknown }).requestId === 'string'
+    Object.keys(rest).length === 0 &&
+    typeof requestId === 'string' &&
+    (traceparent === undefined || typeof traceparent === 'string')
   )
 }
 

@@ -1,6 +1,6 @@
 import { whileAppendsBlocked } from '../event-log/append-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
-import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database } from '../store/database.ts'
@@ -29,7 +29,7 @@ export const MAX_LINE_BYTES = 64 * 1024
 // PostgreSQL's lock table holds max_locks_per_transaction (64 by default) times the connections.
 const MAX_OWNER_LOCKS = 1_000
 
-export type ImportOptions = { append?: boolean; batchSize?: number; keys?: KeyEncryptionKeys }
+export type ImportOptions = { append?: boolean; batchSize?: number }
 
 // Imports an export (replay/export-format.ts), all of it or, on any refusal, nothing. Three steps:
 // every line is checked as the live path checks an event (a sealed one opened with its owner's key
@@ -38,12 +38,14 @@ export type ImportOptions = { append?: boolean; batchSize?: number; keys?: KeyEn
 // they are checked against the store (an owner it has, a pseudonym it erased) and the keys, the
 // erased pseudonyms and the events appended with their projection in one transaction. Into an
 // empty store the events keep their positions; with `append` they follow the head. The events of
-// a version 1 (plaintext) export are sealed on the way in, under their owner's key. The tables of
-// imports and rebuilds that died are dropped first.
+// a version 1 (plaintext) export are sealed on the way in, under their owner's key. Every key is
+// unwrapped and wrapped again in the service (`keyring`: its key-encryption keys open the file's
+// keys, its first wraps them). The tables of imports and rebuilds that died are dropped first.
 export async function importEvents(
   db: Database,
+  keyring: Keyring,
   lines: AsyncIterable<string>,
-  { append = false, batchSize = 500, keys = [] }: ImportOptions = {},
+  { append = false, batchSize = 500 }: ImportOptions = {},
 ): Promise<number> {
   await clearDeadWorkTables(db)
   if (!append && !(await isLogEmpty(db))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
@@ -52,10 +54,9 @@ export async function importEvents(
   let staging: Staging | undefined
   try {
     staging = await createStaging(db, name)
-    const check = lineChecker({ append, keys })
+    const check = lineChecker({ append, keyring })
     let events = 0
-    // A batch's lines are checked at once (opening sealed events waits on WebCrypto), and their
-    // refusals taken in line order.
+    // A batch's lines are checked, and their refusals taken in line order.
     const stageBatch = async (batch: { text: string; line: number }[]) => {
       const checked = await Promise.all(batch.map(({ text, line }) => check(text, line)))
       const staged: StagedLine[] = []
@@ -98,7 +99,7 @@ export async function importEvents(
         if (!append && !(await isLogEmpty(tx))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
         const owner = await firstOwnerClash(tx, checked)
         if (owner) throw new Failure('IMPORT_REFUSED', `line ${owner.line}: ${owner.rule}`)
-        await keyPlainOwners(tx, checked)
+        await keyPlainOwners(tx, keyring, checked)
         const clash = await firstClashWithStore(tx, checked)
         if (clash) throw new Failure('IMPORT_REFUSED', `line ${clash.line}: ${clash.rule}`)
         return appendStaged(tx, checked, !append)

@@ -1,7 +1,8 @@
 import { Buffer } from 'node:buffer'
 import { Value } from '@sinclair/typebox/value'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
-import { type KeyEncryptionKeys, unwrapKey, WRAPPED_KEY_BYTES } from '../keys/key-encryption-keys.ts'
+import { EARLIER_WRAPPED_KEY_BYTES, unwrapOwnerKey, WRAPPED_KEY_BYTES } from '../keys/envelope.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import {
   checkPlainEvent,
   checkSealedEvent,
@@ -26,7 +27,7 @@ export type LineChecker = (
   line: number,
 ) => Promise<StagedLine | undefined | { refused: string }>
 
-// How many owners' keys are held ready for WebCrypto at once; the others wait as their bytes.
+// How many owners' keys are held ready at once; the others wait as their bytes.
 const READY_KEYS = 1_000
 
 // Checks an export's lines one by one, in order (replay/export-format.ts): the header says the
@@ -34,19 +35,14 @@ const READY_KEYS = 1_000
 // pseudonym, whether its events can be opened (and with which key) or only their envelope checked.
 // With `append`, an event whose pseudonym the file does not name is left to the target store,
 // which must have erased it.
-// A key line's key is wrapped under one of `keys` (the exporting store's key-encryption key must be
-// among them), or raw in a version 2 file: it is unwrapped here, the events checked with it, and
-// staged to be wrapped again under the importing store's first key-encryption key.
-export function lineChecker({
-  append,
-  keys: keks,
-}: {
-  append: boolean
-  keys: KeyEncryptionKeys
-}): LineChecker {
+// A key line's key is wrapped under one of the keyring's key-encryption keys (the exporting store's
+// must be among them), in today's form or the earlier one, or raw in a version 2 file: it is
+// unwrapped here, the events checked with it, and staged wrapped again, in the service, under the
+// importing store's first key-encryption key, bound to its pseudonym.
+export function lineChecker({ append, keyring }: { append: boolean; keyring: Keyring }): LineChecker {
   let version: 1 | 2 | undefined
   let eventsBegun = false
-  const keys = new Map<string, { owner: string; key: string; line: number }>()
+  const keys = new Map<string, { owner: string; key: Uint8Array; line: number }>()
   const owners = new Map<string, number>()
   const erased = new Map<string, number>()
   const ready = new Map<string, OwnerKey>()
@@ -57,7 +53,7 @@ export function lineChecker({
       let key = ready.get(pseudonym)
       if (!key) {
         if (ready.size >= READY_KEYS) ready.clear()
-        key = await ownerKey(base64Bytes(found.key) as Uint8Array)
+        key = ownerKey(found.key)
         ready.set(pseudonym, key)
       }
       return { kind: 'key', owner: found.owner, key, line: found.line }
@@ -107,12 +103,16 @@ export function lineChecker({
     const { pseudonym, owner, key } = value.key
     if (!isOwner(owner)) return { refused: `key.owner: ${OWNER_RULE}` }
     const bytes = base64Bytes(key)
-    if (bytes?.length !== KEY_BYTES && bytes?.length !== WRAPPED_KEY_BYTES) {
+    if (
+      bytes === undefined ||
+      ![KEY_BYTES, WRAPPED_KEY_BYTES, EARLIER_WRAPPED_KEY_BYTES].includes(bytes.length)
+    ) {
       return {
-        refused: `key.key: an owner's key is ${WRAPPED_KEY_BYTES} bytes in base64, wrapped (${KEY_BYTES}, raw, in a version ${RAW_KEYS_VERSION} export)`,
+        refused: `key.key: an owner's key is ${WRAPPED_KEY_BYTES} (or ${EARLIER_WRAPPED_KEY_BYTES}) bytes in base64, wrapped (${KEY_BYTES}, raw, in a version ${RAW_KEYS_VERSION} export)`,
       }
     }
-    const raw = bytes.length === KEY_BYTES ? bytes : unwrapKey(bytes, keks)
+    const raw = bytes.length === KEY_BYTES ? bytes : unwrapped(bytes, pseudonym)
+    if ('refused' in raw) return raw
     if ('missing' in raw) {
       return {
         refused: `key.key is wrapped under key-encryption key ${raw.missing}, which KEY_ENCRYPTION_KEYS lacks: add the exporting store's after the first (docs/keys.md)`,
@@ -126,10 +126,20 @@ export function lineChecker({
         refused: `owner ${JSON.stringify(owner)} has a key at line ${otherKey} already: two keys for one sub would collide in plants`,
       }
     }
-    const rawKey = Buffer.from(raw).toString('base64')
-    keys.set(pseudonym, { owner, key: rawKey, line })
+    keys.set(pseudonym, { owner, key: raw, line })
     owners.set(owner, line)
-    return { kind: 'key', line, pseudonym, owner, key: rawKey }
+    const wrapped = Buffer.from(keyring.wrap({ pseudonym, raw })).toString('base64')
+    return { kind: 'key', line, pseudonym, owner, key: wrapped }
+  }
+
+  function unwrapped(bytes: Uint8Array, pseudonym: string) {
+    try {
+      return unwrapOwnerKey(bytes, keyring.keks, pseudonym)
+    } catch {
+      return {
+        refused: `key.key does not open with its key-encryption key: changed bytes, or another pseudonym's key`,
+      }
+    }
   }
 
   function checkErased(value: unknown, line: number): StagedLine | { refused: string } {

@@ -1,8 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { projectInto } from '../event-log/append.ts'
 import { erasedOwners, events, ownerKeys, plants } from '../event-log/schema.ts'
-import { newWrappedKey, unwrappedKey } from '../event-log/sealing.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import { type Database, type Executor, rowsOf, type Transaction } from '../store/database.ts'
+import { sealPlainOwners } from './plain-owners.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by
 // batch in short transactions of their own, so a slow or paused input holds no transaction and no
@@ -21,32 +21,28 @@ export type StagedLine =
       pseudonym: string | null
       owner: string | null
       plantId: bigint | null
+      plant: { name: string; tag: string | null } | null
       sealed: boolean
       resolved: boolean
     }
+  // `key`: wrapped under the importing store's first key-encryption key, in base64.
   | { kind: 'key'; line: number; pseudonym: string; owner: string; key: string }
   | { kind: 'erased'; line: number; pseudonym: string; erasedAt: string }
 
 // A line that breaks a rule across lines, and the rule.
 export type Clash = { line: number; rule: string }
 
-// One table for the three kinds of line: `key` holds an owner's key (a key line's, or the one a
-// plaintext event is sealed under), `event` the event as the file holds it.
+// One table for the three kinds of line: `key` holds an owner's key, wrapped (a key line's),
+// `event` the event as the file holds it (sealed on its way in when it is plaintext), `name` and
+// `tag` the row an event of a readable owner makes in `plants`.
 export async function createStaging(db: Database, name: string): Promise<Staging> {
   const table = sql.identifier(name)
   await db.execute(sql`
     create unlogged table ${table} (
       line int primary key, kind text not null, pseudonym text, owner text, position bigint,
-      stream_id text, stream_version int, plant_id bigint, sealed boolean, resolved boolean,
-      event jsonb, key bytea, erased_at timestamptz)`)
+      stream_id text, stream_version int, plant_id bigint, name text, tag text, sealed boolean,
+      resolved boolean, event jsonb, key bytea, erased_at timestamptz)`)
   return { table, name }
-}
-
-// A key line's key, raw (the line checker unwrapped it, replay/import-lines.ts), as the store
-// keeps it: wrapped under this store's first key-encryption key, so that not even the work table
-// holds it raw, and the store needs none of the exporting store's key-encryption keys afterwards.
-function storedKey(key: SQL): SQL {
-  return sql`plant_store_wrap(${key})`
 }
 
 // The lines are handed over as one JSON array; PostgreSQL parses each event itself, so its data
@@ -56,10 +52,10 @@ export async function stageLines(db: Database, { table }: Staging, lines: Staged
   const array = `[${lines.map(stagedValue).join(',')}]`
   await db.execute(sql`
     insert into ${table} (line, kind, pseudonym, owner, position, stream_id, stream_version, plant_id,
-                          sealed, resolved, event, key, erased_at)
+                          name, tag, sealed, resolved, event, key, erased_at)
     select (x->>'n')::int, x->>'k', x->>'p', x->>'o', (x->'e'->>'position')::bigint, x->'e'->>'streamId',
-           (x->'e'->>'streamVersion')::int, (x->>'i')::bigint, (x->>'s')::boolean, (x->>'r')::boolean,
-           x->'e', ${storedKey(sql`decode(x->>'key', 'base64')`)}, (x->>'t')::timestamptz
+           (x->'e'->>'streamVersion')::int, (x->>'i')::bigint, x->'v'->>'name', x->'v'->>'tag',
+           (x->>'s')::boolean, (x->>'r')::boolean, x->'e', decode(x->>'key', 'base64'), (x->>'t')::timestamptz
     from jsonb_array_elements(${array}::jsonb) as x`)
 }
 
@@ -67,7 +63,7 @@ function stagedValue(line: StagedLine): string {
   const common = `"n":${line.line},"k":"${line.kind}","p":${JSON.stringify(line.pseudonym)}`
   switch (line.kind) {
     case 'event':
-      return `{${common},"o":${JSON.stringify(line.owner)},"i":${line.plantId === null ? 'null' : `"${line.plantId}"`},"s":${line.sealed},"r":${line.resolved},"e":${line.text}}`
+      return `{${common},"o":${JSON.stringify(line.owner)},"i":${line.plantId === null ? 'null' : `"${line.plantId}"`},"v":${JSON.stringify(line.plant)},"s":${line.sealed},"r":${line.resolved},"e":${line.text}}`
     case 'key':
       return `{${common},"o":${JSON.stringify(line.owner)},"key":${JSON.stringify(line.key)}}`
     case 'erased':
@@ -142,27 +138,10 @@ export async function firstOwnerClash(tx: Transaction, { table }: Staging): Prom
   )
 }
 
-// Under the append lock: finds or makes the key of each owner of a plaintext (version 1) event, as
-// the append statement does (log/append.ts), and gives the event its pseudonym and its stream
-// id under that key, so that it is sealed on its way in and checked as any other.
-export async function keyPlainOwners(tx: Transaction, { table }: Staging): Promise<void> {
-  await tx.execute(sql`
-    with owners as (select distinct owner from ${table} where kind = 'event' and not sealed),
-    found as (
-      select k.pseudonym, k.owner, k.key from ${ownerKeys} as k
-      where not k.erasing and k.owner in (select owner from owners)
-      for share of k),
-    made as (
-      insert into ${ownerKeys} (pseudonym, owner, key)
-      select encode(gen_random_bytes(16), 'hex'), owners.owner, ${newWrappedKey} from owners
-      where not exists (select 1 from found where found.owner = owners.owner)
-      on conflict (owner) where not erasing do update set owner = excluded.owner
-      returning pseudonym, owner, key),
-    keys as (select * from found union all select * from made)
-    update ${table} as s
-    set pseudonym = keys.pseudonym, key = keys.key,
-        stream_id = plant_store_stream_id(s.plant_id::text, ${unwrappedKey(sql`keys.key`)})
-    from keys where s.kind = 'event' and not s.sealed and s.owner = keys.owner`)
+// Under the append lock: seals each plaintext (version 1) event in the service under its owner's
+// key, found or made (replay/plain-owners.ts), so that it is checked and appended as any other.
+export async function keyPlainOwners(tx: Transaction, keyring: Keyring, staging: Staging): Promise<void> {
+  await sealPlainOwners(tx, keyring, staging.table)
 }
 
 // Under the append lock, once the owners are keyed: the first line that the store makes
@@ -192,10 +171,9 @@ export async function firstClashWithStore(tx: Transaction, { table }: Staging): 
 }
 
 // Appends the staged lines and projects the events, in the caller's transaction: the keys and the
-// erased pseudonyms first, so that the projection (one definition, projectInto) opens the events
-// with the keys it finds in the store; then the events in line order, a plaintext one sealed under
-// its owner's key as the append statement seals it. `keepPositions` (an empty store) keeps their
-// positions; otherwise they follow the head.
+// erased pseudonyms first, then the events in line order, each with the `plants` row the line
+// checker read from it (its owner's key is one of the file's, live once stored). `keepPositions`
+// (an empty store) keeps their positions; otherwise they follow the head.
 export async function appendStaged(tx: Transaction, { table }: Staging, keepPositions: boolean) {
   await tx.execute(sql`
     insert into ${ownerKeys} (pseudonym, owner, key)
@@ -211,15 +189,16 @@ export async function appendStaged(tx: Transaction, { table }: Staging, keepPosi
     with inserted as (
       insert into ${events} (position, stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
       select ${position}, s.stream_id, s.stream_version, s.event->>'type', (s.event->>'schemaVersion')::int,
-             case when s.sealed then s.event->'data'
-                  else jsonb_build_object('sealed', plant_store_seal((s.event->'data')::text, ${unwrappedKey(sql`s.key`)})) end,
-             case when s.sealed then s.event->'metadata'
-                  else jsonb_build_object('pseudonym', s.pseudonym, 'sealed', plant_store_seal(
-                         jsonb_build_object('requestId', s.event->'metadata'->>'requestId')::text, ${unwrappedKey(sql`s.key`)})) end,
-             (s.event->>'recordedAt')::timestamptz
+             s.event->'data', s.event->'metadata', (s.event->>'recordedAt')::timestamptz
       from (select * from ${table} where kind = 'event' order by line) s
-      returning *),
-    projected as (${projectInto()(sql`inserted`)})
+      returning position, stream_id, stream_version),
+    projected as (
+      insert into ${plants} (owner, id, name, tag, position)
+      select s.owner, s.plant_id, s.name, s.tag, inserted.position
+      from inserted join ${table} as s
+        on s.kind = 'event' and s.stream_id = inserted.stream_id and s.stream_version = inserted.stream_version
+      where s.owner is not null and s.plant_id is not null and s.name is not null
+        and exists (select 1 from ${ownerKeys} as k where k.owner = s.owner and not k.erasing))
     select count(*)::int as events from inserted`)
   if (keepPositions) {
     await tx.execute(

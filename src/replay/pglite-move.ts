@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { upgradeLog } from '../event-log/upgrade.ts'
 import { wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
-import { type KeyEncryptionKeys, sessionKeys } from '../keys/key-encryption-keys.ts'
+import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import { createKeyring, type Keyring } from '../keys/keyring.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { migrationsFolder } from '../store/migrate.ts'
@@ -37,10 +38,11 @@ export async function moveFromPglite(
   try {
     await mkdir(keptIn, { mode: 0o700 })
     const file = join(keptIn, 'events.ndjson')
-    const exported = await exportOldStore(old, file, keys)
+    const keyring = createKeyring(keys)
+    const exported = await exportOldStore(old, file, keyring)
     const stored = await countEvents(db)
     if (stored === 0 && exported.events > 0) {
-      await importEvents(db, readLines(createReadStream(file)), { keys })
+      await importEvents(db, keyring, readLines(createReadStream(file)))
     } else if (stored !== exported.events) {
       throw new Error(`this engine's store already holds ${stored} events, the old one ${exported.events}`)
     }
@@ -59,9 +61,10 @@ export function describeMove({ events, keptIn }: Moved): string {
   return `moved the store of the previous engine (PGlite) into PostgreSQL: ${events} events; the old folder and its export are kept in ${keptIn} (delete it once no longer needed: the export holds keys)`
 }
 
-// The old store's keys are wrapped under the new store's key-encryption keys before they are
-// exported, so that neither the export kept beside it nor the new store ever holds them raw.
-async function exportOldStore(folder: string, file: string, keys: KeyEncryptionKeys): Promise<Exported> {
+// The old store's keys are wrapped, in this process, under the new store's key-encryption keys
+// before they are exported, so that neither the export kept beside it nor the new store ever holds
+// them raw; no key reaches the old engine either.
+async function exportOldStore(folder: string, file: string, keyring: Keyring): Promise<Exported> {
   const [{ PGlite }, { pgcrypto }, { drizzle }, { migrate }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pgcrypto'),
@@ -71,11 +74,9 @@ async function exportOldStore(folder: string, file: string, keys: KeyEncryptionK
   const client = await PGlite.create({ dataDir: folder, extensions: { pgcrypto } })
   try {
     const db = drizzle({ client })
-    // In process, as a parameter: no other session exists to see it.
-    await client.query(`select set_config('plant_store.keks', $1, false)`, [sessionKeys(keys)])
     await migrate(db, { migrationsFolder })
-    await wrapStoredKeys(db)
-    await upgradeLog(db)
+    await wrapStoredKeys(db, keyring)
+    await upgradeLog(db, keyring)
     const out = createWriteStream(file, { mode: 0o600 })
     const exported = await exportEvents(db, (chunk) => written(out, chunk))
     await new Promise<void>((resolve, reject) =>

@@ -1,5 +1,5 @@
 import { eq, sql } from 'drizzle-orm'
-import { isProjected } from '../event-log/append.ts'
+import { isProjected } from '../event-log/projection.ts'
 import { countEventsAfter, logHead } from '../event-log/reading.ts'
 import { projectionCheckpoints } from '../event-log/schema.ts'
 import type { Executor } from '../store/database.ts'

@@ -1,10 +1,11 @@
 import { sql } from 'drizzle-orm'
-import { projectInto } from '../event-log/append.ts'
 import { GiveWay, whileAppendsBlocked } from '../event-log/append-lock.ts'
 import { holdRebuildLock } from '../event-log/maintenance-lock.ts'
-import { countLogAfter, LOG_START, type LogCursor, logHead, projectLogBatch } from '../event-log/reading.ts'
+import { foldLog } from '../event-log/projection.ts'
+import { countLogAfter, LOG_START, type LogCursor, logHead } from '../event-log/reading.ts'
 import { plants, plantsTable, projectionCheckpoints } from '../event-log/schema.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
@@ -31,19 +32,24 @@ export type RebuildResult = {
 }
 
 // Folds the whole log into a fresh table while the service keeps serving, then swaps it in.
-// Each batch is one statement that applies the projection inside the database (projection.ts).
+// Each batch is read opened in the service, which holds the keys, and its rows written in one
+// statement (event-log/projection.ts): one batch in memory, whatever the log's size.
 // Appends that land meanwhile are caught up in two passes: one without any lock, and the last
 // few under the events table's exclusive lock, held only for that short tail and the swap, and
 // given up (then tried again) rather than waited for while it would hold creates back. The tables
 // of rebuilds and imports that died are dropped first.
-export function rebuildProjection(db: Database, options: RebuildOptions = {}): Promise<RebuildResult> {
-  return holdRebuildLock(db, () => rebuild(db, options))
+export function rebuildProjection(
+  db: Database,
+  keyring: Keyring,
+  options: RebuildOptions = {},
+): Promise<RebuildResult> {
+  return holdRebuildLock(db, () => rebuild(db, keyring, options))
 }
 
 // Under the lock that keeps an erasure's first step out (log/maintenance-lock.ts).
-async function rebuild(db: Database, options: RebuildOptions): Promise<RebuildResult> {
+async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions): Promise<RebuildResult> {
   const {
-    batchSize = 50_000,
+    batchSize = 10_000,
     dryRun = false,
     onProgress = () => {},
     clock = () => performance.now(),
@@ -58,14 +64,15 @@ async function rebuild(db: Database, options: RebuildOptions): Promise<RebuildRe
   const scratch = plantsTable(name)
   const key = (suffix: string) => sql.identifier(`${name}_${suffix}`)
   const copy = async (tx: Executor, from: LogCursor, settled: boolean) => {
-    for (let cursor = from; ; ) {
-      const batch = await projectLogBatch(tx, cursor, batchSize, projectInto(scratch), { settled })
-      if (batch.events === 0) return cursor
-      if (batch.highest > position) position = batch.highest
-      events += batch.events
-      onProgress({ events, total: Math.max(total, events) })
-      cursor = batch.cursor
-    }
+    const folded = await foldLog(tx, keyring, scratch, from, batchSize, {
+      settled,
+      onBatch: (batch) => {
+        if (batch.highest > position) position = batch.highest
+        events += batch.events
+        onProgress({ events, total: Math.max(total, events) })
+      },
+    })
+    return folded.cursor
   }
   const release = await claimWorkTable(db, name)
   try {

@@ -1,21 +1,27 @@
 import { and, eq, getTableColumns, isNull, sql } from 'drizzle-orm'
-import { projectInto } from '../event-log/append.ts'
-import { projectWholeLog } from '../event-log/reading.ts'
+import { foldLog } from '../event-log/projection.ts'
+import { LOG_START } from '../event-log/reading.ts'
 import { type PlantsTable, plants, plantsTable } from '../event-log/schema.ts'
+import type { Keyring } from '../keys/keyring.ts'
 import type { Database, Executor } from '../store/database.ts'
 
 export type Verification = { events: number; diff: ProjectionDiff }
 
-// Folds the log through the live projection into a temporary table and compares it with
-// `plants`. One REPEATABLE READ snapshot sees the log and the projection at the same instant
-// (appends project in their own transaction), so writes landing meanwhile cause no false drift.
-// Nothing is kept: the table is dropped when the transaction ends.
-export async function verifyProjection(db: Database): Promise<Verification> {
+// Folds the log, opened in the service batch by batch (event-log/projection.ts), into a temporary
+// table and compares it with `plants`. One REPEATABLE READ snapshot sees the log and the projection
+// at the same instant (appends project in their own transaction), so writes landing meanwhile
+// cause no false drift; every event the snapshot sees is folded, settled or not. Nothing is kept:
+// the table is dropped when the transaction ends.
+export async function verifyProjection(
+  db: Database,
+  keyring: Keyring,
+  { batchSize = 10_000 } = {},
+): Promise<Verification> {
   return db.transaction(
     async (tx) => {
       await tx.execute(sql`create temp table plants_expected (like plants including all) on commit drop`)
       const expected = plantsTable('plants_expected')
-      const events = await projectWholeLog(tx, projectInto(expected))
+      const { events } = await foldLog(tx, keyring, expected, LOG_START, batchSize, { settled: false })
       return { events, diff: await diffProjection(tx, expected, plants) }
     },
     { isolationLevel: 'repeatable read' },

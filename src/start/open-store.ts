@@ -32,10 +32,10 @@ export async function openStorage(
   const prepareWith = (keys: KeyEncryptionKeys) => (url: string) =>
     migratePostgresDatabase(
       url,
-      async (db) => {
-        await wrapStoredKeys(db, options)
-        await upgradeLog(db, options)
-        await requireKeysCovered(db, keys)
+      async (db, keyring) => {
+        await wrapStoredKeys(db, keyring, options)
+        await upgradeLog(db, keyring, options)
+        await requireKeysCovered(db, keyring)
       },
       keys,
     )

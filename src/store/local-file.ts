@@ -1,8 +1,9 @@
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { randomUUID } from 'node:crypto'
+import { chmod, link, mkdir, open, readFile, rename, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
-// The files the embedded default makes for itself in DATA_DIR on first start (its token secret,
-// its key-encryption key), readable by the service's user only (mode 0600).
+// The files the embedded default makes for itself in DATA_DIR (its token secret, its
+// key-encryption keys), readable by the service's user only (mode 0600).
 
 // The text of `name` in `dataDir`, or undefined when there is no such file.
 export async function readLocalFile(dataDir: string, name: string): Promise<string | undefined> {
@@ -14,19 +15,69 @@ export async function readLocalFile(dataDir: string, name: string): Promise<stri
   }
 }
 
-// Writes `text` as `name` unless the file exists, and returns what the file holds: when two
-// processes start at once, the first one's text, for both.
-export async function createLocalFileOnce(dataDir: string, name: string, text: string): Promise<string> {
+// The steps of a durable write, each a function so that a test can record or stop them.
+export type SecretFileSteps = {
+  // Makes `path` (a new file, mode 0600) holding `text`.
+  write: (path: string, text: string) => Promise<void>
+  // Flushes a file, or a folder's entries, to the disk.
+  sync: (path: string) => Promise<void>
+  // Puts `from` at `to`: `replace` over what is there; otherwise fails with EEXIST when `to` exists.
+  place: (from: string, to: string, replace: boolean) => Promise<void>
+  remove: (path: string) => Promise<void>
+}
+
+export const DISK_STEPS: SecretFileSteps = {
+  write: async (path, text) => {
+    await writeFile(path, text, { mode: 0o600, flag: 'wx' })
+    // The mode given to writeFile is narrowed by the umask only; this sets it whatever the umask.
+    await chmod(path, 0o600)
+  },
+  sync: async (path) => {
+    const handle = await open(path, 'r')
+    try {
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+  },
+  place: (from, to, replace) => (replace ? rename(from, to) : link(from, to)),
+  remove: (path) => unlink(path),
+}
+
+// Writes `text` as `name` in `dataDir` so that a crash or a power loss at any point leaves either
+// the file as it was (none, or its old text) or the new text, whole: written to a file of its own,
+// synced, put in place, and the folder synced, before the caller wraps anything under a key it
+// holds. Without `replace`, an existing file is kept (when two processes start at once, the first
+// one's text wins, for both). Returns the text the file holds.
+export async function writeSecretFile(
+  dataDir: string,
+  name: string,
+  text: string,
+  { replace = false, steps = DISK_STEPS }: { replace?: boolean; steps?: SecretFileSteps } = {},
+): Promise<string> {
   await mkdir(dataDir, { recursive: true })
   const path = join(dataDir, name)
+  const temporary = join(dataDir, `${name}.${randomUUID()}.tmp`)
+  await steps.write(temporary, text)
   try {
-    await writeFile(path, text, { mode: 0o600, flag: 'wx' })
+    await steps.sync(temporary)
+    await steps.place(temporary, path, replace)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
-      return (await readLocalFile(dataDir, name)) ?? text
-    throw error
+    await steps.remove(temporary).catch(() => {})
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    return (await readLocalFile(dataDir, name)) ?? text
   }
-  // The mode given to writeFile is narrowed by the umask only; this sets it whatever the umask.
-  await chmod(path, 0o600)
+  if (!replace) await steps.remove(temporary)
+  await steps.sync(dataDir)
   return text
+}
+
+// Removes `name` from `dataDir` for good: the folder is synced after.
+export async function removeSecretFile(
+  dataDir: string,
+  name: string,
+  steps: SecretFileSteps = DISK_STEPS,
+): Promise<void> {
+  await steps.remove(join(dataDir, name))
+  await steps.sync(dataDir)
 }

@@ -9,6 +9,7 @@ import postgres from 'postgres'
 import { type UpgradeProgress, upgradeLog } from '../../src/event-log/upgrade.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createLegacyStore } from '../erasure/upgrade-legacy-store.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 const EVENTS = Number(process.argv[2] ?? 100_000)
 const LENGTH = Number(process.argv[3] ?? 1024)
@@ -46,15 +47,19 @@ try {
   const steps = new Map<UpgradeProgress['step'], number>()
   const opened = performance.now()
   let upgradeStarted = 0
-  await migratePostgresDatabase(url, async (db) => {
-    upgradeStarted = performance.now()
-    await upgradeLog(db, {
-      batchSize: BATCH,
-      onProgress: ({ step }) => {
-        if (!steps.has(step)) steps.set(step, performance.now())
-      },
-    })
-  })
+  await migratePostgresDatabase(
+    url,
+    async (db, keyring) => {
+      upgradeStarted = performance.now()
+      await upgradeLog(db, keyring, {
+        batchSize: BATCH,
+        onProgress: ({ step }) => {
+          if (!steps.has(step)) steps.set(step, performance.now())
+        },
+      })
+    },
+    TEST_KEYS,
+  )
   const total = seconds(opened)
   const at = (step: UpgradeProgress['step']) => steps.get(step) ?? Number.NaN
   const sealing = (at('vacuum') - upgradeStarted) / 1000

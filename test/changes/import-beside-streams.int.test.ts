@@ -64,8 +64,7 @@ describe('an open change stream beside an --append import (PostgreSQL)', () => {
     readers.push(reader)
     // when: an import runs while the owner creates plants through the API
     let importing = true
-    const imported = importEvents(h.db, importLines(importOwners, IMPORTED, plain), {
-      keys: TEST_KEYS,
+    const imported = importEvents(h.db, h.keyring, importLines(importOwners, IMPORTED, plain), {
       append: true,
     }).finally(() => {
       importing = false

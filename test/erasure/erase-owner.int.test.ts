@@ -131,8 +131,8 @@ for (const kind of STORAGE_KINDS) {
       for (const statement of ['update events set type = type', 'delete from events', 'truncate events'])
         expect(await refusal(storage.db, statement)).toContain('append-only')
       // and the projection is the fold of the log, and a rebuild brings nothing of the owner back
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
-      await rebuildProjection(storage.db)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
+      await rebuildProjection(storage.db, storage.keyring)
       expect(await plantRows(storage.db, KEPT)).toEqual(keptBefore)
       expect(await listing(storage.db, ERIN)).toEqual([])
       expect(await findTraces(storage.db, NEEDLES)).toEqual([])
@@ -145,7 +145,7 @@ for (const kind of STORAGE_KINDS) {
       // then
       expect(again.outcome).toBe('created')
       expect(await listing(storage.db, ERIN)).toEqual([{ name: 'A new fern' }])
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
       // and erasing them again forgets only what they have now
       expect(await eraseOwner(storage.db, ERIN)).toEqual({ plants: 1, completed: 1 })
       expect(await listing(storage.db, ERIN)).toEqual([])
@@ -188,7 +188,7 @@ for (const kind of STORAGE_KINDS) {
         .sort((a, b) => (a.position < b.position ? -1 : 1))
         .map((result) => ({ name: result.plant.name }))
       expect(await listing(storage.db, owner)).toEqual(after)
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
     })
 
     test('an erasure stopped after its first step hides the owner at once, and a rerun completes it', async () => {

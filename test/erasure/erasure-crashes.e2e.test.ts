@@ -69,7 +69,7 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
     // The commands alone: no server runs beside them.
     storage = await startService({ label: 'erasure_crashes', instances: 0 })
     const url = String(storage.databaseUrl)
-    await migratePostgresDatabase(url, (db) => upgradeLog(db), TEST_KEYS)
+    await migratePostgresDatabase(url, (db, keyring) => upgradeLog(db, keyring), TEST_KEYS)
     handle = openPostgres({ keys: TEST_KEYS, url, poolSize: 4, statementTimeoutMs: 60_000 })
     sql = postgres(url, { max: 4, onnotice: () => {} })
     for (const [index, name] of CAROL.entries()) {

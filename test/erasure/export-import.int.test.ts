@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Buffer } from 'node:buffer'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
@@ -6,11 +7,12 @@ import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { createTrickyPlants, listingsByOwner } from '../replay/fixtures.ts'
+import { createTrickyPlants, listingsByOwner, openedTexts } from '../replay/fixtures.ts'
 import { erasedLine, HEADER, keyLine, plainLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
 import {
   count,
   create,
+  type KeyedStore,
   listing,
   openTestStorage,
   rowsOf,
@@ -57,8 +59,8 @@ async function* linesOf(text: string) {
   yield `${text}\n`
 }
 
-async function refusalOf(db: Database, text: string, append: boolean): Promise<string> {
-  const outcome = await importEvents(db, readLines(linesOf(text)), { keys: TEST_KEYS, append }).then(
+async function refusalOf({ db, keyring }: KeyedStore, text: string, append: boolean): Promise<string> {
+  const outcome = await importEvents(db, keyring, readLines(linesOf(text)), { append }).then(
     (imported) => `imported ${imported}`,
     (error: unknown) => error,
   )
@@ -66,13 +68,17 @@ async function refusalOf(db: Database, text: string, append: boolean): Promise<s
   return (outcome as Error).message
 }
 
-async function keyOf(db: Database, owner: string): Promise<{ pseudonym: string; key: string }> {
+async function keyOf(
+  { db, keyring }: KeyedStore,
+  owner: string,
+): Promise<{ pseudonym: string; key: string }> {
   const [row] = await rowsOf(
     db,
-    `select pseudonym, translate(encode(plant_store_unwrap(key), 'base64'), E'\\n', '') as key from owner_keys
-     where owner = '${owner}' and not erasing`,
+    `select pseudonym, encode(key, 'hex') as key from owner_keys where owner = '${owner}' and not erasing`,
   )
-  return { pseudonym: String(row?.pseudonym), key: String(row?.key) }
+  const pseudonym = String(row?.pseudonym)
+  const raw = keyring.open({ pseudonym, wrapped: Buffer.from(String(row?.key), 'hex') })
+  return { pseudonym, key: Buffer.from(raw).toString('base64') }
 }
 
 // Everything of the owner's that must not be readable once they are erased.
@@ -112,7 +118,7 @@ for (const [from, to] of [
     let exported: string
     beforeAll(async () => {
       ;[source, target] = await Promise.all([openTestStorage(from), openTestStorage(to)])
-      await createTrickyPlants(source.db)
+      await createTrickyPlants(source)
       for (const who of [ERASED, PENDING]) {
         for (const plant of who.plants) {
           const now = new Date('2026-01-02T03:04:05.678Z')
@@ -125,8 +131,8 @@ for (const [from, to] of [
         }
       }
       await create(source, 'alice', { id: 99n, name: 'After the others' })
-      erasedKey = await keyOf(source.db, ERASED.owner)
-      pendingKey = await keyOf(source.db, PENDING.owner)
+      erasedKey = await keyOf(source, ERASED.owner)
+      pendingKey = await keyOf(source, PENDING.owner)
       expect((await eraseOwner(source.db, ERASED.owner)).plants).toBe(2)
       await expect(eraseOwner(source.db, PENDING.owner, { feed: UNREACHABLE_FEED })).rejects.toThrow('NATS')
       exported = await exportText(source.db)
@@ -148,7 +154,7 @@ for (const [from, to] of [
 
     test('imported into an empty store: the others list the same, the erased stay erased, verify holds', async () => {
       // when
-      const imported = await importEvents(target.db, readLines(linesOf(exported)), { keys: TEST_KEYS })
+      const imported = await importEvents(target.db, target.keyring, readLines(linesOf(exported)))
       // then
       expect(await positions(target.db)).toEqual(await positions(source.db))
       expect(imported).toBe((await positions(source.db)).length)
@@ -158,7 +164,7 @@ for (const [from, to] of [
       const erased = await rowsOf(target.db, 'select pseudonym from erased_owners order by pseudonym')
       expect(erased.map((row) => row.pseudonym)).toEqual([erasedKey.pseudonym, pendingKey.pseudonym].sort())
       expect(await count(target.db, 'owner_keys')).toBe(2)
-      expect(isInSync((await verifyProjection(target.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(target.db, target.keyring)).diff)).toBe(true)
       expect(withRawKeys(await exportText(target.db))).toBe(withRawKeys(exported))
     })
 
@@ -167,15 +173,15 @@ for (const [from, to] of [
       const decision = await create(target, ERASED.owner, { id: plant.id, name: 'A new life' })
       expect(decision.outcome).toBe('created')
       expect(await listing(target.db, ERASED.owner)).toEqual([{ name: 'A new life' }])
-      expect((await keyOf(target.db, ERASED.owner)).pseudonym).not.toBe(erasedKey.pseudonym)
-      expect(isInSync((await verifyProjection(target.db)).diff)).toBe(true)
+      expect((await keyOf(target, ERASED.owner)).pseudonym).not.toBe(erasedKey.pseudonym)
+      expect(isInSync((await verifyProjection(target.db, target.keyring)).diff)).toBe(true)
     })
 
     test('--append refuses a key for a pseudonym the target erased, and changes nothing', async () => {
       const before = await storeCounts(target.db)
       const comeback = { ...testKey('someone new'), pseudonym: erasedKey.pseudonym }
       const file = [HEADER, keyLine(comeback), await sealedLine(comeback, { id: '1' })].join('\n')
-      expect(await refusalOf(target.db, file, true)).toBe(
+      expect(await refusalOf(target, file, true)).toBe(
         `line 2: pseudonym ${erasedKey.pseudonym} was erased in the target store: its owner cannot come back`,
       )
       expect(await storeCounts(target.db)).toEqual(before)
@@ -183,12 +189,12 @@ for (const [from, to] of [
 
     test('--append refuses an erased line for a pseudonym the target can read, and changes nothing', async () => {
       const before = await storeCounts(target.db)
-      const alice = await keyOf(target.db, 'alice')
+      const alice = await keyOf(target, 'alice')
       const aliceEvent = (await exportText(target.db))
         .split('\n')
         .find((line) => line.includes(`"pseudonym": "${alice.pseudonym}"`)) as string
       const file = [HEADER, erasedLine(alice.pseudonym), aliceEvent].join('\n')
-      expect(await refusalOf(target.db, file, true)).toBe(
+      expect(await refusalOf(target, file, true)).toBe(
         `line 2: pseudonym ${alice.pseudonym} is erased in the file but readable in the target store: erase its owner there first`,
       )
       expect(await storeCounts(target.db)).toEqual(before)
@@ -198,11 +204,11 @@ for (const [from, to] of [
       const before = await storeCounts(target.db)
       const lost = { ...testKey('nobody'), pseudonym: erasedKey.pseudonym }
       const file = [HEADER, await sealedLine(lost, { id: '77' })].join('\n')
-      expect(await importEvents(target.db, readLines(linesOf(file)), { keys: TEST_KEYS, append: true })).toBe(
+      expect(await importEvents(target.db, target.keyring, readLines(linesOf(file)), { append: true })).toBe(
         1,
       )
       expect(await storeCounts(target.db)).toEqual({ ...before, events: before.events + 1 })
-      expect(isInSync((await verifyProjection(target.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(target.db, target.keyring)).diff)).toBe(true)
     })
   })
 }
@@ -222,7 +228,7 @@ describe("a previous version's export (plaintext)", () => {
       const storage = await openTestStorage(kind)
       try {
         // when
-        expect(await importEvents(storage.db, readLines(linesOf(oldExport)), { keys: TEST_KEYS })).toBe(3)
+        expect(await importEvents(storage.db, storage.keyring, readLines(linesOf(oldExport)))).toBe(3)
         // then
         expect(await listing(storage.db, OLD.owner)).toEqual([{ name: OLD.name }, { name: 'Old v0' }])
         expect(await listing(storage.db, 'bert.old')).toEqual([{ name: 'Bert one' }])
@@ -236,17 +242,13 @@ describe("a previous version's export (plaintext)", () => {
               or concat(stream_id, data::text, metadata::text) ~ '(ada\\.old@example\\.org|Old fern|Old v0|old-request|bert\\.old|Bert one|9007199254740993)'`,
         )
         expect(readable[0]?.n).toBe(0)
-        const [v0] = await rowsOf(
-          storage.db,
-          `select plant_store_open(data, k.key)::text as data
-           from events join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k on k.pseudonym = metadata->>'pseudonym' where schema_version = 0`,
-        )
-        expect(v0?.data).toBe('{"title": "Old v0", "plantId": 9007199254740993}')
-        expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+        const [v0] = await openedTexts(storage, 0)
+        expect(v0).toBe('{"title": "Old v0", "plantId": 9007199254740993}')
+        expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
         // and an --append of the owner's later plants, also plaintext, finds the owner's key
         const later = plainLine(OLD.owner, { id: '2', name: 'Old later', position: '9' })
         expect(
-          await importEvents(storage.db, readLines(linesOf(later)), { keys: TEST_KEYS, append: true }),
+          await importEvents(storage.db, storage.keyring, readLines(linesOf(later)), { append: true }),
         ).toBe(1)
         expect(await listing(storage.db, OLD.owner)).toEqual([
           { name: OLD.name },
@@ -254,16 +256,16 @@ describe("a previous version's export (plaintext)", () => {
           { name: 'Old later' },
         ])
         expect(await count(storage.db, 'owner_keys')).toBe(2)
-        const again = await refusalOf(storage.db, later, true)
+        const again = await refusalOf(storage, later, true)
         expect(again).toBe(
           `line 1: owner "${OLD.owner}" already has plant 2 in the store (one plant per owner and id)`,
         )
-        expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+        expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
         // and once the owner is erased, the same file appended is refused: the store tells the
         // erased owner's events by their positions and times, having nothing of the sub
         await eraseOwner(storage.db, 'bert.old')
         const counted = await storeCounts(storage.db)
-        expect(await refusalOf(storage.db, oldExport, true)).toBe(
+        expect(await refusalOf(storage, oldExport, true)).toBe(
           "line 2: this plaintext event is the target store's event at position 2 (recorded at the same time), whose owner the store has erased: its owner cannot come back",
         )
         expect(await storeCounts(storage.db)).toEqual(counted)

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type SQL, sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { type UpgradeProgress, upgradeLog } from '../../src/event-log/upgrade.ts'
+import { createKeyring } from '../../src/keys/keyring.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
@@ -55,7 +56,7 @@ for (const kind of KINDS) {
         const { db } = migrated
         // given a run that dies after its second batch (the progress report stands for the kill)
         let batches = 0
-        const error = await upgradeLog(db, {
+        const error = await upgradeLog(db, createKeyring(TEST_KEYS), {
           batchSize: 3,
           onProgress: () => {
             batches += 1
@@ -107,7 +108,7 @@ for (const kind of KINDS) {
     test('the listings are those of the previous version, and the projection verifies', async () => {
       for (const owner of facts.owners)
         expect(await listing(storage.db, owner)).toEqual(facts.listings.get(owner) ?? [])
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
     })
   })
 }

@@ -101,8 +101,8 @@ for (const kind of KINDS) {
     test('every owner’s listing is unchanged, the projection verifies, and a rebuild lists the same', async () => {
       for (const owner of facts.owners)
         expect(await listing(storage.db, owner)).toEqual(facts.listings.get(owner) ?? [])
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
-      await rebuildProjection(storage.db)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
+      await rebuildProjection(storage.db, storage.keyring)
       for (const owner of facts.owners)
         expect(await listing(storage.db, owner)).toEqual(facts.listings.get(owner) ?? [])
     })
@@ -163,7 +163,9 @@ for (const kind of KINDS) {
 
     test('a second open finds the log upgraded and does nothing', async () => {
       const again: UpgradeProgress[] = []
-      expect(await upgradeLog(storage.db, { onProgress: (step) => again.push(step) })).toBe(false)
+      expect(await upgradeLog(storage.db, storage.keyring, { onProgress: (step) => again.push(step) })).toBe(
+        false,
+      )
       expect(again).toEqual([])
     })
 
@@ -174,7 +176,7 @@ for (const kind of KINDS) {
       expect(await listing(storage.db, 'olivia')).toHaveLength(
         (facts.listings.get('olivia') ?? []).length + 1,
       )
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
     })
   })
 }

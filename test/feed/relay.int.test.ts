@@ -212,7 +212,6 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
 
   test('events of another instance, imported ones and a late commit are all published, none skipped', async () => {
     const other = openPostgres({
-      keys: TEST_KEYS,
       url: storage.url as string,
       poolSize: 2,
       statementTimeoutMs: 10_000,
@@ -249,7 +248,7 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
     const lines = (async function* () {
       yield* exported.split('\n')
     })()
-    await importEvents(storage.db, lines, { keys: TEST_KEYS, append: true })
+    await importEvents(storage.db, storage.keyring, lines, { append: true })
     // then
     const total = (await positionsInLog(storage)).length
     expect(total).toBe(7)

@@ -10,7 +10,7 @@ import { withRawKeys } from '../support/test-keys.ts'
 // The lines of an export this test reads: key lines, and events sealed under those keys.
 type ExportLine = {
   key?: { pseudonym: string; key: string }
-  data?: { sealed?: string }
+  data?: { gcm?: string; sealed?: string }
   metadata?: { pseudonym: string }
 }
 
@@ -75,7 +75,7 @@ for (const kind of STORAGE_KINDS) {
     })
 
     test('projection verify folds the log into exactly the projected text', async () => {
-      expect(isInSync((await verifyProjection(h.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(h.db, h.keyring)).diff)).toBe(true)
     })
 
     test('the export carries the text exactly', async () => {
@@ -91,12 +91,11 @@ for (const kind of STORAGE_KINDS) {
         .map((line) => JSON.parse(line) as ExportLine)
       const keys = new Map<string, OwnerKey>()
       for (const line of lines)
-        if (line.key)
-          keys.set(line.key.pseudonym, await ownerKey(base64Bytes(line.key.key) ?? new Uint8Array()))
+        if (line.key) keys.set(line.key.pseudonym, ownerKey(base64Bytes(line.key.key) ?? new Uint8Array()))
       const exported: { name: string; tag: string | null }[] = []
       for (const line of lines) {
-        if (!line.data?.sealed || !line.metadata) continue
-        const opened = await keys.get(line.metadata.pseudonym)?.open(line.data.sealed)
+        if (!line.data || !line.metadata) continue
+        const opened = keys.get(line.metadata.pseudonym)?.open(line.data, 'data')
         exported.push(JSON.parse(opened ?? 'null'))
       }
       expect(exported.map((data) => [utf8(data.name), data.tag === null ? null : utf8(data.tag)])).toEqual(

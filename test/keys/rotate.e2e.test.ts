@@ -3,7 +3,9 @@ import { Buffer } from 'node:buffer'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
+import { unwrapOwnerKey } from '../../src/keys/envelope.ts'
+import { keyEncryptionKeyId, parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
+import { openSealed } from '../../src/keys/sealing.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { type Env, runCli, runServerToExit } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
@@ -25,14 +27,32 @@ afterAll(() => storage?.stop())
 
 const env = (keys: string) => ({ ...base, KEY_ENCRYPTION_KEYS: keys })
 
-function session(keys: string) {
-  const parsed = parseKeyEncryptionKeys(keys)
+function keysOf(text: string) {
+  const parsed = parseKeyEncryptionKeys(text)
   if (typeof parsed === 'string') throw new Error(parsed)
-  return postgres(String(storage.databaseUrl), {
-    max: 1,
-    onnotice: () => {},
-    connection: keysParameter(parsed),
-  })
+  return parsed
+}
+
+// How many of `owner`'s events the owner_keys rows in `table` open under the KEK list `keys`, read
+// as anyone holding a copy of the table and those KEKs could read it.
+async function openedWith(table: string, owner: string, keys: string): Promise<number | string> {
+  const sql = postgres(String(storage.databaseUrl), { max: 1, onnotice: () => {} })
+  try {
+    const rows = await sql.unsafe<{ pseudonym: string; key: Uint8Array; data: unknown }[]>(
+      `select b.pseudonym, b.key, e.data from events e join ${table} b on b.pseudonym = e.metadata->>'pseudonym'
+       where b.owner = $1 and e.type = 'PlantCreated'`,
+      [owner],
+    )
+    let opened = 0
+    for (const row of rows) {
+      const raw = unwrapOwnerKey(new Uint8Array(row.key), keysOf(keys), row.pseudonym)
+      if ('missing' in raw) return `missing ${raw.missing}`
+      if (openSealed(row.data, raw, 'data') !== undefined) opened++
+    }
+    return opened
+  } finally {
+    await sql.end()
+  }
 }
 
 async function token(owner: string): Promise<string> {
@@ -49,17 +69,12 @@ test('given a backup of owner_keys from before an erasure, when keys rotate runs
   }
   await first.stop()
   // a "base backup" of the keys, taken before the erasure
-  const admin = session(OLD)
+  const admin = postgres(String(storage.databaseUrl), { max: 1, onnotice: () => {} })
   await admin`create table owner_keys_backup as select * from owner_keys`
   await admin.end()
   expect((await runCli(['owners', 'erase', 'alice'], env(OLD))).exitCode).toBe(0)
   // and the backup with the old key-encryption key does open alice's events (what is at stake)
-  const withOld = session(OLD)
-  const opened = await withOld`select count(*)::int as n from events e join owner_keys_backup b
-    on b.pseudonym = e.metadata->>'pseudonym' where b.owner = 'alice'
-    and plant_store_open(e.data, plant_store_unwrap(b.key)) is not null`
-  await withOld.end()
-  expect(opened[0]?.n).toBe(2)
+  expect(await openedWith('owner_keys_backup', 'alice', OLD)).toBe(2)
 
   // when: the new key first on the service, creates running, keys rotate beside them
   const server = await storage.startAnother(env(`${NEW},${OLD}`))
@@ -100,18 +115,9 @@ test('given a backup of owner_keys from before an erasure, when keys rotate runs
   }
   expect((await runCli(['projection', 'verify'], env(NEW))).exitCode).toBe(0)
   // and the backup, with the live log, opens nothing of alice once the old key is dropped
-  const withNew = session(NEW)
-  try {
-    const refused = await withNew`select count(*)::int as n from events e join owner_keys_backup b
-      on b.pseudonym = e.metadata->>'pseudonym' where b.owner = 'alice'
-      and plant_store_open(e.data, plant_store_unwrap(b.key)) is not null`.then(
-      () => 'opened',
-      (error: { code?: string }) => error.code,
-    )
-    expect(refused).toBe('PSKEK')
-  } finally {
-    await withNew.end()
-  }
+  expect(await openedWith('owner_keys_backup', 'alice', NEW)).toBe(
+    `missing ${keyEncryptionKeyId(keysOf(OLD)[0] as Uint8Array)}`,
+  )
   // and a start that still lacks the new key (the old one alone) stops in one line naming the variable
   const stale = await runServerToExit(env(OLD))
   expect(stale.exitCode).not.toBe(0)
@@ -144,6 +150,39 @@ test('given the embedded default with its generated key-encryption key, when key
     const again = await store.startAnother()
     try {
       expect(await listEveryPlant(again.url, owner)).toEqual([{ name: 'Aloe' }])
+    } finally {
+      await again.stop()
+    }
+  } finally {
+    await store.stop()
+  }
+}, 120_000)
+
+test("given the embedded store with its generated key-encryption key, when keys rotate runs with an operator's new key first, then DATA_DIR keeps no key nothing is wrapped under and the store starts with the new key alone", async () => {
+  // given
+  const store = await startService({ storage: 'embedded', secret: null, label: 'keys-retire', instances: 0 })
+  const dataDir = String(store.dataDir)
+  const embedded = store.env
+  try {
+    const server = await store.startAnother()
+    const owner = (await runCli(['token', 'issue', 'fay'], embedded)).stdout.trim()
+    expect((await postPlant(server.url, owner, { id: 1, name: 'Basil' })).status).toBe(200)
+    await server.stop()
+    const generated = (await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')).trim()
+    // when
+    const rotated = await runCli(['keys', 'rotate'], {
+      ...embedded,
+      KEY_ENCRYPTION_KEYS: `${NEW},${generated}`,
+    })
+    // then
+    expect({ exitCode: rotated.exitCode, stdout: rotated.stdout }).toEqual({ exitCode: 0, stdout: '1\n' })
+    expect(rotated.stderr).toContain(
+      `dropped from DATA_DIR: ${keyEncryptionKeyId(keysOf(generated)[0] as Uint8Array)}`,
+    )
+    expect(await readFile(join(dataDir, 'key-encryption-keys'), 'utf8').catch(() => 'none')).toBe('none')
+    const again = await store.startAnother({ KEY_ENCRYPTION_KEYS: NEW })
+    try {
+      expect(await listEveryPlant(again.url, owner)).toEqual([{ name: 'Basil' }])
     } finally {
       await again.stop()
     }

@@ -42,8 +42,9 @@ async function openStore(kind: StorageKind) {
     await client.end()
     await closeStore()
   }
-  const { app, tokenFor: token } = testApp({ db, keyring: createKeyring(TEST_KEYS) })
-  return { db, app, queries, explain, close, token }
+  const keyring = createKeyring(TEST_KEYS)
+  const { app, tokenFor: token } = testApp({ db, keyring })
+  return { db, keyring, app, queries, explain, close, token }
 }
 
 type Store = Awaited<ReturnType<typeof openStore>>
@@ -167,7 +168,7 @@ for (const kind of STORAGE_KINDS) {
     test('a rebuild that changes nothing keeps every tag; one that changes rows changes their owners', async () => {
       const alicePage = await tagOf(alice, '/plants?limit=20')
       const bobs = await tagOf(bob)
-      await rebuildProjection(store.db)
+      await rebuildProjection(store.db, store.keyring)
       expect(await tagOf(alice, '/plants?limit=20')).toBe(alicePage)
       expect(await tagOf(bob)).toBe(bobs)
       // given alice's projection drifted from the log, which leaves her head where it was
@@ -176,12 +177,12 @@ for (const kind of STORAGE_KINDS) {
       expect(drifted).toBe(alicePage)
       // when a rebuild repairs it, her tag changes (twice over: a second drift and repair too),
       // and bob's, whose rows it left as they were, does not
-      await rebuildProjection(store.db)
+      await rebuildProjection(store.db, store.keyring)
       const repaired = await tagOf(alice, '/plants?limit=20')
       expect(repaired).not.toBe(alicePage)
       expect(await tagOf(bob)).toBe(bobs)
       await store.db.execute(sql`update plants set name = 'drifted' where owner = 'alice' and id = 2`)
-      await rebuildProjection(store.db)
+      await rebuildProjection(store.db, store.keyring)
       expect(new Set([alicePage, repaired, await tagOf(alice, '/plants?limit=20')]).size).toBe(3)
       const names = (await (await get(alice, '/plants?limit=2')).json()) as { name: string }[]
       expect(names).toEqual([{ name: 'plant 1' }, { name: 'plant 2' }])

@@ -45,14 +45,14 @@ for (const kind of STORAGE_KINDS) {
     test('the next rebuild drops the tables of runs that died, and leaves none of its own', async () => {
       await leaveDeadTables(storage.db, 'a')
       expect(await workTables(storage.db)).toEqual(['import_staging_deada', 'plants_rebuild_deada'])
-      await rebuildProjection(storage.db)
+      await rebuildProjection(storage.db, storage.keyring)
       expect(await workTables(storage.db)).toEqual([])
     })
 
     test('a table whose run is alive is left alone: two rebuilds may run at once', async () => {
       const release = await claimWorkTable(storage.db, 'plants_rebuild_alive')
       await storage.db.execute(sql.raw('create table plants_rebuild_alive (like plants including defaults)'))
-      await rebuildProjection(storage.db)
+      await rebuildProjection(storage.db, storage.keyring)
       expect(await workTables(storage.db)).toEqual(['plants_rebuild_alive'])
       await release()
       expect((await clearDeadWorkTables(storage.db)).map((table) => table.name)).toEqual([
@@ -63,16 +63,16 @@ for (const kind of STORAGE_KINDS) {
     test('the next import drops them too, also when it is refused', async () => {
       await leaveDeadTables(storage.db, 'b')
       await expect(
-        importEvents(storage.db, readLines(text('{}\n')), { keys: TEST_KEYS, append: true }),
+        importEvents(storage.db, storage.keyring, readLines(text('{}\n')), { append: true }),
       ).rejects.toMatchObject({ code: 'IMPORT_REFUSED' })
       expect(await workTables(storage.db)).toEqual([])
     })
 
     test('a refusal after an interrupted import says to run projection rebuild', async () => {
       // given: events in the log that lack their projected row, as an interrupted run leaves them
-      await appendAround(storage.db, 'ada', { data: { id: '2', name: 'Ivy', tag: null } })
+      await appendAround(storage, 'ada', { data: { id: '2', name: 'Ivy', tag: null } })
       // when the import is run again
-      const refused = importEvents(storage.db, readLines(text('{}\n')), { keys: TEST_KEYS })
+      const refused = importEvents(storage.db, storage.keyring, readLines(text('{}\n')))
       // then
       await expect(refused).rejects.toThrow(
         'the event log is not empty: it holds 2 event(s), up to position 2, and 1 of them lack their projected row',

@@ -7,6 +7,7 @@ import type { Database } from '../../src/store/database.ts'
 import {
   count,
   create,
+  type KeyedStore,
   listing,
   openTestStorage,
   rowsOf,
@@ -14,7 +15,14 @@ import {
   type TestStorage,
 } from '../support/storage.ts'
 import { TEST_KEYS, withRawKeys } from '../support/test-keys.ts'
-import { createTrickyPlants, listingsByOwner, TRICKY_PLANT_COUNT, TRICKY_PLANTS } from './fixtures.ts'
+import {
+  appendSealedText,
+  createTrickyPlants,
+  listingsByOwner,
+  openedTexts,
+  TRICKY_PLANT_COUNT,
+  TRICKY_PLANTS,
+} from './fixtures.ts'
 
 async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
   let text = ''
@@ -34,9 +42,9 @@ async function* chunked(text: string) {
   for (let at = 0; at < bytes.length; at += 7) yield bytes.slice(at, at + 7)
 }
 
-async function importText(db: Database, text: string, append = false) {
-  const imported = await importEvents(db, readLines(chunked(text)), { keys: TEST_KEYS, append, batchSize: 4 })
-  await rebuildProjection(db)
+async function importText({ db, keyring }: KeyedStore, text: string, append = false) {
+  const imported = await importEvents(db, keyring, readLines(chunked(text)), { append, batchSize: 4 })
+  await rebuildProjection(db, keyring)
   return imported
 }
 
@@ -51,19 +59,14 @@ for (const [from, to] of ROUND_TRIPS) {
     let target: TestStorage
     beforeAll(async () => {
       ;[source, target] = await Promise.all([openTestStorage(from), openTestStorage(to)])
-      await createTrickyPlants(source.db)
+      await createTrickyPlants(source)
       // A PlantCreated v0, sealed as the upgrade of a log of the previous version seals it.
-      await source.db.execute(
-        sql`with key as (insert into owner_keys (pseudonym, owner, key)
-                         values (encode(gen_random_bytes(16), 'hex'), 'olivia', plant_store_wrap(gen_random_bytes(32)))
-                         returning pseudonym, plant_store_unwrap(key) as key)
-            insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-            select plant_store_stream_id('1234567890123456789', key.key), 1, 'PlantCreated', 0,
-                   jsonb_build_object('sealed', plant_store_seal('{"plantId": 1234567890123456789, "title": "v0"}', key.key)),
-                   jsonb_build_object('pseudonym', key.pseudonym, 'sealed', plant_store_seal('{"requestId": "r"}', key.key)),
-                   '2020-01-01T00:00:00.123456Z'
-            from key`,
-      )
+      await appendSealedText(source, 'olivia', {
+        plantId: '1234567890123456789',
+        schemaVersion: 0,
+        data: '{"title": "v0", "plantId": 1234567890123456789}',
+        recordedAt: '2020-01-01T00:00:00.123Z',
+      })
     })
     afterAll(() => Promise.all([source.close(), target.close()]))
 
@@ -71,17 +74,12 @@ for (const [from, to] of ROUND_TRIPS) {
       // given
       const exported = await exportText(source.db)
       // when
-      const imported = await importText(target.db, exported)
+      const imported = await importText(target, exported)
       // then
       expect(imported).toBe(TRICKY_PLANT_COUNT + 1)
       expect(withRawKeys(await exportText(target.db))).toBe(withRawKeys(exported))
       expect(await listingsByOwner(target.db)).toEqual(await listingsByOwner(source.db))
-      const [v0] = await rowsOf(
-        target.db,
-        `select plant_store_open(data, k.key)::text as data
-         from events join (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k on k.pseudonym = metadata->>'pseudonym' where schema_version = 0`,
-      )
-      expect(v0?.data).toBe('{"title": "v0", "plantId": 1234567890123456789}')
+      expect(await openedTexts(target, 0)).toEqual(['{"title": "v0", "plantId": 1234567890123456789}'])
       expect(await listing(target.db, 'olivia')).toEqual([{ name: 'v0' }])
     })
 
@@ -94,19 +92,26 @@ for (const [from, to] of ROUND_TRIPS) {
 
     test('a non-empty store is refused and nothing is imported', async () => {
       const before = await count(target.db, 'events')
-      const refused = importEvents(target.db, readLines(chunked(await exportText(source.db))), {
-        keys: TEST_KEYS,
-      })
+      const refused = importEvents(
+        target.db,
+        target.keyring,
+        readLines(chunked(await exportText(source.db))),
+        {},
+      )
       await expect(refused).rejects.toMatchObject({ code: 'IMPORT_REFUSED' })
       expect(await count(target.db, 'events')).toBe(before)
     })
 
     test('--append of the same export is refused whole: its owners are in the store already', async () => {
       const before = await count(target.db, 'events')
-      const refused = importEvents(target.db, readLines(chunked(await exportText(source.db))), {
-        keys: TEST_KEYS,
-        append: true,
-      })
+      const refused = importEvents(
+        target.db,
+        target.keyring,
+        readLines(chunked(await exportText(source.db))),
+        {
+          append: true,
+        },
+      )
       await expect(refused).rejects.toThrow(
         /^line 2: owner ".*" is an owner the target store already has: two keys for one sub would collide in plants$/,
       )
@@ -121,7 +126,7 @@ for (const [from, to] of ROUND_TRIPS) {
       const exported = await exportText(other.db)
       await other.close()
       // when
-      await importText(target.db, exported, true)
+      await importText(target, exported, true)
       // then
       expect(await listingsByOwner(target.db)).toEqual(await listingsByOwner(source.db).then(withAfterImport))
       const zoe = await rowsOf(target.db, `select name from plants where owner = 'zoe' order by position`)
@@ -129,10 +134,14 @@ for (const [from, to] of ROUND_TRIPS) {
     })
 
     test('a malformed line is refused with its line number', async () => {
-      const refused = importEvents(target.db, readLines(chunked('\n{"position": "1", "streamId": "s"}\n')), {
-        keys: TEST_KEYS,
-        append: true,
-      })
+      const refused = importEvents(
+        target.db,
+        target.keyring,
+        readLines(chunked('\n{"position": "1", "streamId": "s"}\n')),
+        {
+          append: true,
+        },
+      )
       await expect(refused).rejects.toThrow('line 2: /streamVersion')
     })
 

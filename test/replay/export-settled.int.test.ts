@@ -52,8 +52,7 @@ test('five successive --after exports under writers and an import: their union i
     let id = 0n
     while (writing) await create(storage, `writer ${writer}`, { id: id++, name: `w${writer}` })
   })
-  const importing = importEvents(storage.db, slowImport(10_000), {
-    keys: TEST_KEYS,
+  const importing = importEvents(storage.db, storage.keyring, slowImport(10_000), {
     append: true,
     batchSize: 500,
   })

@@ -5,7 +5,14 @@ import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { count, create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
+import {
+  count,
+  create,
+  type KeyedStore,
+  openTestStorage,
+  STORAGE_KINDS,
+  type TestStorage,
+} from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import {
   HEADER,
@@ -211,8 +218,8 @@ for (const kind of STORAGE_KINDS) {
     beforeAll(async () => {
       storage = await openTestStorage(kind)
       db = storage.db
-      await create(db, 'alice', { id: 1n, name: 'Monstera', tag: 'tropical' })
-      await create(db, 'mallory', { id: 7n, name: 'Ivy' })
+      await create(storage, 'alice', { id: 1n, name: 'Monstera', tag: 'tropical' })
+      await create(storage, 'mallory', { id: 7n, name: 'Ivy' })
       before = await exported(db)
     })
     afterAll(() => storage.close())
@@ -220,18 +227,18 @@ for (const kind of STORAGE_KINDS) {
     async function expectUnchangedAndSound() {
       expect(await exported(db)).toBe(before)
       expect(await count(db, 'plants')).toBe(2)
-      const rebuilt = await rebuildProjection(db)
+      const rebuilt = await rebuildProjection(db, storage.keyring)
       expect(rebuilt.plants).toBe(2)
-      expect(isInSync((await verifyProjection(db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(db, storage.keyring)).diff)).toBe(true)
       // the live path still answers only 200 (created or unchanged) or 409
-      expect((await create(db, 'mallory', { id: 7n, name: 'Ivy' })).outcome).toBe('unchanged')
-      expect((await create(db, 'mallory', { id: 7n, name: 'Other' })).outcome).toBe('conflict')
+      expect((await create(storage, 'mallory', { id: 7n, name: 'Ivy' })).outcome).toBe('unchanged')
+      expect((await create(storage, 'mallory', { id: 7n, name: 'Other' })).outcome).toBe('conflict')
       expect(await count(db, 'events')).toBe(2)
     }
 
     for (const [what, hostile, refusal] of HOSTILE) {
       test(`--append of a file with ${what} is refused in one line naming the line and the rule`, async () => {
-        const refused = await refusalOf(db, chunks(await hostile()), true)
+        const refused = await refusalOf(storage, chunks(await hostile()), true)
         expect(refused).toMatch(refusal)
         expect(refused).not.toContain('\n')
         await expectUnchangedAndSound()
@@ -241,7 +248,7 @@ for (const kind of STORAGE_KINDS) {
     test('--append of a key for an owner the store has is refused: two keys for one sub', async () => {
       const mallory = testKey('mallory')
       const refused = await refusalOf(
-        db,
+        storage,
         chunks(`${[HEADER, keyLine(mallory), await sealedLine(mallory, { id: '8' })].join('\n')}\n`),
         true,
       )
@@ -253,7 +260,7 @@ for (const kind of STORAGE_KINDS) {
 
     test("--append of a previous version's plant the owner already has in the store is refused", async () => {
       const plain = `${plainLine('mallory', { id: '100' })}\n${plainLine('mallory', { id: '7', position: '2' })}\n`
-      const refused = await refusalOf(db, chunks(plain), true)
+      const refused = await refusalOf(storage, chunks(plain), true)
       expect(refused).toBe(
         'line 2: owner "mallory" already has plant 7 in the store (one plant per owner and id)',
       )
@@ -263,7 +270,7 @@ for (const kind of STORAGE_KINDS) {
     test('a line that is not UTF-8 is refused by its number', async () => {
       const bytes = new TextEncoder().encode(await line({ id: '2', position: '2' }))
       const broken = bytes.map((byte, at) => (at === 5 ? 0xff : byte))
-      const refused = await refusalOf(db, chunks(await file(), broken, '\n'), true)
+      const refused = await refusalOf(storage, chunks(await file(), broken, '\n'), true)
       expect(refused).toBe('line 4: not valid UTF-8')
       await expectUnchangedAndSound()
     })
@@ -276,15 +283,15 @@ for (const kind of STORAGE_KINDS) {
         yield '"}}\n'
       }
       const heapBefore = process.memoryUsage().heapUsed
-      const refused = await refusalOf(db, huge(), true)
+      const refused = await refusalOf(storage, huge(), true)
       expect(refused).toBe('line 4: longer than 65536 bytes, more than any event takes')
       expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(40 * 1024 * 1024)
       await expectUnchangedAndSound()
     })
 
     test('an empty file is refused: an empty or cut-off input is more likely a mistake than a wish', async () => {
-      expect(await refusalOf(db, chunks(''), true)).toMatch(/^the input holds no events/)
-      expect(await refusalOf(db, chunks('\n\n'), true)).toMatch(/^the input holds no events/)
+      expect(await refusalOf(storage, chunks(''), true)).toMatch(/^the input holds no events/)
+      expect(await refusalOf(storage, chunks('\n\n'), true)).toMatch(/^the input holds no events/)
       await expectUnchangedAndSound()
     })
 
@@ -292,26 +299,23 @@ for (const kind of STORAGE_KINDS) {
       const empty = await openTestStorage(kind)
       try {
         const refused = await refusalOf(
-          empty.db,
+          empty,
           chunks(await file(await line({ type: 'PlantDeleted', position: '2' }))),
         )
         expect(refused).toMatch(/^line 4: unknown event type/)
         const unnamed = await refusalOf(
-          empty.db,
+          empty,
           chunks(await file(await sealedLine(testKey('oscar'), { position: '2' }))),
         )
         expect(unnamed).toMatch(
           /^line 4: pseudonym [0-9a-f]{32} has neither a key line nor an erased line before its events$/,
         )
         expect(await count(empty.db, 'events')).toBe(0)
-        const duplicate = await refusalOf(
-          empty.db,
-          chunks(await file(await line({ id: '5', position: '1' }))),
-        )
+        const duplicate = await refusalOf(empty, chunks(await file(await line({ id: '5', position: '1' }))))
         expect(duplicate).toBe('line 4: position 1 is also at line 3 (each event has its own position)')
         expect(await count(empty.db, 'owner_keys')).toBe(0)
-        expect(await importEvents(empty.db, readLines(chunks(await file())), { keys: TEST_KEYS })).toBe(1)
-        expect(isInSync((await verifyProjection(empty.db)).diff)).toBe(true)
+        expect(await importEvents(empty.db, empty.keyring, readLines(chunks(await file())))).toBe(1)
+        expect(isInSync((await verifyProjection(empty.db, empty.keyring)).diff)).toBe(true)
         expect(await count(empty.db, 'plants')).toBe(1)
       } finally {
         await empty.close()
@@ -328,8 +332,12 @@ async function exported(db: Database): Promise<string> {
   return text
 }
 
-async function refusalOf(db: Database, input: AsyncIterable<Uint8Array | string>, append = false) {
-  const outcome = await importEvents(db, readLines(input), { keys: TEST_KEYS, append }).then(
+async function refusalOf(
+  { db, keyring }: KeyedStore,
+  input: AsyncIterable<Uint8Array | string>,
+  append = false,
+) {
+  const outcome = await importEvents(db, keyring, readLines(input), { append }).then(
     (imported) => `imported ${imported}`,
     (error: unknown) => error,
   )

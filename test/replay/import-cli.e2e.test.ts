@@ -1,8 +1,10 @@
 import { afterAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
+import { seedSealed } from '../support/sealed-seed.ts'
 import { type Env, runCli } from '../support/server-process.ts'
 import { startService } from '../support/service.ts'
-import { withTestKeys } from '../support/test-keys.ts'
+import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, testKey } from './sealed-lines.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname
@@ -57,18 +59,15 @@ test('a rebuild killed half-way leaves a table that status shows and the next re
   // given: a log long enough for a rebuild to be caught in the middle
   const { env, url } = await postgresEnv()
   expect((await runCli(['db', 'migrate'], env)).exitCode).toBe(0)
-  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  // Two connections: the seed reads its source through a cursor on one and writes on the other.
+  const sql = postgres(url, { max: 2, onnotice: () => {} })
   try {
-    await sql`insert into owner_keys (pseudonym, owner, key)
-              values (encode(gen_random_bytes(16), 'hex'), 'seed', plant_store_wrap(gen_random_bytes(32)))`
-    await sql`insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-              select plant_store_stream_id(n::text, k.key), 1, 'PlantCreated', 1,
-                     jsonb_build_object('sealed', plant_store_seal(
-                       jsonb_build_object('id', n::text, 'name', 'seed ' || n, 'tag', null)::text, k.key)),
-                     jsonb_build_object('pseudonym', k.pseudonym,
-                       'sealed', plant_store_seal('{"requestId": "seed"}', k.key)), now()
-              from generate_series(1, 200000) as n
-              cross join (select pseudonym, plant_store_unwrap(key) as key from owner_keys) as k`
+    await seedSealed(
+      sql,
+      createKeyring(TEST_KEYS),
+      "select 'seed' as owner, n::bigint as id, 'seed ' || n as name, null::text as tag from generate_series(1, 200000) as n",
+      { project: false },
+    )
     // when: the rebuild is killed once its table exists
     const rebuild = Bun.spawn(['bun', 'src/cli/main.ts', 'projection', 'rebuild'], {
       cwd: ROOT,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { type LogFollower, startLogFollower } from '../../src/event-log/follower.ts'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
+import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
@@ -21,7 +22,12 @@ beforeAll(async () => {
   second = await client.reserve()
   // The owner's key exists, so that the writers below append as the live path does.
   await create(storage, 'o', { id: 0n, name: 'first' })
-  follower = startLogFollower({ db: storage.db, logger: silentLogger(), pollMs: 20 })
+  follower = startLogFollower({
+    db: storage.db,
+    keyring: storage.keyring,
+    logger: silentLogger(),
+    pollMs: 20,
+  })
   follower.subscribe((events: LoggedEvent[]) => {
     for (const event of events) seen.push((event.data as { name: string }).name)
   })
@@ -38,14 +44,18 @@ afterAll(async () => {
 // Each event is named by its plant's name, which a reader of the log gets back; sealed under the
 // owner's key as every event is.
 let nextId = 1
-const append = (connection: postgres.ReservedSql, name: string) => {
-  const data = JSON.stringify({ id: String(nextId++), name, tag: null })
+const append = async (connection: postgres.ReservedSql, name: string) => {
+  const id = String(nextId++)
+  const data = JSON.stringify({ id, name, tag: null })
+  const [stored] = await connection<{ pseudonym: string; key: Uint8Array }[]>`
+    select pseudonym, key from owner_keys where owner = 'o' and not erasing`
+  if (!stored) throw new Error('o has no key')
+  const raw = storage.keyring.open({ pseudonym: stored.pseudonym, wrapped: stored.key })
   return connection`
     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-    select plant_store_stream_id(${data}::text::jsonb->>'id', k.key), 1, 'PlantCreated', 1,
-           jsonb_build_object('sealed', plant_store_seal(${data}::text, k.key)),
-           jsonb_build_object('pseudonym', k.pseudonym), now()
-    from (select pseudonym, owner, erasing, plant_store_unwrap(key) as key from owner_keys) k where k.owner = 'o' returning position`
+    values (${streamIdOf(id, raw)}, 1, 'PlantCreated', 1, ${JSON.stringify(seal(data, raw, 'data'))}::text::jsonb,
+            ${JSON.stringify({ pseudonym: stored.pseudonym })}::text::jsonb, now())
+    returning position`
 }
 
 const settle = () => Bun.sleep(300)

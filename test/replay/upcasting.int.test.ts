@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { readPlantStream } from '../../src/event-log/append.ts'
+import { liveOwnerKey } from '../../src/event-log/owner-keys.ts'
+import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
 import { openStorage } from '../../src/start/open-store.ts'
@@ -44,19 +46,19 @@ for (const kind of STORAGE_KINDS) {
 
     test('v0 events replay into the current projection beside v1 events, in log order', async () => {
       // when
-      await rebuildProjection(storage.db)
+      await rebuildProjection(storage.db, storage.keyring)
       // then
       expect(await listing(storage.db, 'olivia')).toEqual([
         { name: 'Old fern' },
         { name: 'Old palm', tag: '' },
         { name: 'New cactus', tag: 'v1' },
       ])
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
     })
 
     test('a stream read gives a v0 event in the current shape, the id exact, an empty tag kept', async () => {
-      const [fern] = await readPlantStream(storage.db, 'olivia', 9007199254740993n)
-      const [palm] = await readPlantStream(storage.db, 'olivia', 2n)
+      const [fern] = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 9007199254740993n)
+      const [palm] = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 2n)
       expect([fern?.schemaVersion, fern?.data]).toEqual([
         0,
         { id: '9007199254740993', name: 'Old fern', tag: null },
@@ -81,27 +83,30 @@ for (const kind of STORAGE_KINDS) {
     beforeAll(async () => {
       storage = await openTestStorage(kind)
       // sealed under olivia's key, as this version stores every event
-      await storage.db.execute(sql`
-        with key as (
-          insert into owner_keys (pseudonym, owner, key) values ('p-olivia', 'olivia', plant_store_wrap(gen_random_bytes(32)))
-            returning plant_store_unwrap(key) as key
-        )
-        insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        select plant_store_stream_id(id, key.key), 1, 'PlantCreated', version,
-               jsonb_build_object('sealed', plant_store_seal(data, key.key)), '{"pseudonym": "p-olivia"}', now()
-        from key, (values ('7', 2, '{"id": "7", "name": "Future"}'), ('8', 0, '{"plantId": 1.5, "title": "Half"}'))
-          as event(id, version, data)`)
+      const { pseudonym, raw, wrapped } = storage.keyring.make()
+      await storage.db.execute(
+        sql`insert into owner_keys (pseudonym, owner, key) values (${pseudonym}, 'olivia', ${wrapped})`,
+      )
+      for (const [id, version, data] of [
+        ['7', 2, '{"id": "7", "name": "Future"}'],
+        ['8', 0, '{"plantId": 1.5, "title": "Half"}'],
+      ] as const) {
+        await storage.db.execute(sql`
+          insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+          values (${streamIdOf(id, raw)}, 1, 'PlantCreated', ${version}, ${JSON.stringify(seal(data, raw, 'data'))}::jsonb,
+                  ${JSON.stringify({ pseudonym })}::jsonb, now())`)
+      }
     })
     afterAll(() => storage.close())
 
     test('a version newer than the definition knows stops a stream read with its position', async () => {
-      const refusal = await readPlantStream(storage.db, 'olivia', 7n).catch(causeOf)
-      expect(refusal).toMatch(/unknown event PlantCreated v2 at position \d+/)
+      const refusal = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 7n).catch(causeOf)
+      expect(refusal).toMatch(/event PlantCreated v2 at position \d+: unknown schema version 2/)
     })
 
     test('a v0 id that is not an integer is refused, not rounded', async () => {
-      const refusal = await readPlantStream(storage.db, 'olivia', 8n).catch(causeOf)
-      expect(refusal).toContain('invalid input syntax for type bigint: "1.5"')
+      const refusal = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 8n).catch(causeOf)
+      expect(refusal).toMatch(/malformed event PlantCreated v0 at position \d+/)
     })
   })
 }
@@ -121,7 +126,7 @@ for (const kind of STORAGE_KINDS) {
         await opened.close()
         return 'opened'
       }, causeOf)
-      expect(refusal).toMatch(/unknown event PlantCreated v2 at position 3/)
+      expect(refusal).toMatch(/event PlantCreated v2 at position 3: unknown schema version 2/)
       // and nothing was sealed: the batch is one transaction
       const asIs = await openAsIs(legacy)
       try {
@@ -133,4 +138,10 @@ for (const kind of STORAGE_KINDS) {
       await legacy.cleanup()
     }
   })
+}
+
+async function keyOf(storage: { db: TestStorage['db']; keyring: TestStorage['keyring'] }, owner: string) {
+  const key = await liveOwnerKey(storage.db, storage.keyring, owner)
+  if (!key) throw new Error(`${owner} has no live key`)
+  return key
 }

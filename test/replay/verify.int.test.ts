@@ -12,14 +12,14 @@ for (const kind of STORAGE_KINDS) {
     beforeEach(async () => {
       storage = await openTestStorage(kind)
       opened.push(storage)
-      await createTrickyPlants(storage.db)
+      await createTrickyPlants(storage)
     })
     afterAll(() => Promise.all(opened.map((each) => each.close())))
 
     const drift = (statement: string) => storage.db.execute(sql.raw(statement))
 
     test('a projection kept by the live path matches the fold of the log', async () => {
-      const { events, diff } = await verifyProjection(storage.db)
+      const { events, diff } = await verifyProjection(storage.db, storage.keyring)
       expect(events).toBe(6)
       expect(isInSync(diff)).toBe(true)
     })
@@ -28,7 +28,7 @@ for (const kind of STORAGE_KINDS) {
       // given
       await drift(`delete from plants where id = 9007199254740993`)
       // when
-      const { diff } = await verifyProjection(storage.db)
+      const { diff } = await verifyProjection(storage.db, storage.keyring)
       // then
       expect(isInSync(diff)).toBe(false)
       expect(diff.missing.count).toBe(1)
@@ -40,7 +40,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('a row no event explains is reported extra', async () => {
       await drift(`insert into plants values ('mallory', 9007199254740995, 'Ghost', null, 999)`)
-      const { diff } = await verifyProjection(storage.db)
+      const { diff } = await verifyProjection(storage.db, storage.keyring)
       expect(diff.extra).toEqual({
         count: 1,
         examples: [{ owner: 'mallory', id: 9007199254740995n, name: 'Ghost', tag: null, position: 999n }],
@@ -54,7 +54,7 @@ for (const kind of STORAGE_KINDS) {
       await drift(`update plants set tag = null where id = 9223372036854775807`)
       await drift(`update plants set position = position + 1000 where id = 7`)
       // when
-      const { diff } = await verifyProjection(storage.db)
+      const { diff } = await verifyProjection(storage.db, storage.keyring)
       // then
       expect(diff.changed.count).toBe(3)
       const pairs = diff.changed.examples.map(({ expected, actual }) => [
@@ -72,14 +72,14 @@ for (const kind of STORAGE_KINDS) {
       await drift(`delete from plants where id = 8`)
       await drift(`insert into plants values ('mallory', 1, 'Ghost', '', 999)`)
       // when
-      await verifyProjection(storage.db)
+      await verifyProjection(storage.db, storage.keyring)
       // (the row count alone would not show a repair: one row is missing and one is extra)
-      const afterVerify = (await verifyProjection(storage.db)).diff
-      await rebuildProjection(storage.db)
+      const afterVerify = (await verifyProjection(storage.db, storage.keyring)).diff
+      await rebuildProjection(storage.db, storage.keyring)
       // then the first verify left the drift where it was, and the rebuild removed it
       expect([afterVerify.missing.count, afterVerify.extra.count]).toEqual([1, 1])
       expect(await count(storage.db, 'projection_checkpoints')).toBe(1)
-      expect(isInSync((await verifyProjection(storage.db)).diff)).toBe(true)
+      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
     })
   })
 }

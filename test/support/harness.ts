@@ -78,6 +78,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
     kind,
     app,
     db: handle.db,
+    keyring: handle.keyring,
     databaseUrl: handle.url,
     request,
     tokenFor,

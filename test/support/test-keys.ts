@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer'
-import { type KeyEncryptionKeys, unwrapKey } from '../../src/keys/key-encryption-keys.ts'
+import { unwrapOwnerKey } from '../../src/keys/envelope.ts'
+import type { KeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
 
 // The key-encryption key every test store on PostgreSQL shares unless a test says otherwise:
 // spawned servers and commands get it as KEY_ENCRYPTION_KEYS (server-process.ts), stores opened
@@ -16,10 +17,11 @@ export function withTestKeys<Env extends Record<string, string | undefined>>(env
 
 // An export's text with each key line's key unwrapped (raw, base64): an import wraps every key
 // again under its store's first key-encryption key, with a fresh IV, so two exports of the same
-// keys differ only there.
+// keys differ only there. Today's form is bound to the pseudonym of its line.
 export function withRawKeys(text: string, keys: KeyEncryptionKeys = TEST_KEYS): string {
-  return text.replace(/("key":\{.*?"key":")([^"]+)(")/g, (_, before: string, key: string, after: string) => {
-    const raw = unwrapKey(new Uint8Array(Buffer.from(key, 'base64')), keys)
+  const keyLine = /("key":\{"pseudonym":"([0-9a-f]+)".*?"key":")([^"]+)(")/g
+  return text.replace(keyLine, (_, before: string, pseudonym: string, key: string, after: string) => {
+    const raw = unwrapOwnerKey(new Uint8Array(Buffer.from(key, 'base64')), keys, pseudonym)
     if ('missing' in raw) throw new Error(`a key under an unknown key-encryption key ${raw.missing}`)
     return `${before}${Buffer.from(raw).toString('base64')}${after}`
   })
