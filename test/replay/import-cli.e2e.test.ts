@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { type Env, runCli } from '../support/server-process.ts'
 import { startService } from '../support/service.ts'
-import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
+import { withTestKeys } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, testKey } from './sealed-lines.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname

@@ -5,7 +5,6 @@ import type { LoggedEvent } from '../../src/event-log/reading.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Two writers on their own connections, so their transactions interleave as chosen here, and the
 // process's reader of the log (the follower the feed and the change streams take from).
