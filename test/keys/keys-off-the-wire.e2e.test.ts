@@ -138,3 +138,27 @@ test('given an earlier store and a feed, when the service and the CLI create, li
   )
   expect(found).toEqual([])
 })
+
+test('given the earlier store once the new version has run on it, then no function of the store takes a key, no setting holds one and pgcrypto is gone', async () => {
+  const sql = postgres(String(storage.databaseUrl), { max: 1, onnotice: () => {} })
+  try {
+    const takingKeys = await sql<{ name: string }[]>`
+      select p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' as name
+      from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+      where n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'
+        and ('bytea'::regtype = any (p.proargtypes::oid[])
+          or exists (select from unnest(coalesce(p.proargnames, '{}')) as arg where arg ~* 'key|kek'))`
+    const pgcrypto = await sql`select extname from pg_extension where extname = 'pgcrypto'`
+    const stored = await sql`select setting from pg_db_role_setting, unnest(setconfig) as setting
+      where setting like 'plant_store.%'`
+    const session = await sql`select name from pg_settings where name like 'plant_store.%'`
+    expect({ takingKeys, pgcrypto: [...pgcrypto], stored: [...stored], session: [...session] }).toEqual({
+      takingKeys: [],
+      pgcrypto: [],
+      stored: [],
+      session: [],
+    })
+  } finally {
+    await sql.end()
+  }
+})
