@@ -157,7 +157,12 @@ test('given the earlier store once the new version has run on it, then no functi
     const stored = await sql`select setting from pg_db_role_setting, unnest(setconfig) as setting
       where setting like 'plant_store.%'`
     const session = await sql`select name from pg_settings where name like 'plant_store.%'`
-    expect({ takingKeys, pgcrypto: [...pgcrypto], stored: [...stored], session: [...session] }).toEqual({
+    expect({
+      takingKeys: takingKeys.map((row) => row.name),
+      pgcrypto: [...pgcrypto],
+      stored: [...stored],
+      session: [...session],
+    }).toEqual({
       takingKeys: [],
       pgcrypto: [],
       stored: [],
