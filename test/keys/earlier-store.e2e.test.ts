@@ -95,8 +95,12 @@ for (const kind of ['postgres', 'embedded'] as const) {
       const plant = owner?.plants.at(-1)
       if (!owner || !plant) throw new Error('the earlier store has no plant')
       const token = await storage.tokenFor(owner.sub)
+      const events = async () =>
+        (await cliWith(['events', 'export'], {})).split('\n').filter((line) => line !== '').length
+      const before = await events()
       expect((await postExactly(server.url, token, plant)).status).toBe(200)
       expect((await postExactly(server.url, token, { ...plant, name: 'another name' })).status).toBe(409)
+      expect(await events()).toBe(before)
       expect(await listEveryPlant(server.url, token)).toEqual(owner.plants.map(listed))
       expect((await postExactly(server.url, token, { id: '424242', name: 'new on an old key' })).status).toBe(
         200,
