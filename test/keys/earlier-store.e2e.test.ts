@@ -2,9 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { unwrapOwnerKey, WRAPPED_KEY_BYTES } from '../../src/keys/envelope.ts'
-import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
-import { openSealed } from '../../src/keys/sealing.ts'
+import { WRAPPED_KEY_BYTES } from '../../src/keys/envelope.ts'
 import { listEveryPlant } from '../support/plant-client.ts'
 import { type Env, runCli, type ServerProcess } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
@@ -17,13 +15,12 @@ import {
   restoreEarlierPostgres,
   unpackEarlierDataDir,
 } from './fixtures/earlier-stores.ts'
+import { type OpenedPlant, parsedKeys, readExport } from './fixtures/opened-export.ts'
 
 // A store written by the version that sealed in the database (test/keys/fixtures/), started on this
 // one as it is: nothing lost, every event opening exactly, and a rotation and an erasure on it.
 
 type Kind = 'postgres' | 'embedded'
-type Exported = { keys: { owner: string; wrapped: Uint8Array }[]; plants: Map<string, OpenedPlant[]> }
-type OpenedPlant = { id: string; name: string; tag: string | null; traceparent?: string }
 
 const NEW_KEK = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
 
@@ -161,48 +158,4 @@ async function startEarlierStore(kind: Kind): Promise<ServiceStorage> {
   })
   unpackEarlierDataDir(String(storage.dataDir))
   return storage
-}
-
-function parsedKeys(text: string): KeyEncryptionKeys {
-  const keys = parseKeyEncryptionKeys(text)
-  if (typeof keys === 'string') throw new Error(keys)
-  return keys
-}
-
-// An export's owners' keys as stored, and its PlantCreated events opened here, by owner in log
-// order (ids kept as their decimal text).
-function readExport(text: string, keks: KeyEncryptionKeys): Exported {
-  const keys: Exported['keys'] = []
-  const raw = new Map<string, { owner: string; key: Uint8Array }>()
-  const plants = new Map<string, OpenedPlant[]>()
-  for (const line of text.split('\n').filter((one) => one !== '')) {
-    const value = JSON.parse(line) as {
-      key?: { pseudonym: string; owner: string; key: string }
-      type?: string
-      data?: unknown
-      metadata?: { pseudonym?: string }
-    }
-    if (value.key) {
-      const wrapped = new Uint8Array(Buffer.from(value.key.key, 'base64'))
-      const key = unwrapOwnerKey(wrapped, keks, value.key.pseudonym)
-      if ('missing' in key) throw new Error(`a key under an unknown key-encryption key ${key.missing}`)
-      keys.push({ owner: value.key.owner, wrapped })
-      raw.set(value.key.pseudonym, { owner: value.key.owner, key })
-    }
-    const owner = raw.get(value.metadata?.pseudonym ?? '')
-    if (value.type !== 'PlantCreated' || !owner) continue
-    const data = openSealed(value.data, owner.key, 'data')
-    const metadata = openSealed(value.metadata, owner.key, 'metadata')
-    if (data === undefined || metadata === undefined) throw new Error(`an event that does not open: ${line}`)
-    const plant = JSON.parse(data.replace(/"id":\s*(-?\d+)/, '"id":"$1"')) as OpenedPlant
-    const { traceparent } = JSON.parse(metadata) as { traceparent?: string }
-    const opened = {
-      id: plant.id,
-      name: plant.name,
-      tag: plant.tag ?? null,
-      ...(traceparent && { traceparent }),
-    }
-    plants.set(owner.owner, [...(plants.get(owner.owner) ?? []), opened])
-  }
-  return { keys, plants }
 }
