@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer'
 import type { Socket } from 'bun'
 
 // 'reset': every connection is closed and each new one is reset on arrival, as a database that
@@ -11,16 +12,25 @@ export type TcpProxy = {
   // Open again; connections silenced mid-conversation cannot resume, so they are closed.
   restore: () => void
   stop: () => void
+  // With `record`: every byte each connection sent towards the target, one array per connection
+  // in the order they were opened (kept whole, so that no value is cut between two reads).
+  sent: () => Uint8Array[]
 }
+
+export type TcpProxyOptions = { record?: boolean }
 
 // Bytes a socket did not take yet (a write may be partial); flushed on `drain`.
 type Outbox = { socket?: Socket<unknown>; queued: Uint8Array[] }
-type Link = { toClient: Outbox; toUpstream: Outbox; closed: boolean }
+type Link = { toClient: Outbox; toUpstream: Outbox; closed: boolean; sent?: Uint8Array[] }
 
 // A TCP forwarder between the service and PostgreSQL, so a test can take the database away
 // without touching the shared server.
-export function startTcpProxy(target: { hostname: string; port: number }): TcpProxy {
+export function startTcpProxy(
+  target: { hostname: string; port: number },
+  { record = false }: TcpProxyOptions = {},
+): TcpProxy {
   const links = new Set<Link>()
+  const recorded: Uint8Array[][] = []
   let mode: 'open' | CutMode = 'open'
 
   const closeLink = (link: Link) => {
@@ -49,6 +59,10 @@ export function startTcpProxy(target: { hostname: string; port: number }): TcpPr
           toUpstream: { queued: [] },
           closed: false,
         }
+        if (record) {
+          link.sent = []
+          recorded.push(link.sent)
+        }
         client.data = link
         if (mode === 'reset') return closeLink(link)
         links.add(link)
@@ -72,7 +86,10 @@ export function startTcpProxy(target: { hostname: string; port: number }): TcpPr
           () => closeLink(link),
         )
       },
-      data: (client, chunk) => send(client.data, client.data.toUpstream, chunk),
+      data: (client, chunk) => {
+        client.data.sent?.push(new Uint8Array(chunk))
+        send(client.data, client.data.toUpstream, chunk)
+      },
       drain: (client) => flush(client.data.toClient),
       close: (client) => closeLink(client.data),
       error: (client) => closeLink(client.data),
@@ -93,6 +110,7 @@ export function startTcpProxy(target: { hostname: string; port: number }): TcpPr
       closeAll()
       listener.stop(true)
     },
+    sent: () => recorded.map((chunks) => Buffer.concat(chunks)),
   }
 }
 
