@@ -3,6 +3,7 @@ import { closeSync, constants, openSync, readSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { denoServerCommand } from '../support/deno.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { stopOnExit } from '../support/server-cleanup.ts'
 import { SERVER_COMMAND } from '../support/server-process.ts'
@@ -42,8 +43,8 @@ function makePipe(name: string, nonBlocking: boolean) {
   return { reader, writer }
 }
 
-async function startWritingTo(stdout: number, reader: number) {
-  const child = Bun.spawn(SERVER_COMMAND, {
+async function startWritingTo(stdout: number, reader: number, command = SERVER_COMMAND) {
+  const child = Bun.spawn(command, {
     cwd: ROOT,
     env: withTestKeys({
       PATH: process.env.PATH ?? '',
@@ -117,17 +118,18 @@ async function stopWithin(child: ReturnType<typeof Bun.spawn>, ms: number) {
 }
 
 describe.each([
-  ['blocking', false],
-  ['non-blocking', true],
-])('with stdout a %s pipe', (_kind, nonBlocking) => {
+  ['Bun', 'blocking', false, SERVER_COMMAND],
+  ['Bun', 'non-blocking', true, SERVER_COMMAND],
+  ['Deno', 'blocking', false, denoServerCommand()],
+])('on %s, with stdout a %s pipe', (runtime, _kind, nonBlocking, command) => {
   test(
     'whose reader has gone, SIGTERM ends the service with exit 0 within the stop deadline',
     async () => {
       const stops = []
       for (let attempt = 0; attempt < TRIES; attempt++) {
         // given a running server whose stdout's reader has closed its end
-        const pipe = makePipe(`gone-${nonBlocking}-${attempt}`, nonBlocking)
-        const { child, url } = await startWritingTo(pipe.writer, pipe.reader)
+        const pipe = makePipe(`gone-${runtime}-${nonBlocking}-${attempt}`, nonBlocking)
+        const { child, url } = await startWritingTo(pipe.writer, pipe.reader, command)
         closeSync(pipe.reader)
         try {
           // and a request logged since
@@ -148,8 +150,8 @@ describe.each([
     'whose reader stalls, requests are still answered and SIGTERM ends the service within the stop deadline',
     async () => {
       // given a running server whose stdout nobody reads any more
-      const pipe = makePipe(`stalled-${nonBlocking}`, nonBlocking)
-      const { child, url } = await startWritingTo(pipe.writer, pipe.reader)
+      const pipe = makePipe(`stalled-${runtime}-${nonBlocking}`, nonBlocking)
+      const { child, url } = await startWritingTo(pipe.writer, pipe.reader, command)
       try {
         // when it logs more than the pipe holds, then it is asked to stop
         const statuses = await requestsFillingThePipe(url)
