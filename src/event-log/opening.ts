@@ -9,10 +9,11 @@ export type StoredParts = { position: bigint; type: string; schemaVersion: numbe
 // PlantCreated's data is `{id, name, tag}` (the id as decimal text, the tag null when none),
 // whichever version wrote it; an OwnerErased holds nothing of its owner. A type or version this
 // code does not know, or data that breaks the plant's rules, is an error naming only the event.
-export function openedData(event: StoredParts, key: Uint8Array): Record<string, unknown> {
+export function openedData(event: StoredParts, key: Uint8Array | undefined): Record<string, unknown> {
   const where = `${event.type} v${event.schemaVersion} at position ${event.position}`
   if (event.type === 'OwnerErased' && event.schemaVersion === 1) return {}
   if (event.type !== 'PlantCreated') throw new Error(`unknown event ${where}`)
+  if (key === undefined) throw new Error(`no key opens ${where}`)
   const text = openSealed(event.data, key, 'data')
   const plant = readStoredPlant(
     event.type,

@@ -82,8 +82,11 @@ function toLoggedEvent(
   const stored = { position: BigInt(position), type, schemaVersion, data }
   // An erasure's notice: the owner's key is gone, or going; none is kept in this process either.
   if (type === 'OwnerErased') keyring.forget(pseudonym)
+  // Only a plant's event is opened: an erasure's notice holds nothing sealed, and its key is going.
   const key =
-    wrapped === null ? undefined : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
+    wrapped === null || type !== 'PlantCreated'
+      ? undefined
+      : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
   const traceparent = key === undefined ? undefined : openedMetadata(metadata, key).traceparent
   return {
     transactionId: BigInt(transactionId),
@@ -94,7 +97,7 @@ function toLoggedEvent(
     recordedAt: new Date(recordedAt),
     // Written as a Date would write it when it has no more than milliseconds.
     time: recordedAt.replace(/(\.\d{3})000Z$/, '$1Z'),
-    data: key === undefined ? {} : openedData(stored, key),
+    data: type === 'PlantCreated' && key === undefined ? {} : openedData(stored, key),
   }
 }
 

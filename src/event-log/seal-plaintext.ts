@@ -30,7 +30,6 @@ export async function sealPlaintextBatch(
   size: number,
 ): Promise<{ sealed: number; last: bigint } | undefined> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`alter table ${events} disable trigger events_no_update_or_delete`)
     const batch = rowsOf<PlainEvent>(
       await tx.execute(sql`
         select position::text as position, type, schema_version, data::text as data,
@@ -41,6 +40,8 @@ export async function sealPlaintextBatch(
     )
     const last = batch.at(-1)
     if (!last) return undefined
+    // Only now: a transaction that found nothing to seal commits without touching the trigger.
+    await tx.execute(sql`alter table ${events} disable trigger events_no_update_or_delete`)
     const keys = await ownersKeys(tx, keyring, batch)
     const sealed = batch.map((event) => {
       const key = event.owner === null ? undefined : keys.get(event.owner)

@@ -212,6 +212,7 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
 
   test('events of another instance, imported ones and a late commit are all published, none skipped', async () => {
     const other = openPostgres({
+      keys: TEST_KEYS,
       url: storage.url as string,
       poolSize: 2,
       statementTimeoutMs: 10_000,

@@ -1,4 +1,4 @@
-import { readFile, symlink } from 'node:fs/promises'
+import { lstat, readFile, symlink } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../../shared/errors.ts'
@@ -58,6 +58,9 @@ export async function restoreLibraryLinks(packageRoot: string): Promise<number> 
   for (const { source, target } of JSON.parse(listed) as Link[]) {
     const link = join(packageRoot, target)
     const pointsTo = relative(dirname(link), join(packageRoot, source))
+    // Looked for first: a process allowed to read the package but not to write it (Deno's
+    // permissions) finds the links the install script or an earlier start made.
+    if (await lstat(link).then(() => true, () => false)) continue
     try {
       await symlink(pointsTo, link)
       made++
