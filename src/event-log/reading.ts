@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer'
-import { and, asc, count, gt, max, type SQL, sql } from 'drizzle-orm'
+import { and, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { Keyring } from '../keys/keyring.ts'
 import { type Executor, rowsOf } from '../store/database.ts'
 import { type Horizon, settledReader } from './horizon.ts'

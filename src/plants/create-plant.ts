@@ -168,7 +168,7 @@ async function appendAndDecide(
 async function appendSealed(db: Database, keys: OwnerKeyCache, leads: CreateRequest[]): Promise<Appended[]> {
   const outcomes: Appended[] = leads.map(() => 'rekey')
   for (let attempt = 1; attempt <= MAX_KEY_ATTEMPTS; attempt++) {
-    const pending = leads.flatMap((lead, index) => (outcomes[index] === 'rekey' ? [index] : []))
+    const pending = leads.flatMap((_, index) => (outcomes[index] === 'rekey' ? [index] : []))
     if (pending.length === 0) return outcomes
     const appended = await appendEvents(
       db,

@@ -24,7 +24,14 @@ const database = await createTestDatabase('bench_append_steps')
 await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
 const client = postgresClient(database.url, { max: 1, onnotice: () => {} })
 let captured: { query: string; params: unknown[] } | undefined
-const db = drizzle({ client, logger: { logQuery: (query, params) => void (captured = { query, params }) } })
+const db = drizzle({
+  client,
+  logger: {
+    logQuery: (query, params) => {
+      captured = { query, params }
+    },
+  },
+})
 const keyring = createKeyring(TEST_KEYS)
 const keys = ownerKeyCache(keyring)
 const append = (owner: string, id: number) =>
@@ -57,9 +64,9 @@ try {
       `explain (analyze, buffers, wal, format json) ${captured.query}`,
       params as string[],
     )
-    const [{ Plan: plan, 'Execution Time': execution }] = row?.['QUERY PLAN'] as [
-      { Plan: Plan; 'Execution Time': number },
-    ]
+    const [explained] = (row?.['QUERY PLAN'] ?? []) as { Plan: Plan; 'Execution Time': number }[]
+    if (!explained) throw new Error('no plan')
+    const { Plan: plan, 'Execution Time': execution } = explained
     whole.push(execution)
     // Each step is a common table expression, planned as a subplan of its own.
     const visit = (node: Plan) => {

@@ -7,7 +7,6 @@ import { createTestFeed } from '../support/nats.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { startServer } from '../support/server-process.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import { concurrentCreates } from './concurrent-creates.ts'
 import { meterCpu } from './cpu.ts'
 

@@ -9,7 +9,6 @@ import postgres from 'postgres'
 import { startOtlpReceiver } from '../support/otlp-receiver.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { SERVER_COMMAND, startServer } from '../support/server-process.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import { concurrentCreates } from './concurrent-creates.ts'
 import { meterCpu } from './cpu.ts'
 

@@ -11,7 +11,6 @@ import { openPostgres, rowsOf } from '../../src/store/database.ts'
 import { TRICKY_PLANTS } from '../replay/fixtures.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import { type TestRelay as Relay, startTestRelay } from '../support/test-relay.ts'
 import { insertSealedEvent } from './sealed-event.ts'
 

@@ -5,7 +5,6 @@ import {
   eventsOfOwner,
   listing,
   openTestStorage,
-  rowsOf,
   STORAGE_KINDS,
   type TestStorage,
 } from '../support/storage.ts'

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { type LogFollower, startLogFollower } from '../../src/event-log/follower.ts'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
+import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { eventually } from '../replicas/replica-client.ts'
 import { create, openTestStorage, type TestStorage } from '../support/storage.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Two writers on their own connections, so their transactions interleave as chosen here, and the
 // process's reader of the log (the follower the feed and the change streams take from).

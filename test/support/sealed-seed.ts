@@ -36,9 +36,9 @@ export async function seedSealed(
       const made = fresh.filter((owner) => !keys.has(owner)).map((owner) => ({ owner, ...keyring.make() }))
       if (made.length > 0) {
         await sql`insert into owner_keys (pseudonym, owner, key)
-          select pseudonym, owner, decode(key, 'hex')
+          select pseudonym, owner, decode(wrapped, 'hex')
           from unnest(${made.map((key) => key.pseudonym)}::text[], ${made.map((key) => key.owner)}::text[],
-                      ${made.map((key) => Buffer.from(key.wrapped).toString('hex'))}::text[]) as k(pseudonym, owner, key)`
+                      ${made.map((key) => Buffer.from(key.wrapped).toString('hex'))}::text[]) as k(pseudonym, owner, wrapped)`
         for (const key of made) keys.set(key.owner, key)
       }
     }
