@@ -30,7 +30,6 @@ export async function sealPlaintextBatch(
   size: number,
 ): Promise<{ sealed: number; last: bigint } | undefined> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`alter table ${events} disable trigger events_no_update_or_delete`)
     const batch = rowsOf<PlainEvent>(
       await tx.execute(sql`
         select position::text as position, type, schema_version, data::text as data,
@@ -65,6 +64,7 @@ export async function sealPlaintextBatch(
         },
       }
     })
+    await tx.execute(sql`alter table ${events} disable trigger events_no_update_or_delete`)
     await tx.execute(sql`
       update ${events} as e set stream_id = x.stream_id, data = x.data, metadata = x.metadata
       from json_to_recordset(${JSON.stringify(sealed)}::json)

@@ -11,6 +11,7 @@ import { openPostgres, rowsOf } from '../../src/store/database.ts'
 import { TRICKY_PLANTS } from '../replay/fixtures.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { type TestRelay as Relay, startTestRelay } from '../support/test-relay.ts'
 import { insertSealedEvent } from './sealed-event.ts'
 
@@ -211,6 +212,7 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
 
   test('events of another instance, imported ones and a late commit are all published, none skipped', async () => {
     const other = openPostgres({
+      keys: TEST_KEYS,
       url: storage.url as string,
       poolSize: 2,
       statementTimeoutMs: 10_000,
