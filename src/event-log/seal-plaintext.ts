@@ -36,7 +36,7 @@ export async function sealPlaintextBatch(
                metadata->>'owner' as owner, metadata->>'requestId' as request_id
         from ${events}
         where position > ${after.toString()}::bigint and not (metadata ? 'pseudonym')
-        order by position limit ${size}`),
+        order by ${events}.position limit ${size}`),
     )
     const last = batch.at(-1)
     if (!last) return undefined
