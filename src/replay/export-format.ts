@@ -4,10 +4,11 @@ import { Type } from '@sinclair/typebox'
 //
 //   {"format":"plant-store-events","version":3}
 //       the header: the version of this format.
-//   {"key":{"pseudonym":"<32 hex>","owner":"<the token's sub>","key":"<52 bytes, base64>"}}
-//       the key as the store keeps it, wrapped under a key-encryption key (docs/keys.md): an
-//       import needs that KEK among its own. A version 2 file, the same otherwise, holds the raw
-//       32 bytes, which an import wraps on their way in.
+//   {"key":{"pseudonym":"<32 hex>","owner":"<the token's sub>","key":"<64 bytes, base64>"}}
+//       the key as the store keeps it, wrapped under a key-encryption key (docs/keys.md), in
+//       today's form bound to its pseudonym or the earlier 52-byte one: an import needs that KEK
+//       among its own, unwraps the key and wraps it again under its first. A version 2 file, the
+//       same otherwise, holds the raw 32 bytes, which an import wraps on their way in.
 //       one per owner key not being erased in the export's snapshot (all of them, whether or not
 //       the owner has events in the export: an export --after P holds the keys of every owner).
 //   {"erased":{"pseudonym":"<32 hex>","erasedAt":"<RFC 3339, UTC>"}}
@@ -15,8 +16,8 @@ import { Type } from '@sinclair/typebox'
 //       unreadable in whatever store imports the file.
 //   {"position":"7","streamId":…,"streamVersion":1,"type":…,"schemaVersion":…,"data":…,
 //    "metadata":…,"recordedAt":"…"}
-//       the events, exactly as stored (sealed, docs/erasure.md; data and metadata as PostgreSQL
-//       prints them), in position order.
+//       the events, exactly as stored (sealed, {"gcm": …} or the earlier {"sealed": …},
+//       docs/erasure.md; data and metadata as PostgreSQL prints them), in position order.
 //
 // An export holds keys: it must be kept, and expired, like a backup. A file without the header is
 // version 1, written before erasure: events only, in plaintext (metadata {owner, requestId},

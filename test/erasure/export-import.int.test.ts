@@ -19,7 +19,7 @@ import {
   type StorageKind,
   type TestStorage,
 } from '../support/storage.ts'
-import { TEST_KEYS, withRawKeys } from '../support/test-keys.ts'
+import { withRawKeys } from '../support/test-keys.ts'
 
 // Erasure (docs/erasure.md): an export carries the keys of its owners and the record of erased pseudonyms, so
 // that a store moves and stays readable, and an erased owner stays erased; `--append` refuses an

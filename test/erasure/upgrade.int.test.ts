@@ -91,7 +91,7 @@ for (const kind of KINDS) {
     test('the events keep their count and positions, and every one is in the erasable form', async () => {
       const rows = rowsOf<{ position: string; erasable: boolean }>(
         await storage.db.execute(sql`select position::text as position,
-          metadata ? 'pseudonym' and metadata ? 'sealed' and data ? 'sealed' and stream_id ~ '^plant:[0-9a-f]{64}$' as erasable
+          metadata ? 'pseudonym' and metadata ? 'gcm' and data ? 'gcm' and stream_id ~ '^plant:[0-9a-f]{64}$' as erasable
           from events order by position`),
       )
       expect(rows.map((row) => row.position)).toEqual(facts.positions)

@@ -6,13 +6,14 @@ import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { openStorage } from '../../src/start/open-store.ts'
-import { type Database, rowsOf } from '../../src/store/database.ts'
+import { rowsOf } from '../../src/store/database.ts'
 import { openDataDirServer } from '../../src/store/embedded/data-dir-server.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { makeDataDir } from '../support/data-dir.ts'
-import { sealedSeed } from '../support/sealed-seed.ts'
-import { create, listing, openTestStorage } from '../support/storage.ts'
+import { seedSealed } from '../support/sealed-seed.ts'
+import { create, type KeyedStore, listing, openTestStorage } from '../support/storage.ts'
 
 // An owner's key never reaches the disk unwrapped: the embedded store's whole DATA_DIR (tables,
 // WAL, everything) is searched for the raw bytes, read through SQL with the key-encryption key.
@@ -37,28 +38,34 @@ async function filesHolding(folder: string, needles: Buffer[]): Promise<string[]
   return holding
 }
 
-async function keysOf(db: Database): Promise<{ raw: Buffer[]; wrapped: Buffer[] }> {
-  const rows = rowsOf<{ raw: string; wrapped: string }>(
-    await db.execute(sql`select encode(plant_store_unwrap(key), 'hex') as raw, encode(key, 'hex') as wrapped
-      from owner_keys`),
+// Each stored key, wrapped as the table holds it and unwrapped by the service.
+async function keysOf({ db, keyring }: KeyedStore): Promise<{ raw: Buffer[]; wrapped: Buffer[] }> {
+  const rows = rowsOf<{ pseudonym: string; wrapped: string }>(
+    await db.execute(sql`select pseudonym, encode(key, 'hex') as wrapped from owner_keys`),
   )
+  const wrapped = rows.map((row) => Buffer.from(row.wrapped, 'hex'))
   return {
-    raw: rows.map((row) => Buffer.from(row.raw, 'hex')),
-    wrapped: rows.map((row) => Buffer.from(row.wrapped, 'hex')),
+    raw: rows.map((row, index) =>
+      Buffer.from(keyring.open({ pseudonym: row.pseudonym, wrapped: wrapped[index] ?? Buffer.alloc(0) })),
+    ),
+    wrapped,
   }
 }
 
 // 303 owners, each with a key: three through the create path, 300 seeded.
-async function createOwners(db: Database): Promise<void> {
-  for (const owner of ['alice', 'bob', 'carol']) await create(db, owner, { id: 1n, name: `${owner}'s` })
-  await db.execute(
-    sql.raw(
-      sealedSeed(
-        "select 'o' || i as owner, i::bigint as id, 'n' as name, null as tag from generate_series(1, 300) as i",
-        { project: true },
-      ),
-    ),
-  )
+async function createOwners(store: KeyedStore & { url?: string }): Promise<void> {
+  for (const owner of ['alice', 'bob', 'carol']) await create(store, owner, { id: 1n, name: `${owner}'s` })
+  const client = postgresClient(store.url ?? '', { max: 2, onnotice: () => {} })
+  try {
+    await seedSealed(
+      client,
+      store.keyring,
+      "select 'o' || i as owner, i::bigint as id, 'n' as name, null::text as tag from generate_series(1, 300) as i",
+      { project: true },
+    )
+  } finally {
+    await client.end()
+  }
 }
 
 test('given owners on the embedded store, when everything is checkpointed, then no file of DATA_DIR or its WAL holds a raw key', async () => {
@@ -67,11 +74,11 @@ test('given owners on the embedded store, when everything is checkpointed, then 
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
   const storage = await openStorage({ kind: 'embedded', dataDir })
   try {
-    await createOwners(storage.db)
+    await createOwners({ ...storage, url: storage.settings.url })
     // when
     await storage.db.execute(sql`checkpoint`)
     await storage.db.execute(sql`select pg_switch_wal()`)
-    const { raw, wrapped } = await keysOf(storage.db)
+    const { raw, wrapped } = await keysOf(storage)
     expect(raw.length).toBe(303)
     expect(raw.every((key) => key.length === 32)).toBe(true)
     // then: the wrapped form is there (the search finds what is on disk), the raw one nowhere
@@ -87,14 +94,14 @@ test("given owners on the machine's PostgreSQL, when everything is checkpointed,
   // given (the test runs as root, beside the server, and reads its data directory)
   const storage = await openTestStorage('postgres')
   try {
-    await createOwners(storage.db)
+    await createOwners({ ...storage, url: storage.url })
     // when
     await storage.db.execute(sql`checkpoint`)
     const [where] = rowsOf<{ dir: string; oid: string }>(
       await storage.db.execute(sql`select current_setting('data_directory') as dir,
         (select oid::text from pg_database where datname = current_database()) as oid`),
     )
-    const { raw, wrapped } = await keysOf(storage.db)
+    const { raw, wrapped } = await keysOf(storage)
     expect(raw.length).toBe(303)
     const folders = [join(where?.dir ?? '', 'base', where?.oid ?? ''), join(where?.dir ?? '', 'pg_wal')]
     // then: the wrapped form is in the database's files, the raw one in none of them, nor in the WAL
@@ -122,19 +129,20 @@ async function previousVersionStore(dataDir: string): Promise<void> {
   try {
     const db = drizzlePostgres({ client })
     await migratePostgres(db, { migrationsFolder: folder })
-    // as version 0007's append made them: a raw key per owner
-    await db.execute(
-      sql.raw(`
-      with keys as (
-        insert into owner_keys (pseudonym, owner, key)
-        select encode(gen_random_bytes(16), 'hex'), 'old-' || i, gen_random_bytes(32) from generate_series(1, 50) as i
-        returning pseudonym, owner, key)
-      insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-      select plant_store_stream_id('1', key), 1, 'PlantCreated', 1,
-             jsonb_build_object('sealed', plant_store_seal('{"id": "1", "name": "Old", "tag": null}', key)),
-             jsonb_build_object('pseudonym', pseudonym, 'sealed', plant_store_seal('{"requestId": "r"}', key)), now()
-      from keys`),
-    )
+    // as version 0007's append made them: a raw key per owner, its events sealed under it (in
+    // today's form: what is at stake here is the keys)
+    for (let i = 1; i <= 50; i++) {
+      const raw = new Uint8Array(crypto.getRandomValues(new Uint8Array(32)))
+      const pseudonym = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex')
+      await db.execute(
+        sql`insert into owner_keys (pseudonym, owner, key) values (${pseudonym}, ${`old-${i}`}, ${Buffer.from(raw)})`,
+      )
+      await db.execute(sql`
+        insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+        values (${streamIdOf('1', raw)}, 1, 'PlantCreated', 1,
+                ${JSON.stringify(seal('{"id": "1", "name": "Old", "tag": null}', raw, 'data'))}::jsonb,
+                ${JSON.stringify({ pseudonym, ...seal('{"requestId": "r"}', raw, 'metadata') })}::jsonb, now())`)
+    }
     await db.execute(
       sql`insert into plants (owner, id, name, tag, position) select 'old-' || i, 1, 'Old', null, i from generate_series(1, 50) as i`,
     )
@@ -169,11 +177,11 @@ test('given a store whose keys an earlier version stored raw, when it first star
     const [file] = rowsOf<{ file: string }>(
       await storage.db.execute(sql`select pg_relation_filepath('owner_keys') as file`),
     )
-    const { raw: unwrapped, wrapped } = await keysOf(storage.db)
+    const { raw: unwrapped, wrapped } = await keysOf(storage)
     expect(unwrapped.map((key) => key.toString('hex')).sort()).toEqual(
       raw.map((key) => key.toString('hex')).sort(),
     )
-    expect(wrapped.every((key) => key.length === 52)).toBe(true)
+    expect(wrapped.every((key) => key.length === 64)).toBe(true)
     const tableFiles = (await filesUnder(dataDir)).filter((path) => path.includes(file?.file ?? '?'))
     expect(tableFiles.length).toBeGreaterThan(0)
     for (const path of tableFiles) {

@@ -12,7 +12,6 @@ import {
   STORAGE_KINDS,
   type TestStorage,
 } from '../support/storage.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 
 // What a rebuild or an import killed half-way leaves: its work table, with nobody holding it.
 async function leaveDeadTables(db: Database, suffix: string) {

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { sql } from 'drizzle-orm'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents, readLines } from '../../src/replay/import-events.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
@@ -14,7 +13,7 @@ import {
   type StorageKind,
   type TestStorage,
 } from '../support/storage.ts'
-import { TEST_KEYS, withRawKeys } from '../support/test-keys.ts'
+import { withRawKeys } from '../support/test-keys.ts'
 import {
   appendSealedText,
   createTrickyPlants,

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { exportEvents } from '../../src/replay/export-events.ts'
 import { importEvents } from '../../src/replay/import-events.ts'
 import { create, openTestStorage, rowsOf, type TestStorage } from '../support/storage.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, type TestKey, testKey } from './sealed-lines.ts'
 
 // The event log (docs/operating.md): successive `events export --after P`, each after the last position of the one

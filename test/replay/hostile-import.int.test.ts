@@ -13,7 +13,6 @@ import {
   STORAGE_KINDS,
   type TestStorage,
 } from '../support/storage.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import {
   HEADER,
   keyLine,

@@ -12,10 +12,8 @@ let service: Service
 beforeAll(async () => {
   service = await startService({ label: 'rebuild_load' })
   // A log long enough for the rebuild to take a while; the projection is left to the rebuild.
-  const sql = postgres(String(service.databaseUrl), {
-    max: 1,
-    onnotice: () => {},
-  })
+  // Two connections: the seed reads its source through a cursor on one and writes on the other.
+  const sql = postgres(String(service.databaseUrl), { max: 2, onnotice: () => {} })
   await seedSealed(
     sql,
     createKeyring(TEST_KEYS),
