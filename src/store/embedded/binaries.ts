@@ -60,7 +60,13 @@ export async function restoreLibraryLinks(packageRoot: string): Promise<number> 
     const pointsTo = relative(dirname(link), join(packageRoot, source))
     // Looked for first: a process allowed to read the package but not to write it (Deno's
     // permissions) finds the links the install script or an earlier start made.
-    if (await lstat(link).then(() => true, () => false)) continue
+    if (
+      await lstat(link).then(
+        () => true,
+        () => false,
+      )
+    )
+      continue
     try {
       await symlink(pointsTo, link)
       made++
