@@ -1,4 +1,4 @@
-import type { LogFollower } from '../event-log/follower.ts'
+import type { LogFollower } from '../follower/follower.ts'
 import { Failure } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import { within } from '../shared/time-limit.ts'

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client'
-import { type FollowedLog, followLog } from '../event-log/follower.ts'
+import { type FollowedLog, followLog } from '../follower/follower.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import { createChangeMetrics } from '../observability/change-metrics.ts'
 import type { Logger } from '../shared/logger.ts'

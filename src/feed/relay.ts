@@ -1,4 +1,4 @@
-import type { LogFollower } from '../event-log/follower.ts'
+import type { LogFollower } from '../follower/follower.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Tracing } from '../tracing/tracing.ts'
 import { type FeedMessage, type MessageSettings, toFeedMessage } from './cloud-event.ts'

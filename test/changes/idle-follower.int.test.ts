@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { type LogFollower, startLogFollower } from '../../src/event-log/follower.ts'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
+import { type LogFollower, startLogFollower } from '../../src/follower/follower.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'

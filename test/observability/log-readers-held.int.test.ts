@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { Registry } from 'prom-client'
-import { startLogFollower } from '../../src/event-log/follower.ts'
+import { startLogFollower } from '../../src/follower/follower.ts'
 import { watchLogReadersHeld } from '../../src/observability/log-readers-held.ts'
 import { createLogger, silentLogger } from '../../src/shared/logger.ts'
 import { eventually } from '../replicas/replica-client.ts'

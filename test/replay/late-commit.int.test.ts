@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { type LogFollower, startLogFollower } from '../../src/event-log/follower.ts'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
+import { type LogFollower, startLogFollower } from '../../src/follower/follower.ts'
 import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { eventually } from '../replicas/replica-client.ts'

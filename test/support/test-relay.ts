@@ -1,5 +1,5 @@
-import { startLogFollower } from '../../src/event-log/follower.ts'
 import { type RelayDeps, startRelay } from '../../src/feed/relay.ts'
+import { startLogFollower } from '../../src/follower/follower.ts'
 import type { Keyring } from '../../src/keys/keyring.ts'
 import type { Executor } from '../../src/store/database.ts'
 

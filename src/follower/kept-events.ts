@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
+import type { LoggedEvent } from '../event-log/reading.ts'
+import { readersKeyOf } from '../event-log/sealing.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
-import type { LoggedEvent } from './reading.ts'
-import { readersKeyOf } from './sealing.ts'
 
 // The owner each (type, pseudonym) has now by the readers' rule, one probe of the key each: the
 // rows are handed over as one JSON array, shaped as the rule reads an event.

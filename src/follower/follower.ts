@@ -1,11 +1,11 @@
+import { type Horizon, probeHorizon } from '../event-log/horizon.ts'
+import { type LoggedEvent, readSettledEvents } from '../event-log/reading.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Executor } from '../store/database.ts'
 import { advanceWaiters, followerHolds, wakeups } from './follower-signals.ts'
-import { type Horizon, probeHorizon } from './horizon.ts'
 import { asReadNow } from './kept-events.ts'
 import { postgresNotices } from './notices.ts'
-import { type LoggedEvent, readSettledEvents } from './reading.ts'
 import { recentEvents } from './recent-events.ts'
 
 export type LogFollowerDeps = {

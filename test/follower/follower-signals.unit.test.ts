@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { advanceWaiters, followerHolds, wakeups } from '../../src/event-log/follower-signals.ts'
+import { advanceWaiters, followerHolds, wakeups } from '../../src/follower/follower-signals.ts'
 
 test('given a wake during a read, when the loop rests, then the rest ends at once', async () => {
   const wakeup = wakeups()

@@ -1,4 +1,4 @@
-import type { LoggedEvent } from './reading.ts'
+import type { LoggedEvent } from '../event-log/reading.ts'
 
 // The latest events the follower read, kept for a consumer a little behind (the feed after a
 // publish round) so that it need not read the log again. They are every event in (from(), the

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
-import { recentEvents } from '../../src/event-log/recent-events.ts'
+import { recentEvents } from '../../src/follower/recent-events.ts'
 
 const event = (position: number, type = 'PlantCreated', pseudonym = 'p-ann'): LoggedEvent => ({
   transactionId: 1n,
