@@ -48,7 +48,7 @@ export async function foldLogBatch(
   batchSize: number,
   options: { settled?: boolean } = {},
 ): Promise<FoldedBatch> {
-  const batch = await readLogBatch(db, keyring, after, batchSize, options)
+  const batch = await readLogBatch(db, keyring, after, batchSize, { ...options, traceparent: false })
   await writePlantRows(db, table, plantRowsOf(batch.events))
   return { events: batch.read, highest: batch.highest, cursor: batch.cursor }
 }
@@ -68,7 +68,7 @@ export async function foldLog(
   let writing: Promise<void> = Promise.resolve()
   try {
     for (let cursor = after; ; ) {
-      const batch = await readLogBatch(db, keyring, cursor, batchSize, options)
+      const batch = await readLogBatch(db, keyring, cursor, batchSize, { ...options, traceparent: false })
       await writing
       if (batch.read === 0) return { events, cursor }
       writing = writePlantRows(db, table, plantRowsOf(batch.events))

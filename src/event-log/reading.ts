@@ -66,6 +66,7 @@ type LoggedEventArray = [
 // no key: it names no one.
 function toLoggedEvent(
   keyring: Keyring,
+  withTraceparent: boolean,
   [
     transactionId,
     position,
@@ -87,7 +88,8 @@ function toLoggedEvent(
     wrapped === null || type !== 'PlantCreated'
       ? undefined
       : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
-  const traceparent = key === undefined ? undefined : openedMetadata(metadata, key).traceparent
+  const traceparent =
+    key === undefined || !withTraceparent ? undefined : openedMetadata(metadata, key).traceparent
   return {
     transactionId: BigInt(transactionId),
     position: stored.position,
@@ -118,7 +120,7 @@ export async function readSettledEvents(
   batchSize: number,
 ): Promise<{ events: LoggedEvent[]; settled: bigint }> {
   const read = await readLoggedEvents(db, after, settled, horizons, batchSize)
-  return { events: read.rows.map((row) => toLoggedEvent(keyring, row)), settled: read.settled }
+  return { events: read.rows.map((row) => toLoggedEvent(keyring, true, row)), settled: read.settled }
 }
 
 const readExportedText = settledReader<ExportedText>('read_settled_text', {
@@ -146,13 +148,14 @@ export type ExportedText = [string, string, number, string, number, string, stri
 // folds. `settled` keeps to events whose transaction is older than every transaction still
 // running: nothing can commit before them any more, so the cursor never moves past a late commit.
 // Only a reader that holds the append lock exclusively (see event-log/append-lock.ts) may drop
-// it. A PlantCreated whose owner cannot be read is counted in `read`, not returned.
+// it. A PlantCreated whose owner cannot be read is counted in `read`, not returned. `traceparent`:
+// whether each event's metadata is opened for it too (a fold of the projection needs only data).
 export async function readLogBatch(
   db: Executor,
   keyring: Keyring,
   after: LogCursor,
   batchSize: number,
-  { settled = true } = {},
+  { settled = true, traceparent = true } = {},
 ): Promise<{ events: LoggedEvent[]; read: number; highest: bigint; cursor: LogCursor }> {
   const rows = rowsOf<{ row: LoggedEventArray; readable: boolean }>(
     await db.execute(sql`
@@ -166,7 +169,7 @@ export async function readLogBatch(
   let highest = 0n
   for (const { row } of rows) if (BigInt(row[1]) > highest) highest = BigInt(row[1])
   return {
-    events: rows.filter((found) => found.readable).map(({ row }) => toLoggedEvent(keyring, row)),
+    events: rows.filter((found) => found.readable).map(({ row }) => toLoggedEvent(keyring, traceparent, row)),
     read: rows.length,
     highest,
     cursor: last ? { transactionId: BigInt(last[0]), position: BigInt(last[1]) } : after,
