@@ -7,7 +7,7 @@ import { createPlant } from '../../src/plants/create-plant.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { plainLine } from '../replay/sealed-lines.ts'
-import { runCli } from '../support/server-process.ts'
+import { plainEnv, runCli } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
 import { findTraces } from './traces.ts'
@@ -26,7 +26,7 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
   const spawnCli = (args: string[], stdin: 'ignore' | 'pipe' = 'ignore') => {
     const child = Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
       cwd: ROOT,
-      env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env() }),
+      env: withTestKeys(plainEnv(env())),
       stdin,
       stdout: 'pipe',
       stderr: 'pipe',

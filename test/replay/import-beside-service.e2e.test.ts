@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { postPlant } from '../support/plant-client.ts'
-import { runCli, type ServerProcess } from '../support/server-process.ts'
+import { plainEnv, runCli, type ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 import { withTestKeys } from '../support/test-keys.ts'
@@ -51,7 +51,7 @@ test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no 
   // when: an --append import sends most of its file, then waits on its input for 10 s
   const importer = Bun.spawn(['bun', 'src/cli/main.ts', 'events', 'import', '--append'], {
     cwd: ROOT,
-    env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }),
+    env: withTestKeys(plainEnv(env)),
     stdin: 'pipe',
     stdout: 'pipe',
     stderr: 'pipe',

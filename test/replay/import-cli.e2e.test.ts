@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
-import { type Env, runCli } from '../support/server-process.ts'
+import { type Env, plainEnv, runCli } from '../support/server-process.ts'
 import { startService } from '../support/service.ts'
 import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, testKey } from './sealed-lines.ts'
@@ -71,7 +71,7 @@ test('a rebuild killed half-way leaves a table that status shows and the next re
     // when: the rebuild is killed once its table exists
     const rebuild = Bun.spawn(['bun', 'src/cli/main.ts', 'projection', 'rebuild'], {
       cwd: ROOT,
-      env: withTestKeys({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }),
+      env: withTestKeys(plainEnv(env)),
       stdout: 'ignore',
       stderr: 'ignore',
     })

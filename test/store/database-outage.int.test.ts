@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { issueToken } from '../../src/auth/issue-token.ts'
-import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { silentLogger } from '../../src/shared/logger.ts'
-import { createApp } from '../../src/start/app.ts'
 import { type RunningServer, serve } from '../../src/start/serve.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { type TestApp, testApp } from '../support/harness.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { startTcpProxy } from '../support/tcp-proxy.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
-const SECRET = new TextEncoder().encode('outage-test-secret-of-at-least-32-bytes')
 // A guard against hanging forever, far above the server's own deadline; not a speed check.
 const HANG_GUARD_MS = 20_000
 const REQUEST_TIMEOUT_MS = 4000
@@ -20,6 +16,7 @@ let proxy: ReturnType<typeof startTcpProxy>
 let handle: DatabaseHandle
 let server: RunningServer
 let base: string
+let started: TestApp
 
 beforeAll(async () => {
   database = await createTestDatabase('outage')
@@ -29,13 +26,8 @@ beforeAll(async () => {
   const viaProxy = new URL(database.url)
   viaProxy.port = String(proxy.port)
   handle = openPostgres({ keys: TEST_KEYS, url: viaProxy.toString(), poolSize: 4, statementTimeoutMs: 5000 })
-  const app = createApp({
-    db: handle.db,
-    keyring: handle.keyring,
-    verifyToken: createTokenVerifier({ secret: SECRET }),
-    logger: silentLogger(),
-  })
-  server = serve(app, { hostname: '127.0.0.1', port: 0, requestTimeoutMs: REQUEST_TIMEOUT_MS })
+  started = testApp({ db: handle.db, keyring: handle.keyring })
+  server = serve(started.app, { hostname: '127.0.0.1', port: 0, requestTimeoutMs: REQUEST_TIMEOUT_MS })
   base = `http://127.0.0.1:${server.port}`
 })
 
@@ -46,8 +38,7 @@ afterAll(async () => {
   await database.drop()
 })
 
-const bearer = async (subject: string) =>
-  `Bearer ${await issueToken(SECRET, { subject, ttlSeconds: 600, now: new Date() })}`
+const bearer = async (subject: string) => `Bearer ${await started.tokenFor(subject, 600)}`
 const get = (path: string, authorization = '') =>
   fetch(`${base}${path}`, { headers: { authorization }, signal: AbortSignal.timeout(HANG_GUARD_MS) })
 const post = (id: number, authorization: string) =>
