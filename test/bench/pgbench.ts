@@ -1,7 +1,10 @@
+import { Buffer } from 'node:buffer'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type postgres from 'postgres'
+import { createKeyring } from '../../src/keys/keyring.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { percentile } from './memory.ts'
 
@@ -100,15 +103,26 @@ export type CeilingResult = {
   databaseCpuMs: number
 }
 
-// The ceiling's owners, each with a stored key of today's size (64 bytes, random: nothing in the
-// database reads it), so that a ceiling create finds its owner's key as most creates do.
+// The ceiling's owners, each with a stored key made and wrapped as the service makes one (under the
+// bench's key-encryption key: a service started on the store checks it can open them), so that a
+// ceiling create finds its owner's key as most creates do.
 export async function seedCeilingOwners(sql: postgres.Sql): Promise<void> {
-  await sql.unsafe(`
-    insert into owner_keys (pseudonym, owner, key)
-    select 'p' || g, 'ceiling-' || g,
-           decode(md5(g || 'a') || md5(g || 'b') || md5(g || 'c') || md5(g || 'd'), 'hex')
-    from generate_series(1, ${CEILING_OWNERS}) as g
-    on conflict do nothing`)
+  const keyring = createKeyring(TEST_KEYS)
+  const BATCH = 10_000
+  for (let from = 1; from <= CEILING_OWNERS; from += BATCH) {
+    const numbers = Array.from(
+      { length: Math.min(BATCH, CEILING_OWNERS - from + 1) },
+      (_, index) => from + index,
+    )
+    const wrapped = numbers.map((n) =>
+      Buffer.from(keyring.wrap({ pseudonym: `p${n}`, raw: keyring.make().raw })).toString('hex'),
+    )
+    await sql`
+      insert into owner_keys (pseudonym, owner, key)
+      select 'p' || n, 'ceiling-' || n, decode(key, 'hex')
+      from unnest(${numbers}::int[], ${wrapped}::text[]) as k(n, key)
+      on conflict do nothing`
+  }
 }
 
 export async function runPgbench(run: CeilingRun, admin: postgres.Sql): Promise<CeilingResult> {
