@@ -14,6 +14,12 @@ import { reportDatabaseFailure } from './command-failed.ts'
 import { parseDuration } from './duration.ts'
 import { withStorage } from './storage.ts'
 
+// What an erasure cannot reach by itself, said once it completes (docs/erasure.md has the table).
+const LEFTOVERS = [
+  'forgotten in every live row; the bytes of its old rows stay in the files of plants, owner_keys and owner_generations (a plain VACUUM frees their space without erasing them) until VACUUM FULL plants, owner_keys, owner_generations rewrites them',
+  "in PostgreSQL's WAL until it is recycled after checkpoints, and in replicas, backups and earlier exports until they expire: see docs/erasure.md",
+]
+
 export const ownersEraseCommand = command({
   name: 'owners erase',
   args: '<subject> [--wait <n>s|m|h|d]',
@@ -70,6 +76,7 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
         tracing,
       })
       if (completed === 0) say(await noSuchOwner(db, owner))
+      else for (const line of LEFTOVERS) say(line)
       process.stdout.write(`${plants}\n`)
       return 0
     } catch (error) {
