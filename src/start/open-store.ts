@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import type { Config } from '../config/config.ts'
 import { type UpgradeOptions, upgradeLog } from '../event-log/upgrade.ts'
 import { requireKeysCovered, wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
@@ -49,7 +50,8 @@ export async function openStorage(
     const keys = storage.keys ?? [newKeyEncryptionKey()]
     const server = await throwawayServer({
       prepare: prepareWith(keys),
-      inputs: migrationsFolder,
+      // The migrations, and the log's code that prepares a new store after them.
+      inputs: [migrationsFolder, fileURLToPath(new URL('../event-log', import.meta.url))],
       poolSize: THROWAWAY_POOL.poolSize,
     })
     const database = await server.createDatabase()

@@ -20,8 +20,9 @@ export type ClusterRecipe = {
   user: OsUser | undefined
   // What goes into the template database once it exists: the migrations (at its URL).
   prepare: (templateUrl: string) => Promise<void>
-  // What the template depends on besides the binaries (the migrations' files).
-  inputs: string
+  // What the template depends on besides the binaries: the folders of the migrations' files and
+  // of the code `prepare` runs, so that a change to either makes a new template.
+  inputs: string[]
 }
 
 // A throwaway server starts from a copy of a data folder made once per machine, user, PostgreSQL
@@ -105,9 +106,11 @@ async function recipeKey({ binaries, user, inputs }: ClusterRecipe): Promise<str
   const hash = createHash('sha256')
   const build = await stat(binaries.postgres)
   hash.update(`${CACHE_FORMAT}\n${binaries.postgres}\n${build.size}\n${build.mtimeMs}\n${uidOf(user)}\n`)
-  for (const name of (await readdir(inputs, { recursive: true })).sort()) {
-    const path = join(inputs, name)
-    if ((await stat(path)).isFile()) hash.update(name).update(await readFile(path))
+  for (const folder of inputs) {
+    for (const name of (await readdir(folder, { recursive: true })).sort()) {
+      const path = join(folder, name)
+      if ((await stat(path)).isFile()) hash.update(name).update(await readFile(path))
+    }
   }
   return hash.digest('hex').slice(0, 16)
 }

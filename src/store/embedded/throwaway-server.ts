@@ -25,7 +25,7 @@ export type TemplateRecipe = {
   // Migrates the template database at its URL.
   prepare: (templateUrl: string) => Promise<void>
   // The folder of what `prepare` applies (the migrations), which a cached template depends on.
-  inputs: string
+  inputs: string[]
   // The most connections a store's pool opens.
   poolSize: number
 }
