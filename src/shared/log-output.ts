@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer'
 import pino from 'pino'
 
 export type LogOutput = {
@@ -88,7 +89,7 @@ export function denoStdoutLog(
 
   const writeHeld = async () => {
     while (held.length > 0 && !readerGone) {
-      const chunk = concat(held, heldBytes)
+      const chunk = Buffer.concat(held, heldBytes)
       held = []
       heldBytes = 0
       let offset = 0
@@ -148,16 +149,6 @@ export function denoStdoutLog(
       clearTimeout(timeout)
     },
   }
-}
-
-function concat(chunks: Uint8Array[], length: number): Uint8Array {
-  const joined = new Uint8Array(length)
-  let offset = 0
-  for (const chunk of chunks) {
-    joined.set(chunk, offset)
-    offset += chunk.length
-  }
-  return joined
 }
 
 function linesIn(bytes: Uint8Array): number {
