@@ -28,9 +28,9 @@ for (const kind of STORAGE_KINDS) {
       const event = (await eventsOfOwner(storage, 'ada')).find(
         ({ position }) => position === decision.position,
       )
-      expect(event).toMatchObject({ streamVersion: 1, opened: { name: 'Palm' } })
+      expect(event).toMatchObject({ streamVersion: 1, data: { name: 'Palm' } })
       // and nothing of the plant or its owner is readable in the row
-      for (const stored of [event?.stored, event?.streamId, event?.metadata])
+      for (const stored of [event?.storedData, event?.streamId, event?.storedMetadata])
         expect(String(stored)).not.toMatch(/Palm|ada|"2"/)
       expect(await listing(storage.db, 'ada')).toContainEqual({ name: 'Palm' })
     })

@@ -49,7 +49,7 @@ for (const kind of STORAGE_KINDS) {
     afterAll(() => storage.close())
 
     const positionOf = async (owner: string, id: bigint) => {
-      const found = (await eventsOfOwner(storage, owner)).find((event) => event.opened.id === id.toString())
+      const found = (await eventsOfOwner(storage, owner)).find((event) => event.data?.id === id.toString())
       return found?.position
     }
 
@@ -253,7 +253,7 @@ async function logOf(storage: TestStorage, prefix: string) {
         owner: String(owner).slice(prefix.length),
         stream_version: event.streamVersion,
         type: event.type,
-        data: JSON.stringify(event.opened),
+        data: JSON.stringify(event.data),
       })),
     ),
   )

@@ -9,7 +9,12 @@ import { type Database, rowsOf } from '../../src/store/database.ts'
 // key exists (`owner` null and nothing opened once it is gone).
 export type OpenedLogEvent = {
   position: bigint
+  streamId: string
+  streamVersion: number
   type: string
+  // The data and metadata as stored, JSON text.
+  storedData: string
+  storedMetadata: string
   owner: string | null
   erasing: boolean
   data: Record<string, unknown> | null
@@ -17,13 +22,15 @@ export type OpenedLogEvent = {
   opened: { requestId?: string; traceparent?: string } | null
 }
 
-const LOG = `select e.position::text as position, e.type, e.schema_version, e.data::text as data,
+const LOG = `select e.position::text as position, e.stream_id, e.stream_version, e.type, e.schema_version, e.data::text as data,
                     e.metadata::text as metadata, k.owner, k.erasing, k.pseudonym, encode(k.key, 'base64') as key
              from events e left join owner_keys k on k.pseudonym = e.metadata->>'pseudonym'
              order by e.position`
 
 type Row = {
   position: string
+  stream_id: string
+  stream_version: number
   type: string
   schema_version: number
   data: string
@@ -53,7 +60,11 @@ export async function openedLog(
     const metadata = JSON.parse(row.metadata) as Record<string, unknown>
     return {
       position,
+      streamId: row.stream_id,
+      streamVersion: row.stream_version,
       type: row.type,
+      storedData: row.data,
+      storedMetadata: row.metadata,
       owner: row.owner,
       erasing: row.erasing === true,
       data: raw === undefined ? null : openedData(stored, raw),

@@ -1,6 +1,4 @@
-import { Buffer } from 'node:buffer'
 import { sql } from 'drizzle-orm'
-import { openedData, openedMetadata } from '../../src/event-log/opening.ts'
 import { type AppendKey, ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { events, ownerKeys } from '../../src/event-log/schema.ts'
 import type { Keyring } from '../../src/keys/keyring.ts'
@@ -11,6 +9,7 @@ import type { PlantView } from '../../src/plants/schemas.ts'
 import { openStorage } from '../../src/start/open-store.ts'
 import { type Database, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { openedLog } from './opened-log.ts'
 import { createTestDatabase } from './postgres.ts'
 import { TEST_KEYS } from './test-keys.ts'
 
@@ -81,50 +80,10 @@ export async function count(db: Database, table: string): Promise<number> {
 
 // The events of one owner as the log keeps them, each with its data opened with the owner's key
 // (`opened`) and the owner's subject (`owner`): a relation for tests that look inside the log.
-// An event of the log as the test reads it: the stored text of its parts, and them opened with the
-// owner's key in the service, as the service's readers open them.
-export type OpenedEvent = {
-  position: bigint
-  streamId: string
-  streamVersion: number
-  type: string
-  schemaVersion: number
-  stored: string
-  metadata: string
-  opened: Record<string, unknown>
-  openedMetadata: { requestId?: string; traceparent?: string }
-}
-
-// The events of `owner`'s live key, in position order, opened.
-export async function eventsOfOwner({ db, keyring }: KeyedStore, owner: string): Promise<OpenedEvent[]> {
-  const rows = await rowsOf(
-    db,
-    `select e.position::text as position, e.stream_id, e.stream_version, e.type, e.schema_version,
-            e.data::text as stored, e.metadata::text as metadata, k.pseudonym, encode(k.key, 'base64') as key
-     from events e join owner_keys k on k.pseudonym = e.metadata->>'pseudonym'
-     where k.owner = ${quoted(owner)} and not k.erasing order by e.position`,
-  )
-  return rows.map((row) => {
-    const raw = keyring.open({
-      pseudonym: String(row.pseudonym),
-      wrapped: Buffer.from(String(row.key), 'base64'),
-    })
-    const position = BigInt(String(row.position))
-    const stored = { position, type: String(row.type), schemaVersion: Number(row.schema_version) }
-    return {
-      ...stored,
-      streamId: String(row.stream_id),
-      streamVersion: Number(row.stream_version),
-      stored: String(row.stored),
-      metadata: String(row.metadata),
-      opened: openedData({ ...stored, data: JSON.parse(String(row.stored)) }, raw),
-      openedMetadata: openedMetadata(JSON.parse(String(row.metadata)), raw),
-    }
-  })
-}
-
-function quoted(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`
+// The events of `owner`'s live key, in position order, opened as the service opens them, beside
+// the text of what is stored.
+export async function eventsOfOwner({ db, keyring }: KeyedStore, owner: string) {
+  return (await openedLog(db, keyring)).filter((event) => event.owner === owner && !event.erasing)
 }
 
 // Appends one event by hand, around the projection (as an interrupted import leaves one), in the
