@@ -13,15 +13,6 @@ export type NewEvent = { type: string; schemaVersion: number; data: unknown; rec
 // An event of one plant's stream, opened: its data in today's shape.
 export type RecordedEvent = NewEvent & { position: bigint; streamVersion: number }
 
-// What decoding an event needs; the feed reads only this much of each event. `owner` is the
-// token's subject, read from the owner's key (docs/erasure.md).
-export type FoldableEvent = Pick<
-  RecordedEvent,
-  'position' | 'type' | 'schemaVersion' | 'data' | 'recordedAt'
-> & {
-  metadata: { owner: string }
-}
-
 // One plant's stream, found by its id under its owner's key, opened here.
 const plantStreamQuery = preparedQuery((db) =>
   db

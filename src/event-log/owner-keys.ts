@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer'
-import { and, eq, inArray, not } from 'drizzle-orm'
+import { and, inArray, not } from 'drizzle-orm'
 import type { Keyring, OwnerKey } from '../keys/keyring.ts'
 import type { Executor } from '../store/database.ts'
 import { ownerKeys } from './schema.ts'
@@ -70,22 +70,5 @@ export function ownerKeyCache(keyring: Keyring, { capacity = DEFAULT_CAPACITY } 
       if (stored) keyring.forget(stored.pseudonym)
       known.delete(owner)
     },
-  }
-}
-
-// The key of one owner as a read of their plant's stream needs it: undefined when they have none.
-export async function liveOwnerKey(
-  db: Executor,
-  keyring: Keyring,
-  owner: string,
-): Promise<OwnerKey | undefined> {
-  const [row] = await db
-    .select({ pseudonym: ownerKeys.pseudonym, key: ownerKeys.key })
-    .from(ownerKeys)
-    .where(and(eq(ownerKeys.owner, owner), not(ownerKeys.erasing)))
-  if (!row) return undefined
-  return {
-    pseudonym: row.pseudonym,
-    raw: keyring.open({ pseudonym: row.pseudonym, wrapped: new Uint8Array(Buffer.from(row.key)) }),
   }
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { readPlantStream } from '../../src/event-log/append.ts'
-import { liveOwnerKey } from '../../src/event-log/owner-keys.ts'
+import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
@@ -141,7 +141,8 @@ for (const kind of STORAGE_KINDS) {
 }
 
 async function keyOf(storage: { db: TestStorage['db']; keyring: TestStorage['keyring'] }, owner: string) {
-  const key = await liveOwnerKey(storage.db, storage.keyring, owner)
-  if (!key) throw new Error(`${owner} has no live key`)
+  const key = (await ownerKeyCache(storage.keyring).find(storage.db, [owner])).get(owner)
+  // A key made now would be one the owner does not have.
+  if (!key || key.made) throw new Error(`${owner} has no live key`)
   return key
 }
