@@ -207,8 +207,7 @@ export async function appendEvents(
     const row = outcomes.get(index + 1)
     const key = keyOf(append)
     if (!row?.live) {
-      keys.drop(append.owner)
-      if (key.made) keys.keyring.forget(key.pseudonym)
+      keys.drop(append.owner, key.pseudonym)
       return 'rekey'
     }
     const wrapped = key.made

@@ -18,7 +18,8 @@ export type OwnerKeyCache = {
   find: (db: Executor, owners: string[]) => Promise<Map<string, AppendKey>>
   // The key an append stored or used: kept for the owner's next creates.
   keep: (owner: string, key: { pseudonym: string }, wrapped: Uint8Array) => void
-  drop: (owner: string) => void
+  // The owner's key `pseudonym` turned out not to be live: forgotten, unless a newer one is kept.
+  drop: (owner: string, pseudonym: string) => void
 }
 
 const DEFAULT_CAPACITY = 10_000
@@ -65,10 +66,9 @@ export function ownerKeyCache(keyring: Keyring, { capacity = DEFAULT_CAPACITY } 
     keyring,
     find,
     keep,
-    drop: (owner) => {
-      const stored = known.get(owner)
-      if (stored) keyring.forget(stored.pseudonym)
-      known.delete(owner)
+    drop: (owner, pseudonym) => {
+      keyring.forget(pseudonym)
+      if (known.get(owner)?.pseudonym === pseudonym) known.delete(owner)
     },
   }
 }

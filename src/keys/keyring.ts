@@ -11,7 +11,9 @@ export type OwnerKey = { pseudonym: string; raw: Uint8Array }
 // The service's keys: the key-encryption keys (the first wraps, all unwrap), and the owners' keys
 // it has unwrapped, a bounded number, each kept only beside the wrapped bytes it came from. A key
 // is opened from what the database holds now: once an erasure deleted it, no read finds it, so
-// nothing opened is used past an erasure; `forget` also wipes it from memory at once.
+// nothing opened is used past an erasure; `forget` also drops it from the process at once. It is
+// not zeroed: a create or a read in flight may still hold the same bytes, and garbage under them
+// would turn a sound answer into a 500.
 export type Keyring = {
   keks: KeyEncryptionKeys
   open: (stored: StoredKey) => Uint8Array
@@ -35,7 +37,6 @@ export function createKeyring(keks: KeyEncryptionKeys, { capacity = DEFAULT_CAPA
   }
 
   const forget = (pseudonym: string) => {
-    opened.get(pseudonym)?.raw.fill(0)
     opened.delete(pseudonym)
   }
 
