@@ -72,9 +72,9 @@ function watchdogOf(postmaster: number, watchdog: number): number[] {
   return all
 }
 
-function killUnlessGone(pid: number): void {
+function signalUnlessGone(pid: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(pid, 'SIGKILL')
+    process.kill(pid, signal)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error
   }
@@ -111,9 +111,11 @@ describe('what a dead service leaves behind', () => {
     }
     // when its watchdog and then the service are killed, leaving the postmaster running alone
     const postmaster = await postmasterPid(folder)
-    // A short-lived child of the watchdog (its loop's sleep) may end between the listing and the
-    // kill: gone is what the kill is for.
-    for (const pid of watchdogOf(postmaster, await parentOf(postmaster))) killUnlessGone(pid)
+    // The watchdog's processes are frozen, not killed, all of them before any can act: killed one by
+    // one, a process of the tree could still signal the postmaster between two kills. Frozen, the
+    // watchdog is as good as dead to the postmaster; the processes are killed once the test is done.
+    const watchdog = watchdogOf(postmaster, await parentOf(postmaster))
+    for (const pid of watchdog) signalUnlessGone(pid, 'SIGSTOP')
     server.process.kill('SIGKILL')
     await server.process.exited
     await Bun.sleep(300)
@@ -125,6 +127,7 @@ describe('what a dead service leaves behind', () => {
     const names = (await listEveryPlant(server.url, token)).map((plant) => plant.name)
     expect(names).toEqual(Array.from({ length: 20 }, (_, i) => `plant ${i + 1}`))
     expect(await server.stop('SIGTERM')).toBe(0)
+    for (const pid of watchdog) signalUnlessGone(pid, 'SIGKILL')
   }, 60_000)
 
   test('a service whose postmaster is SIGKILLed stops in one line, and the next start serves everything', async () => {
