@@ -28,9 +28,8 @@ export type ChangesDeps = {
   logger: Logger
   registry: Registry
   // The process's follower of the log, shared with the feed. Absent: one of its own, on `db`,
-  // woken by notices on `noticesUrl` (PostgreSQL), closed with the streams.
+  // closed with the streams.
   log?: FollowedLog
-  noticesUrl?: string
   // That follower's `idleAfterMs` (log/follower.ts): it reads only while a stream is open, and
   // this long after.
   idleAfterMs?: number
@@ -48,7 +47,7 @@ export type ChangesDeps = {
 
 export type Changes = {
   open: (request: ChangeRequest) => Promise<ReadableStream<Uint8Array>>
-  // This process appended events: followers here and elsewhere read the log now.
+  // This process appended events: its follower reads the log now.
   appended: () => void
   count: () => number
   // Ends every stream at once (so that a shutdown does not wait for them), then stops reading.
@@ -63,7 +62,6 @@ export async function startChanges({
   logger,
   registry,
   log,
-  noticesUrl,
   idleAfterMs,
   now,
   keepAliveMs,
@@ -74,7 +72,7 @@ export async function startChanges({
   catchUpBatch = 100,
 }: ChangesDeps): Promise<Changes> {
   const hub = createChangeHub({ logger, streamsPerOwner, now, keepAliveMs, tickMs })
-  const follower = log ?? followLog({ db, keyring, logger, noticesUrl, idleAfterMs })
+  const follower = log ?? followLog({ db, keyring, logger, idleAfterMs })
   const unsubscribe = follower.subscribe(hub.deliver)
   const position = () => follower.position() ?? 0n
   // The follower stays on the primary: it is one read per wake-up for the whole process, and its

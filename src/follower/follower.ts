@@ -5,7 +5,6 @@ import type { Logger } from '../shared/logger.ts'
 import type { Executor } from '../store/database.ts'
 import { advanceWaiters, followerHolds, wakeups } from './follower-signals.ts'
 import { asReadNow } from './kept-events.ts'
-import { postgresNotices } from './notices.ts'
 import { recentEvents } from './recent-events.ts'
 
 export type LogFollowerDeps = {
@@ -215,33 +214,16 @@ async function keptAsReadNow(db: Executor, kept: LoggedEvent[], count: number): 
   return found
 }
 
-export type FollowLogDeps = LogFollowerDeps & {
-  // PostgreSQL: the database where instances notify each other of appends (the primary). Absent
-  // (the embedded store, which one process holds): this process's own appends are all there is.
-  noticesUrl?: string
-}
-
 export type FollowedLog = LogFollower & {
-  // This process appended events: followers here and elsewhere read the log now.
+  // This process appended events: its follower reads the log now.
   appended: () => void
   close: () => Promise<void>
 }
 
-// The process's follower, woken by its own appends and by other instances' notices.
-export function followLog({ noticesUrl, ...deps }: FollowLogDeps): FollowedLog {
+// The process's follower, woken by its own appends. Other instances' appends are found by the
+// poll: a wake-up between instances would need LISTEN, a session's state, which a transaction-mode
+// pooler (PgBouncer) does not keep, and whose NOTIFYs it would hand to other clients.
+export function followLog(deps: LogFollowerDeps): FollowedLog {
   const follower = startLogFollower(deps)
-  const notices = noticesUrl
-    ? postgresNotices({ url: noticesUrl, logger: deps.logger, onNotice: follower.wake })
-    : undefined
-  return {
-    ...follower,
-    appended: () => {
-      follower.wake()
-      notices?.notify()
-    },
-    close: async () => {
-      await follower.stop()
-      await notices?.close()
-    },
-  }
+  return { ...follower, appended: follower.wake, close: follower.stop }
 }

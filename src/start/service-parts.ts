@@ -72,7 +72,6 @@ export async function startServiceParts(
     keyring: storage.keyring,
     logger,
     idleAfterMs: FOLLOWER_IDLE_MS,
-    noticesUrl: database.url,
   })
   const feed =
     config.feed &&

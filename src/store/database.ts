@@ -37,8 +37,8 @@ export type DatabaseHandle = {
   db: Database
   // 'embedded': the PostgreSQL server the service runs itself, in DATA_DIR or a throwaway one.
   kind: 'postgres' | 'embedded'
-  // How the database is reached, for the connections of their own that some parts open (LISTEN,
-  // the feed's leadership lock), with the pool's settings.
+  // How the database is reached, for the connections of their own that some parts open (the
+  // feed's leadership lock), with the pool's settings.
   settings: PostgresSettings
   // The service's keys (keys/keyring.ts): they never reach the database.
   keyring: Keyring

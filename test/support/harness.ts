@@ -19,8 +19,8 @@ export type RequestOptions = {
 }
 
 export type HarnessOptions = {
-  // Serve GET /plants/changes with these settings (the store's URL for notices on PostgreSQL).
-  changes?: Omit<ChangesDeps, 'db' | 'keyring' | 'logger' | 'registry' | 'noticesUrl'>
+  // Serve GET /plants/changes with these settings.
+  changes?: Omit<ChangesDeps, 'db' | 'keyring' | 'logger' | 'registry'>
   // The origins whose pages may call it (CORS_ORIGINS); none unless given.
   cors?: CorsConfig
 }
@@ -62,7 +62,6 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
         keyring: handle.keyring,
         logger: silentLogger(),
         registry,
-        noticesUrl: handle.url,
       })
     : undefined
   const { app, request, tokenFor } = testApp({
