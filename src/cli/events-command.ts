@@ -1,6 +1,9 @@
+import { Buffer } from 'node:buffer'
+import { fstatSync } from 'node:fs'
 import process from 'node:process'
 import { exportEvents } from '../replay/export-events.ts'
 import { importEvents, readLines } from '../replay/import-events.ts'
+import { stderrProgress } from '../replay/progress.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
@@ -18,7 +21,13 @@ export const eventsExportCommand = command({
     return withStorage(
       config,
       async (db) => {
-        const exported = await exportEvents(db, writeStdout, { afterPosition: BigInt(values.after) })
+        // Progress on stderr only: stdout is the export.
+        const progress = stderrProgress({ label: 'export' })
+        const exported = await exportEvents(db, writeStdout, {
+          afterPosition: BigInt(values.after),
+          onProgress: ({ events, total }) => progress.report({ done: events, total }),
+        })
+        progress.finish()
         // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as one.
         process.stderr.write(
           `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n`,
@@ -45,13 +54,18 @@ export const eventsImportCommand = command({
     withStorage(
       config,
       async (db, storage) => {
-        const options = { append: values.append }
-        const imported = await importEvents(db, storage.keyring, readLines(process.stdin), options).catch(
-          (error: unknown) => {
+        const input = countedStdin()
+        const progress = stderrProgress({ label: 'import' })
+        const imported = await importEvents(db, storage.keyring, readLines(input.chunks), {
+          append: values.append,
+          onStaged: ({ events }) => progress.report({ done: events, fraction: input.fraction() }),
+          onStep: progress.step,
+        })
+          .catch((error: unknown) => {
             if (!isFailure(error, 'IMPORT_REFUSED')) throw error
             throw new Failure('IMPORT_REFUSED', `import refused, nothing was imported: ${error.message}`)
-          },
-        )
+          })
+          .finally(progress.finish)
         // Projected in the import's own transaction, as creates are: no rebuild is needed after it.
         process.stderr.write(`imported ${imported} events, each with its plant\n`)
         return 0
@@ -59,6 +73,25 @@ export const eventsImportCommand = command({
       { long: true },
     ),
 })
+
+// Stdin's chunks, and how much of it they have read when it is a file (a pipe has no size).
+function countedStdin(): { chunks: AsyncIterable<Uint8Array | string>; fraction: () => number | undefined } {
+  let size: number | undefined
+  try {
+    const stat = fstatSync(0)
+    if (stat.isFile() && stat.size > 0) size = stat.size
+  } catch {
+    // no descriptor 0 to ask: no fraction
+  }
+  let bytes = 0
+  async function* chunks() {
+    for await (const chunk of process.stdin as AsyncIterable<Uint8Array | string>) {
+      bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length
+      yield chunk
+    }
+  }
+  return { chunks: chunks(), fraction: () => (size === undefined ? undefined : bytes / size) }
+}
 
 // Waits for the pipe to drain, so a slow reader holds the export back instead of memory growing.
 function writeStdout(chunk: string): Promise<void> {

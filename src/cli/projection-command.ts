@@ -2,7 +2,7 @@ import process from 'node:process'
 import type { Config } from '../config/config.ts'
 import { listWorkTables } from '../event-log/work-tables.ts'
 import type { Keyring } from '../keys/keyring.ts'
-import { progressReporter } from '../replay/progress.ts'
+import { stderrProgress } from '../replay/progress.ts'
 import { projectionStatus } from '../replay/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../replay/rebuild-projection.ts'
 import { type ProjectionDiff, verifyProjection } from '../replay/verify-projection.ts'
@@ -66,13 +66,11 @@ export async function rebuildWithProgress(
   keyring: Keyring,
   dryRun: boolean,
 ): Promise<RebuildResult> {
-  const progress = progressReporter({
-    write: (text) => process.stderr.write(text),
-    tty: process.stderr.isTTY === true,
-    clock: () => performance.now(),
-  })
-  const result = await rebuildProjection(db, keyring, { dryRun, onProgress: progress.report })
-  progress.finish()
+  const progress = stderrProgress({ label: 'rebuild' })
+  const result = await rebuildProjection(db, keyring, {
+    dryRun,
+    onProgress: ({ events, total }) => progress.report({ done: events, total }),
+  }).finally(progress.finish)
   const rate = result.seconds > 0 ? Math.round(result.events / result.seconds) : result.events
   process.stdout.write(
     `${dryRun ? 'built (dry run)' : 'rebuilt'} plants: ${result.events} events, ${result.plants} plants, ` +
@@ -85,7 +83,11 @@ async function verify(config: Config): Promise<number> {
   return withStorage(
     config,
     async (db, storage) => {
-      const { events, diff } = await verifyProjection(db, storage.keyring)
+      const progress = stderrProgress({ label: 'verify' })
+      const { events, diff } = await verifyProjection(db, storage.keyring, {
+        onProgress: ({ events, total }) => progress.report({ done: events, total }),
+        onCompare: () => progress.step('log folded; comparing it with the projection'),
+      }).finally(progress.finish)
       return reportDrift(
         diff,
         `the projection matches the fold of the log (${events} events)`,

@@ -1,10 +1,17 @@
+import { sql } from 'drizzle-orm'
 import { settleNow } from '../event-log/horizon.ts'
 import { type ExportedText, readSettledText } from '../event-log/reading.ts'
-import type { Database, Executor } from '../store/database.ts'
+import { events } from '../event-log/schema.ts'
+import { type Database, type Executor, rowsOf } from '../store/database.ts'
 import { erasedLine, HEADER_LINE, keyLine } from './export-format.ts'
 import { readErasedPseudonyms, readLiveKeys } from './exported-keys.ts'
 
-export type ExportOptions = { afterPosition?: bigint; batchSize?: number }
+export type ExportOptions = {
+  afterPosition?: bigint
+  batchSize?: number
+  // After each batch of events written: how many so far, of how many the export will write.
+  onProgress?: (progress: { events: number; total: number }) => void
+}
 
 export type Exported = { events: number; keys: number; erased: number }
 
@@ -20,7 +27,7 @@ export type Exported = { events: number; keys: number; erased: number }
 export async function exportEvents(
   db: Database,
   write: (chunk: string) => Promise<void>,
-  { afterPosition = 0n, batchSize = 10_000 }: ExportOptions = {},
+  { afterPosition = 0n, batchSize = 10_000, onProgress }: ExportOptions = {},
 ): Promise<Exported> {
   const horizon = await settleNow(db)
   return db.transaction(
@@ -30,6 +37,7 @@ export async function exportEvents(
       const erased = await writePages(tx, write, readErasedPseudonyms, erasedLine, batchSize)
       let after = afterPosition
       let events = 0
+      const total = onProgress ? await countUpTo(tx, afterPosition, horizon) : 0
       for (;;) {
         const { lines } = await readSettledText(tx, after, horizon, [], batchSize)
         const last = lines.at(-1)
@@ -37,10 +45,21 @@ export async function exportEvents(
         await write(lines.map(toLine).join(''))
         events += lines.length
         after = BigInt(last[0])
+        onProgress?.({ events, total: Math.max(total, events) })
       }
     },
     { isolationLevel: 'repeatable read', accessMode: 'read only' },
   )
+}
+
+// How many events the snapshot holds after `after` up to the horizon: what the export will write.
+async function countUpTo(tx: Executor, after: bigint, horizon: bigint): Promise<number> {
+  const [row] = rowsOf<{ n: number }>(
+    await tx.execute(
+      sql`select count(*)::int as n from ${events} where ${events.position} > ${after.toString()}::bigint and ${events.position} <= ${horizon.toString()}::bigint`,
+    ),
+  )
+  return Number(row?.n ?? 0)
 }
 
 // Pages of rows keyed by pseudonym (their first field), each written as `line` makes it.

@@ -29,7 +29,14 @@ export const MAX_LINE_BYTES = 64 * 1024
 // PostgreSQL's lock table holds max_locks_per_transaction (64 by default) times the connections.
 const MAX_OWNER_LOCKS = 1_000
 
-export type ImportOptions = { append?: boolean; batchSize?: number }
+export type ImportOptions = {
+  append?: boolean
+  batchSize?: number
+  // After each batch of lines checked and staged: how many events so far.
+  onStaged?: (progress: { events: number }) => void
+  // Each step after the staging, before it runs (they are single statements, without figures).
+  onStep?: (step: string) => void
+}
 
 // Imports an export (replay/export-format.ts), all of it or, on any refusal, nothing. Three steps:
 // every line is checked as the live path checks an event (a sealed one opened with its owner's key
@@ -45,7 +52,7 @@ export async function importEvents(
   db: Database,
   keyring: Keyring,
   lines: AsyncIterable<string>,
-  { append = false, batchSize = 500 }: ImportOptions = {},
+  { append = false, batchSize = 500, onStaged, onStep }: ImportOptions = {},
 ): Promise<number> {
   await clearDeadWorkTables(db)
   if (!append && !(await isLogEmpty(db))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
@@ -68,6 +75,7 @@ export async function importEvents(
         staged.push(line)
       }
       await stageLines(db, staging as Staging, staged)
+      onStaged?.({ events })
     }
     let batch: { text: string; line: number }[] = []
     let lineNumber = 0
@@ -87,12 +95,14 @@ export async function importEvents(
         'the input holds no events (an empty or truncated file?); an empty store needs no import',
       )
     }
+    onStep?.(`${events} events staged; checking them against each other`)
     const inFile = await firstClashInFile(db, staging, !append)
     if (inFile) throw new Failure('IMPORT_REFUSED', `line ${inFile.line}: ${inFile.rule}`)
     const checked = staging
     // Appended, the file's owners are locked out of the log for the final step, as a create locks
     // its owner; too many locks for the lock table, and the whole log is.
     const fewOwners = append && (await countStagedOwners(db, checked)) <= MAX_OWNER_LOCKS
+    onStep?.(`checking them against the store and appending them with their plants, in one transaction`)
     return await whileAppendsBlocked(
       db,
       async (tx) => {

@@ -1,7 +1,7 @@
 import { and, eq, getTableColumns, isNull, sql } from 'drizzle-orm'
 import { foldLog } from '../event-log/projection.ts'
 import { LOG_START } from '../event-log/reading.ts'
-import { type PlantsTable, plants, plantsTable } from '../event-log/schema.ts'
+import { events as eventsTable, type PlantsTable, plants, plantsTable } from '../event-log/schema.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import type { Database, Executor } from '../store/database.ts'
 
@@ -12,16 +12,33 @@ export type Verification = { events: number; diff: ProjectionDiff }
 // at the same instant (appends project in their own transaction), so writes landing meanwhile
 // cause no false drift; every event the snapshot sees is folded, settled or not. Nothing is kept:
 // the table is dropped when the transaction ends.
+export type VerifyOptions = {
+  batchSize?: number
+  // After each batch folded: how many events so far, of how many the snapshot holds.
+  onProgress?: (progress: { events: number; total: number }) => void
+  // Once the log is folded, before the comparison with the projection.
+  onCompare?: () => void
+}
+
 export async function verifyProjection(
   db: Database,
   keyring: Keyring,
-  { batchSize = 10_000 } = {},
+  { batchSize = 10_000, onProgress, onCompare }: VerifyOptions = {},
 ): Promise<Verification> {
   return db.transaction(
     async (tx) => {
       await tx.execute(sql`create temp table plants_expected (like plants including all) on commit drop`)
       const expected = plantsTable('plants_expected')
-      const { events } = await foldLog(tx, keyring, expected, LOG_START, batchSize, { settled: false })
+      const total = onProgress ? await tx.$count(eventsTable) : 0
+      let folded = 0
+      const { events } = await foldLog(tx, keyring, expected, LOG_START, batchSize, {
+        settled: false,
+        onBatch: (batch) => {
+          folded += batch.events
+          onProgress?.({ events: folded, total: Math.max(total, folded) })
+        },
+      })
+      onCompare?.()
       return { events, diff: await diffProjection(tx, expected, plants) }
     },
     { isolationLevel: 'repeatable read' },
