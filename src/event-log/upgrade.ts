@@ -36,7 +36,7 @@ const DEFAULT_BATCH_SIZE = 5000
 const SNAPSHOT_POLL_MS = 200
 
 // Seals the events an earlier version wrote in plaintext, once, in the service (seal-plaintext.ts): the only time the log is
-// rewritten. Run after the migrations, by a caller that holds the migration lock on `db`, a single
+// rewritten. Run after the migrations, by a caller that holds the migration lock, on `db`, a single
 // session (migrate.ts): instances that start meanwhile wait for it, and none serves before it is
 // done. Done is when the constraint events_erasable (migration 0006, NOT VALID: it already refuses
 // the plaintext inserts of an earlier version still running) is validated; every later open costs

@@ -22,28 +22,33 @@ const FIRST_ANSWER_SECONDS = 15
 const LOCK_POLL_MS = 100
 
 // Several instances starting together must not run the migrator at once (it collides on its own
-// bookkeeping table), so each takes a session advisory lock on a dedicated connection first. This
-// is the first connection a start makes: a database that cannot be used fails it as
-// DatabaseUnreachable, one line naming DATABASE_URL (docs/configuration.md). `then` runs on the same session
-// after the migrations, still under the lock and outside their transaction (log/upgrade.ts).
+// bookkeeping table), so each first takes an advisory lock in a transaction held open on a
+// connection of its own: it pins its server connection through any pooler (PgBouncer in
+// transaction mode included), and ends with it, by a crash too. This is the first connection a
+// start makes: a database that cannot be used fails it as DatabaseUnreachable, one line naming
+// DATABASE_URL (docs/configuration.md). The migrations, then `then`, run on a second connection,
+// still under the lock and outside any transaction of the lock's (log/upgrade.ts).
 // The lock is tried, not waited for in one statement: a statement that waits holds a snapshot, and
-// the upgrade's VACUUM FULL would keep every row version it sealed for the instances waiting.
+// the upgrade's VACUUM FULL would keep every row version it sealed for the instances waiting. The
+// transaction that holds it is READ COMMITTED, so idle in it holds no snapshot either.
 export async function migratePostgresDatabase(
   url: string,
   then: (db: Database, keyring: Keyring) => Promise<unknown> = async () => {},
   keys?: KeyEncryptionKeys,
 ): Promise<void> {
-  const client = postgresClient(url, {
-    max: 1,
-    onnotice: () => {},
-    connect_timeout: CONNECT_TIMEOUT_SECONDS,
-  })
-  const tryLock = () =>
-    client`select pg_try_advisory_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`.then(
-      ([row]) => row?.locked === true,
-    )
+  const options = { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS }
+  const lock = postgresClient(url, options)
+  const tryLock = async () => {
+    await lock`begin isolation level read committed`
+    // A DBA's idle_in_transaction_session_timeout would end the lock while the migrations run.
+    const [row] = await lock`select pg_try_advisory_xact_lock(${MIGRATION_LOCK.toString()}::bigint) as locked,
+      set_config('idle_in_transaction_session_timeout', '0', true)`
+    if (row?.locked === true) return true
+    await lock`rollback`
+    return false
+  }
   const first = await within(tryLock(), FIRST_ANSWER_SECONDS * 1000).catch(async (error: unknown) => {
-    await client.end({ timeout: 5 })
+    await lock.end({ timeout: 5 })
     throw unreachableDatabase(error, CONNECT_TIMEOUT_SECONDS) ?? error
   })
   // A connection that never answered is left to the process's exit: ending it would reject
@@ -54,6 +59,7 @@ export async function migratePostgresDatabase(
       `DATABASE_URL: cannot use the database: no answer within ${FIRST_ANSWER_SECONDS} s (${serverOf(url)})`,
     )
   let locked = first
+  const client = postgresClient(url, options)
   try {
     while (!locked) {
       await sleep(LOCK_POLL_MS)
@@ -63,7 +69,9 @@ export async function migratePostgresDatabase(
     await migratePostgres(db, { migrationsFolder })
     await then(db, createKeyring(keys ?? []))
   } finally {
-    await client.end({ timeout: 5 })
+    // Not left to the connection's end: PgBouncer closes a server connection left mid-transaction.
+    if (locked) await lock`commit`.catch(() => {})
+    await Promise.all([client.end({ timeout: 5 }), lock.end({ timeout: 5 })])
   }
 }
 
