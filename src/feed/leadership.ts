@@ -3,7 +3,7 @@ import { postgresClient } from '../store/postgres-client.ts'
 // Whether this process is the one that publishes. Only an optimisation: a second publisher is
 // refused by the stream (see nats-stream.ts), never duplicated; the lock keeps them from racing.
 // Kept because it measured cheaper than two publishers racing (docs/performance.md, The event
-// feed). What it costs: a follower asks once a second, one query.
+// feed). What it costs: a follower asks once a second, one query for the leader, three for others.
 export type Leadership = {
   isLeader: () => Promise<boolean>
   // Steps down, so that another instance (one that may reach NATS) can lead.
@@ -18,12 +18,14 @@ export const soleLeadership: Leadership = {
   close: async () => {},
 }
 
-// 'plan' in ASCII, and a hash of the stream's name: the two keys of the session advisory lock
-// that makes a leader. Feeds to different streams from one database each have their own leader.
+// 'plan' in ASCII, and a hash of the stream's name: the two keys of the advisory lock that makes
+// a leader. Feeds to different streams from one database each have their own leader.
 const LOCK_CLASS = 0x706c616e
 
-// A session lock on a connection of its own: it is released the moment the leader's connection
-// ends, by a crash included, and another instance takes it at its next try.
+// The leader holds the lock in a transaction it keeps open on a connection of its own: that pins
+// its server connection through any pooler (PgBouncer in transaction mode included), and the lock
+// ends with the transaction, at a crash too, and another instance takes it at its next try. READ
+// COMMITTED and idle, the transaction holds no snapshot, so it holds back no VACUUM.
 export function advisoryLockLeadership(url: string, stream: string): Leadership {
   const client = postgresClient(url, {
     max: 1,
@@ -34,24 +36,61 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
     connection: { application_name: 'plant-store-feed', statement_timeout: 5000 },
   })
   const objectId = nameHash(stream)
+  // Whether a transaction of this client's may be open (held, failed, or lost with its
+  // connection), and whether it took the lock.
+  let open = false
+  let held = false
+  // Whether this backend holds the lock: false once the transaction is gone (a lost connection,
+  // a DBA's idle_in_transaction_session_timeout), as postgres.js then runs it on a new one.
+  const stillHeld = () =>
+    client<{ held: boolean }[]>`select exists (select 1 from pg_locks where locktype = 'advisory'
+        and pid = pg_backend_pid() and classid = ${LOCK_CLASS}::oid and objid = ${objectId}::oid
+        and objsubid = 2 and granted) as held`.then(
+      ([row]) => row?.held === true,
+      () => false,
+    )
+  const commit = async () => {
+    if (open) await client`commit`.catch(() => {})
+    open = held = false
+  }
+  // One call at a time: a commit between an isLeader's begin and its lock would leave the lock
+  // taken outside any transaction, so released at once, by one that says it leads.
+  let queue: Promise<unknown> = Promise.resolve()
+  const serially = <T>(call: () => Promise<T>): Promise<T> => {
+    const result = queue.then(call, call)
+    queue = result.catch(() => {})
+    return result
+  }
   return {
-    isLeader: async () => {
-      try {
-        // Asks for the lock only when this connection does not hold it already (a reconnected
-        // connection has lost it): taking a session lock again would stack it.
-        const [row] = await client<{ leader: boolean }[]>`select coalesce(
-          (select granted from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()
-             and classid = ${LOCK_CLASS}::oid and objid = ${objectId}::oid and objsubid = 2),
-          pg_try_advisory_lock(${LOCK_CLASS}::int, ${objectId}::int)) as leader`
-        return row?.leader === true
-      } catch {
-        return false
-      }
-    },
-    release: async () => {
-      await client`select pg_advisory_unlock(${LOCK_CLASS}::int, ${objectId}::int)`.catch(() => {})
-    },
-    close: () => client.end({ timeout: 2 }),
+    isLeader: () =>
+      serially(async () => {
+        if (held) {
+          if (await stillHeld()) return true
+          held = false
+        }
+        try {
+          // Ends what is left of a lost or failed transaction: taking the lock in it would stack it.
+          if (open) await client`rollback`
+          open = true
+          await client`begin isolation level read committed`
+          const [row] = await client<{ leader: boolean }[]>`select
+            pg_try_advisory_xact_lock(${LOCK_CLASS}::int, ${objectId}::int) as leader`
+          held = row?.leader === true
+          if (!held) {
+            await client`rollback`
+            open = false
+          }
+          return held
+        } catch {
+          held = false
+          return false
+        }
+      }),
+    release: () => serially(commit),
+    close: () =>
+      serially(async () => {
+        await Promise.all([commit(), client.end({ timeout: 2 })])
+      }),
   }
 }
 
