@@ -1,5 +1,5 @@
 import type { Database } from '../store/database.ts'
-import { holdSessionLock } from './work-tables.ts'
+import { holdLock } from './work-tables.ts'
 
 // An erasure's first step and a projection rebuild exclude each other (docs/erasure.md): a rebuild's
 // table, filled before the erasure deleted the owner's rows, would bring them back at its swap.
@@ -26,7 +26,7 @@ async function whileHolding<Result>(
   work: () => Promise<Result>,
   onWait?: () => void,
 ): Promise<Result> {
-  const release = await holdSessionLock(db, ERASURE_OR_REBUILD, mode, onWait)
+  const release = await holdLock(db, ERASURE_OR_REBUILD, mode, onWait)
   try {
     return await work()
   } finally {

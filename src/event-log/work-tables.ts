@@ -3,9 +3,8 @@ import { type Database, type Executor, rowsOf } from '../store/database.ts'
 
 // Tables a command fills outside any one transaction: a rebuild's `plants_rebuild_*`, an import's
 // `import_staging_*`. A command that dies leaves its table behind. Each live one holds an advisory
-// lock named after its table for as long as it runs, on a session of its own, so the next command
-// can tell a dead run's table (no such lock: dropped) from a live one's (left alone; two rebuilds
-// may run at once).
+// lock named after its table for as long as it runs (holdLock), so the next command can tell a dead
+// run's table (no such lock: dropped) from a live one's (left alone; two rebuilds may run at once).
 export const WORK_TABLE_PREFIXES = ['plants_rebuild_', 'import_staging_'] as const
 
 // The first key of the two-key advisory lock ("PLST"); the second is the table name's hash.
@@ -18,7 +17,7 @@ export function workTableName(prefix: (typeof WORK_TABLE_PREFIXES)[number]): str
 }
 
 type ReservedPostgres = {
-  unsafe: (query: string, parameters: unknown[]) => Promise<unknown>
+  unsafe: (query: string, parameters?: unknown[]) => Promise<unknown>
   release: () => void
 }
 type Client = { reserve?: () => Promise<ReservedPostgres> }
@@ -26,54 +25,62 @@ type Client = { reserve?: () => Promise<ReservedPostgres> }
 // Marks `name` as in use until the returned function is called. Taken before the table is made, so
 // no other command ever sees the table without the lock.
 export function claimWorkTable(db: Database, name: string): Promise<() => Promise<void>> {
-  return holdSessionLock(db, name, 'exclusive')
+  return holdLock(db, name, 'exclusive')
 }
 
-// A session advisory lock named `name`, held until the returned function is called: postgres.js
-// lends a connection for it alone; a client that reserves none (PGlite, which reads a data folder
-// of the previous engine while it is moved) has one session, which lives exactly as long as the
-// process. `onWait` is called first when the lock is taken and must be waited for.
-export async function holdSessionLock(
+// An advisory lock named `name`, held until the returned function is called. postgres.js lends a
+// connection for it alone, where a transaction holds it: an open transaction pins its server
+// connection through any pooler (PgBouncer in transaction mode included), and a crash ends it. READ
+// COMMITTED and idle, it holds no snapshot, so it holds back no VACUUM. A client that reserves none
+// (PGlite, which reads a data folder of the previous engine while it is moved) has one session,
+// which lives exactly as long as the process, so there it is a session lock: a transaction held
+// open would take in every other statement. `onWait` is called first when the lock is taken and
+// must be waited for.
+export async function holdLock(
   db: Database,
   name: string,
   mode: 'shared' | 'exclusive',
   onWait?: () => void,
 ): Promise<() => Promise<void>> {
   const suffix = mode === 'shared' ? '_shared' : ''
-  const [tryLock, lock, unlock] = ['pg_try_advisory_lock', 'pg_advisory_lock', 'pg_advisory_unlock'].map(
-    (name) => `${name}${suffix}`,
-  ) as [string, string, string]
   const client = (db as unknown as { $client: Client }).$client
   if (client.reserve) {
-    const session = await client.reserve()
+    const connection = await client.reserve()
+    // A DBA's idle_in_transaction_session_timeout would end the lock while the command runs.
     const run = async (call: string) =>
       rowsOf<{ taken: boolean | null }>(
-        await session.unsafe(`select ${call}($1, hashtext($2)) as taken`, [LOCK_SPACE, name]),
+        await connection.unsafe(
+          `select ${call}${suffix}($1, hashtext($2)) as taken,
+             set_config('idle_in_transaction_session_timeout', '0', true)`,
+          [LOCK_SPACE, name],
+        ),
       )[0]?.taken
+    const end = async (command: 'commit' | 'rollback') => {
+      await connection.unsafe(command).catch(() => connection.unsafe('rollback').catch(() => {}))
+      connection.release()
+    }
     try {
-      if (!(await run(tryLock))) {
+      await connection.unsafe('begin isolation level read committed')
+      if (!(await run('pg_try_advisory_xact_lock'))) {
         onWait?.()
-        await run(lock)
+        await run('pg_advisory_xact_lock')
       }
     } catch (error) {
-      session.release()
+      await end('rollback')
       throw error
     }
-    return async () => {
-      await run(unlock).catch(() => {})
-      session.release()
-    }
+    return () => end('commit')
   }
   const run = async (call: string) =>
     rowsOf<{ taken: boolean | null }>(
-      await db.execute(sql`select ${sql.raw(call)}(${LOCK_SPACE}, hashtext(${name})) as taken`),
+      await db.execute(sql`select ${sql.raw(call + suffix)}(${LOCK_SPACE}, hashtext(${name})) as taken`),
     )[0]?.taken
-  if (!(await run(tryLock))) {
+  if (!(await run('pg_try_advisory_lock'))) {
     onWait?.()
-    await run(lock)
+    await run('pg_advisory_lock')
   }
   return async () => {
-    await run(unlock)
+    await run('pg_advisory_unlock')
   }
 }
 
