@@ -8,6 +8,7 @@ import {
   newKeyEncryptionKey,
 } from '../keys/key-encryption-keys.ts'
 import { createKeyring } from '../keys/keyring.ts'
+import { stderrProgress } from '../replay/progress.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { retireLocalKeys, writeLocalKeys } from '../store/local-keys.ts'
@@ -47,9 +48,10 @@ async function rotate(config: Config): Promise<number> {
         // On disk before anything is wrapped under it.
         await writeLocalKeys(storage.dataDir, keys)
       }
+      const progress = stderrProgress({ label: 'keys rotate', unit: 'keys' })
       const { rewrapped, kept } = await rotateKeys(db, createKeyring(keys), {
-        onBatch: (done) => say(`${done} keys re-wrapped`),
-      })
+        onBatch: ({ rewrapped, total }) => progress.report({ done: rewrapped, total }),
+      }).finally(progress.finish)
       const [first] = keys
       let dropped: string[] = []
       if (generated && storage.dataDir) {
