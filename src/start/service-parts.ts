@@ -11,6 +11,7 @@ import { collectProcessMetrics } from '../observability/process-metrics.ts'
 import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { DatabaseHandle } from '../store/database.ts'
+import { describeSettingsNotApplied, settingsNotApplied } from '../store/settings-applied.ts'
 import { startTracing } from '../tracing/start-tracing.ts'
 import { type App, createApp } from './app.ts'
 import { countDroppedLogLines } from './log-metrics.ts'
@@ -51,6 +52,8 @@ export async function startServiceParts(
     ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
     : undefined
   if (moved) logger.info(moved, describeMove(moved))
+  const dropped = await settingsNotApplied(storage.db, storage.settings.statementTimeoutMs)
+  if (dropped.length > 0) logger.warn({ settings: dropped }, describeSettingsNotApplied(dropped))
   // The embedded server is reached like any PostgreSQL, through its URL.
   const database = { kind: 'postgres' as const, ...storage.settings }
   // Loads the OpenTelemetry SDK only when an endpoint is set.

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import postgres from 'postgres'
 import {
   EARLIER_STORES,
   listed,
@@ -30,10 +31,37 @@ afterAll(async () => {
   await bouncer?.stop()
 })
 
+// The database's own settings, as docs/operating.md sets them for a pooler that drops the startup
+// parameters the service asks for (10 s: the service's default statement timeout), then PgBouncer's
+// server connections made anew, as its RECONNECT does, so that they take them.
+async function setDatabaseSettings(url: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  const database = new URL(url).pathname.slice(1)
+  await sql.unsafe(`alter database "${database}" set statement_timeout = '10s'`)
+  await sql.unsafe(`alter database "${database}" set plan_cache_mode = force_generic_plan`)
+  await sql`select pg_terminate_backend(pid) from pg_stat_activity
+    where datname = ${database} and pid <> pg_backend_pid()`
+  await sql.end()
+}
+
+test('given a database without the settings the pooler drops, when an instance starts through PgBouncer, then it says so in one line naming them', async () => {
+  // when
+  const instance = await storage.startAnother()
+  await instance.stop()
+  // then
+  const warnings = instance.startLines.filter((line) => line.includes('do not have the settings'))
+  expect(warnings).toHaveLength(1)
+  expect(warnings[0]).toContain('statement_timeout is 0 ms, not 10000')
+  expect(warnings[0]).toContain('plan_cache_mode')
+})
+
 test('given an earlier store behind PgBouncer in transaction mode, when two instances create, list, stream and publish and the CLI verifies, rotates and erases, then all of it works', async () => {
-  // given
+  // given the database's settings as docs/operating.md gives them
+  await setDatabaseSettings(String(storage.databaseUrl))
   const [first, second] = [await storage.startAnother(), await storage.startAnother()]
   if (!first || !second) throw new Error('no server')
+  for (const instance of [first, second])
+    expect(instance.startLines.filter((line) => line.includes('do not have the settings'))).toEqual([])
   const [old] = EARLIER_STORES.owners
   if (!old) throw new Error('the earlier store has no owner')
   const oldToken = await storage.tokenFor(old.sub)
@@ -81,4 +109,10 @@ test('given an earlier store behind PgBouncer in transaction mode, when two inst
   }
   expect(await listEveryPlant(second.url, oldToken)).toEqual([])
   expect((await storage.cli(['projection', 'verify'])).exitCode).toBe(0)
+  // and no lock outlives its work on a pooled server connection (only an open transaction holds one)
+  const sql = postgres(String(storage.databaseUrl), { max: 1, onnotice: () => {} })
+  const leftOver = await sql`select l.objid::text, a.application_name from pg_locks l
+    join pg_stat_activity a using (pid) where l.locktype = 'advisory' and a.state = 'idle'`
+  await sql.end()
+  expect(leftOver).toEqual([])
 })
