@@ -46,14 +46,9 @@ export async function holdLock(
   const client = (db as unknown as { $client: Client }).$client
   if (client.reserve) {
     const connection = await client.reserve()
-    // A DBA's idle_in_transaction_session_timeout would end the lock while the command runs.
     const run = async (call: string) =>
       rowsOf<{ taken: boolean | null }>(
-        await connection.unsafe(
-          `select ${call}${suffix}($1, hashtext($2)) as taken,
-             set_config('idle_in_transaction_session_timeout', '0', true)`,
-          [LOCK_SPACE, name],
-        ),
+        await connection.unsafe(`select ${call}${suffix}($1, hashtext($2)) as taken`, [LOCK_SPACE, name]),
       )[0]?.taken
     const end = async (command: 'commit' | 'rollback') => {
       await connection.unsafe(command).catch(() => connection.unsafe('rollback').catch(() => {}))
@@ -65,6 +60,9 @@ export async function holdLock(
         onWait?.()
         await run('pg_advisory_xact_lock')
       }
+      // Last in the transaction: it also closes the select's portal, which held its snapshot. And a
+      // DBA's idle_in_transaction_session_timeout would end the lock while the command runs.
+      await connection.unsafe('set local idle_in_transaction_session_timeout = 0')
     } catch (error) {
       await end('rollback')
       throw error

@@ -42,13 +42,17 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
   let held = false
   // Whether this backend holds the lock: false once the transaction is gone (a lost connection,
   // a DBA's idle_in_transaction_session_timeout), as postgres.js then runs it on a new one.
+  // The statements in the held transaction go by the simple protocol: a portal of the extended
+  // one stays open until the next statement, and holds its snapshot. Their values are constants.
   const stillHeld = () =>
-    client<{ held: boolean }[]>`select exists (select 1 from pg_locks where locktype = 'advisory'
-        and pid = pg_backend_pid() and classid = ${LOCK_CLASS}::oid and objid = ${objectId}::oid
-        and objsubid = 2 and granted) as held`.then(
-      ([row]) => row?.held === true,
-      () => false,
-    )
+    client
+      .unsafe<{ held: boolean }[]>(`select exists (select 1 from pg_locks where locktype = 'advisory'
+        and pid = pg_backend_pid() and classid = ${LOCK_CLASS} and objid = ${objectId}
+        and objsubid = 2 and granted) as held`)
+      .then(
+        ([row]) => row?.held === true,
+        () => false,
+      )
   const commit = async () => {
     if (open) await client`commit`.catch(() => {})
     open = held = false
@@ -73,8 +77,9 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
           if (open) await client`rollback`
           open = true
           await client`begin isolation level read committed`
-          const [row] = await client<{ leader: boolean }[]>`select
-            pg_try_advisory_xact_lock(${LOCK_CLASS}::int, ${objectId}::int) as leader`
+          const [row] = await client.unsafe<{ leader: boolean }[]>(
+            `select pg_try_advisory_xact_lock(${LOCK_CLASS}, ${objectId}) as leader`,
+          )
           held = row?.leader === true
           if (!held) {
             await client`rollback`

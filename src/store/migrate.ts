@@ -40,12 +40,15 @@ export async function migratePostgresDatabase(
   const lock = postgresClient(url, options)
   const tryLock = async () => {
     await lock`begin isolation level read committed`
-    // A DBA's idle_in_transaction_session_timeout would end the lock while the migrations run.
-    const [row] = await lock`select pg_try_advisory_xact_lock(${MIGRATION_LOCK.toString()}::bigint) as locked,
-      set_config('idle_in_transaction_session_timeout', '0', true)`
-    if (row?.locked === true) return true
-    await lock`rollback`
-    return false
+    const [row] = await lock`select pg_try_advisory_xact_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`
+    if (row?.locked !== true) {
+      await lock`rollback`
+      return false
+    }
+    // Last in the transaction: it also closes the select's portal, which held its snapshot. And a
+    // DBA's idle_in_transaction_session_timeout would end the lock while the migrations run.
+    await lock`set local idle_in_transaction_session_timeout = 0`
+    return true
   }
   const first = await within(tryLock(), FIRST_ANSWER_SECONDS * 1000).catch(async (error: unknown) => {
     await lock.end({ timeout: 5 })
