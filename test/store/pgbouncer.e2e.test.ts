@@ -114,5 +114,5 @@ test('given an earlier store behind PgBouncer in transaction mode, when two inst
   const leftOver = await sql`select l.objid::text, a.application_name from pg_locks l
     join pg_stat_activity a using (pid) where l.locktype = 'advisory' and a.state = 'idle'`
   await sql.end()
-  expect(leftOver).toEqual([])
+  expect([...leftOver]).toEqual([])
 })
