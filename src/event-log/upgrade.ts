@@ -65,19 +65,37 @@ export async function upgradeLog(
   // The old row versions keep the plaintext in the table's file until it is rewritten. VACUUM
   // FULL copies the versions that a snapshot still open may see: one older than the last batch
   // (another session's transaction, a replica's with hot_standby_feedback) is waited for, within
-  // a bound, and named otherwise. VACUUM cannot run in a transaction.
-  if (!(await snapshotsPassed(db, snapshotWaitMs, () => onProgress({ step: 'wait', sealed, total })))) {
-    onProgress({ step: 'held', sealed, total })
-  }
-  onProgress({ step: 'vacuum', sealed, total })
-  await db.execute(sql`vacuum full ${events}`)
-  // The statistics would otherwise keep subjects, names and ids among the most common values.
-  onProgress({ step: 'analyze', sealed, total })
-  await db.execute(sql`analyze ${events}`)
+  // a bound, and named otherwise. VACUUM cannot run in a transaction. A table whose file is empty
+  // never held a row (nor its indexes an entry): a new store has nothing to wait for or rewrite,
+  // whatever another database of the server keeps open.
+  if (!(await neverWritten(db)))
+    await rewriteEvents(db, snapshotWaitMs, (step) => onProgress({ step, sealed, total }))
   onProgress({ step: 'validate', sealed, total })
   await db.execute(sql`alter table ${events} validate constraint events_erasable`)
   onProgress({ step: 'done', sealed, total })
   return true
+}
+
+async function rewriteEvents(
+  db: Database,
+  snapshotWaitMs: number,
+  onStep: (step: UpgradeProgress['step']) => void,
+) {
+  if (!(await snapshotsPassed(db, snapshotWaitMs, () => onStep('wait')))) {
+    onStep('held')
+  }
+  onStep('vacuum')
+  await db.execute(sql`vacuum full ${events}`)
+  // The statistics would otherwise keep subjects, names and ids among the most common values.
+  onStep('analyze')
+  await db.execute(sql`analyze ${events}`)
+}
+
+async function neverWritten(db: Database): Promise<boolean> {
+  const [row] = rowsOf<{ empty: boolean }>(
+    await db.execute(sql`select pg_relation_size('events') = 0 as empty`),
+  )
+  return row?.empty === true
 }
 
 // One line for a person watching a start.

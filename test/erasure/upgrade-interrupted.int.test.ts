@@ -7,6 +7,7 @@ import { isInSync, verifyProjection } from '../../src/replay/verify-projection.t
 import { openStorage } from '../../src/start/open-store.ts'
 import { type Database, type DatabaseHandle, rowsOf } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { createTestDatabase, POSTGRES_ADMIN_URL } from '../support/postgres.ts'
 import { count, listing } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import {
@@ -219,6 +220,28 @@ describe('a transaction older than the sealing, on PostgreSQL', () => {
       ])
     } finally {
       await legacy.cleanup()
+    }
+  })
+
+  test('held in another database, it does not hold up the first open of a new store: nothing there to rewrite', async () => {
+    // given a snapshot held open in another database of the server, and a new, empty database
+    const fresh = await createTestDatabase('new_store')
+    try {
+      await withOldSnapshot(POSTGRES_ADMIN_URL, async () => {
+        // when the new store is opened with a wait longer than the test's own time limit
+        const storage = await openStorage(
+          { kind: 'postgres', url: fresh.url, poolSize: 2, statementTimeoutMs: 10_000, keys: TEST_KEYS },
+          { snapshotWaitMs: 120_000 },
+        )
+        // then it opens, the log's upgrade done, without waiting for the snapshot to end
+        try {
+          expect(await count(storage.db, 'events')).toBe(0)
+        } finally {
+          await storage.close()
+        }
+      })
+    } finally {
+      await fresh.drop()
     }
   })
 
