@@ -7,6 +7,7 @@ import { Failure } from '../shared/errors.ts'
 import { type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
+import { removeUnplacedCopies } from '../store/local-file.ts'
 import { loadOrCreateLocalKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
 
@@ -69,6 +70,7 @@ export async function openStorage(
   const server = await openDataDirServer(storage.dataDir, { beside: options.beside })
   let keys: KeyEncryptionKeys
   try {
+    if (server.own) await removeUnplacedCopies(storage.dataDir)
     keys = storage.keys ?? (await loadOrCreateLocalKeys(storage.dataDir))
     await prepareWith(keys)(server.url)
   } catch (error) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { chmod, link, mkdir, open, readFile, rename, unlink, writeFile } from 'node:fs/promises'
+import { chmod, link, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
 // The files the embedded default makes for itself in DATA_DIR (its token secret, its
@@ -70,6 +70,21 @@ export async function writeSecretFile(
   if (!replace) await steps.remove(temporary)
   await steps.sync(dataDir)
   return text
+}
+
+// The copy writeSecretFile writes first: `<name>.<uuid>.tmp`.
+const UNPLACED_COPY = /^[\w.-]+\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/
+
+// Removes the copies that writes killed before they were put in place left in `dataDir`: each
+// holds a secret (a key-encryption key list, perhaps one since retired) that nothing reads. Only
+// for the process that holds DATA_DIR, at its start, before it writes any: a copy then is no
+// write's in flight. Returns the names removed.
+export async function removeUnplacedCopies(dataDir: string, steps: SecretFileSteps = DISK_STEPS) {
+  const names = await readdir(dataDir).catch(() => [])
+  const unplaced = names.filter((name) => UNPLACED_COPY.test(name))
+  for (const name of unplaced) await steps.remove(join(dataDir, name))
+  if (unplaced.length > 0) await steps.sync(dataDir)
+  return unplaced
 }
 
 // Removes `name` from `dataDir` for good: the folder is synced after.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { runCli } from '../support/server-process.ts'
@@ -63,6 +63,8 @@ for (const step of [1, 2, 3, 4]) {
       for (const [index, bearer] of tokens.entries()) {
         expect(await listEveryPlant(server.url, bearer)).toEqual([{ name: `${OWNERS[index]}'s` }])
       }
+      // and no copy of a key list the killed write made first is left in DATA_DIR
+      expect((await readdir(String(store.dataDir))).filter((name) => name.endsWith('.tmp'))).toEqual([])
     } finally {
       await server.stop()
     }
