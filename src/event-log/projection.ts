@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Keyring } from '../keys/keyring.ts'
 import type { Executor } from '../store/database.ts'
-import { type LogCursor, type LoggedEvent, readLogBatch } from './reading.ts'
+import { type FoldedEvent, type LogCursor, readLogBatch } from './reading.ts'
 import { type PlantsTable, plants } from './schema.ts'
 import { liveKeys, pseudonymOf } from './sealing.ts'
 
@@ -14,10 +14,10 @@ export type PlantRow = { owner: string; id: string; name: string; tag: string | 
 
 // The row each opened PlantCreated makes; other events make none. Data is in today's shape
 // (`openedData`: an id as decimal text, a tag or null).
-export function plantRowsOf(opened: LoggedEvent[]): PlantRow[] {
+export function plantRowsOf(opened: FoldedEvent[]): PlantRow[] {
   const rows: PlantRow[] = []
   for (const event of opened) {
-    const owner = event.metadata.owner
+    const owner = event.owner
     if (event.type !== 'PlantCreated' || owner === null) continue
     const { id, name, tag } = event.data as { id: string; name: string; tag: string | null }
     rows.push({ owner, id, name, tag, position: event.position.toString() })
@@ -48,7 +48,7 @@ export async function foldLogBatch(
   batchSize: number,
   options: { settled?: boolean } = {},
 ): Promise<FoldedBatch> {
-  const batch = await readLogBatch(db, keyring, after, batchSize, { ...options, traceparent: false })
+  const batch = await readLogBatch(db, keyring, after, batchSize, options)
   await writePlantRows(db, table, plantRowsOf(batch.events))
   return { events: batch.read, highest: batch.highest, cursor: batch.cursor }
 }
@@ -68,7 +68,7 @@ export async function foldLog(
   let writing: Promise<void> = Promise.resolve()
   try {
     for (let cursor = after; ; ) {
-      const batch = await readLogBatch(db, keyring, cursor, batchSize, { ...options, traceparent: false })
+      const batch = await readLogBatch(db, keyring, cursor, batchSize, options)
       await writing
       if (batch.read === 0) return { events, cursor }
       writing = writePlantRows(db, table, plantRowsOf(batch.events))

@@ -66,7 +66,6 @@ type LoggedEventArray = [
 // no key: it names no one.
 function toLoggedEvent(
   keyring: Keyring,
-  withTraceparent: boolean,
   [
     transactionId,
     position,
@@ -88,8 +87,7 @@ function toLoggedEvent(
     wrapped === null || type !== 'PlantCreated'
       ? undefined
       : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
-  const traceparent =
-    key === undefined || !withTraceparent ? undefined : openedMetadata(metadata, key).traceparent
+  const traceparent = key === undefined ? undefined : openedMetadata(metadata, key).traceparent
   return {
     transactionId: BigInt(transactionId),
     position: stored.position,
@@ -120,7 +118,7 @@ export async function readSettledEvents(
   batchSize: number,
 ): Promise<{ events: LoggedEvent[]; settled: bigint }> {
   const read = await readLoggedEvents(db, after, settled, horizons, batchSize)
-  return { events: read.rows.map((row) => toLoggedEvent(keyring, true, row)), settled: read.settled }
+  return { events: read.rows.map((row) => toLoggedEvent(keyring, row)), settled: read.settled }
 }
 
 const readExportedText = settledReader<ExportedText>('read_settled_text', {
@@ -144,35 +142,72 @@ export async function readSettledText(
 // position, stream id, stream version, type, schema version, data and metadata as JSON text, time.
 export type ExportedText = [string, string, number, string, number, string, string, string]
 
+// An event as a fold of the projection takes it: its data opened, its owner named while readable.
+export type FoldedEvent = { position: bigint; type: string; owner: string | null; data: unknown }
+
+// A fold's event: less than a reader's (no metadata, no recorded time), and the batch as one JSON
+// text, parsed at once, as the settled readers take theirs (event-log/horizon.ts).
+const foldRow = sql`json_build_array(
+    ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
+    k.owner, ${events.data}, ${pseudonymOf(sql`${events}`)}, encode(k.key, 'base64'), ${readable})`
+
+type FoldRowArray = [string, string, string, number, string | null, unknown, string, string | null, boolean]
+
 // The next `batchSize` events of the log after `after`, in log order, opened: what a rebuild
 // folds. `settled` keeps to events whose transaction is older than every transaction still
 // running: nothing can commit before them any more, so the cursor never moves past a late commit.
 // Only a reader that holds the append lock exclusively (see event-log/append-lock.ts) may drop
-// it. A PlantCreated whose owner cannot be read is counted in `read`, not returned. `traceparent`:
-// whether each event's metadata is opened for it too (a fold of the projection needs only data).
+// it. A PlantCreated whose owner cannot be read is counted in `read`, not returned.
 export async function readLogBatch(
   db: Executor,
   keyring: Keyring,
   after: LogCursor,
   batchSize: number,
-  { settled = true, traceparent = true } = {},
-): Promise<{ events: LoggedEvent[]; read: number; highest: bigint; cursor: LogCursor }> {
-  const rows = rowsOf<{ row: LoggedEventArray; readable: boolean }>(
+  { settled = true } = {},
+): Promise<{ events: FoldedEvent[]; read: number; highest: bigint; cursor: LogCursor }> {
+  const [found] = rowsOf<{ rows: string }>(
     await db.execute(sql`
-      select ${loggedEventRow} as row, (${readable}) as readable
-      from ${events} ${withKeys}
-      where ${afterCursor(after)} ${settled ? sql`and ${isSettled}` : sql``}
-      order by ${events.transactionId}, ${events.position}
-      limit ${batchSize}`),
+      select coalesce(json_agg(batch.row order by batch.transaction_id, batch.position), '[]')::text as rows
+      from (select ${foldRow} as row, ${events.transactionId} as transaction_id, ${events.position} as position
+            from ${events} ${withKeys}
+            where ${afterCursor(after)} ${settled ? sql`and ${isSettled}` : sql``}
+            order by ${events.transactionId}, ${events.position}
+            limit ${batchSize}) as batch`),
   )
-  const last = rows.at(-1)?.row
+  const rows = JSON.parse(found?.rows ?? '[]') as FoldRowArray[]
+  const last = rows.at(-1)
   let highest = 0n
-  for (const { row } of rows) if (BigInt(row[1]) > highest) highest = BigInt(row[1])
+  const opened: FoldedEvent[] = []
+  for (const row of rows) {
+    const position = BigInt(row[1])
+    if (position > highest) highest = position
+    if (row[8]) opened.push(toFoldedEvent(keyring, position, row))
+  }
   return {
-    events: rows.filter((found) => found.readable).map(({ row }) => toLoggedEvent(keyring, traceparent, row)),
+    events: opened,
     read: rows.length,
     highest,
     cursor: last ? { transactionId: BigInt(last[0]), position: BigInt(last[1]) } : after,
+  }
+}
+
+function toFoldedEvent(
+  keyring: Keyring,
+  position: bigint,
+  [, , type, schemaVersion, owner, data, pseudonym, wrapped]: FoldRowArray,
+): FoldedEvent {
+  // An erasure's notice: the owner's key is gone, or going; none is kept in this process either.
+  if (type === 'OwnerErased') keyring.forget(pseudonym)
+  const key =
+    wrapped === null || type !== 'PlantCreated'
+      ? undefined
+      : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
+  const stored = { position, type, schemaVersion, data }
+  return {
+    position,
+    type,
+    owner,
+    data: type === 'PlantCreated' && key === undefined ? {} : openedData(stored, key),
   }
 }
 
