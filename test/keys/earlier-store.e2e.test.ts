@@ -3,6 +3,7 @@ import { Buffer } from 'node:buffer'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { WRAPPED_KEY_BYTES } from '../../src/keys/envelope.ts'
+import { expectCliSucceeded } from '../support/cli-assertions.ts'
 import { listEveryPlant } from '../support/plant-client.ts'
 import { type Env, runCli, type ServerProcess } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
@@ -42,15 +43,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
 
     const cliWith = async (args: string[], more: Env) => {
       const run = await runCli(args, { ...storage.env, ...env, ...more })
-      expect({
-        args,
-        exitCode: run.exitCode,
-        out: run.exitCode === 0 ? '' : `${run.stdout}${run.stderr}`,
-      }).toEqual({
-        args,
-        exitCode: 0,
-        out: '',
-      })
+      expectCliSucceeded(args, run)
       return run.stdout
     }
     const listings = async (owners: EarlierOwner[]) =>

@@ -3,6 +3,7 @@ import { Buffer } from 'node:buffer'
 import postgres from 'postgres'
 import { unwrapOwnerKey } from '../../src/keys/envelope.ts'
 import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
+import { expectCliSucceeded } from '../support/cli-assertions.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { type Env, runCli, startServer } from '../support/server-process.ts'
@@ -102,15 +103,7 @@ test('given an earlier store and a feed, when the service and the CLI create, li
     // the CLI: rebuild, verify, export, import into another store, rotate, erase
     const cli = async (args: string[], more: Env = {}, stdin?: string) => {
       const run = await runCli(args, { ...env, ...more }, stdin)
-      expect({
-        args,
-        exitCode: run.exitCode,
-        stderr: run.exitCode === 0 ? '' : `${run.stdout}${run.stderr}`,
-      }).toEqual({
-        args,
-        exitCode: 0,
-        stderr: '',
-      })
+      expectCliSucceeded(args, run)
       return run.stdout
     }
     await cli(['projection', 'rebuild'])

@@ -6,6 +6,7 @@ import {
   postExactly,
   restoreEarlierPostgres,
 } from '../keys/fixtures/earlier-stores.ts'
+import { expectCliSucceeded } from '../support/cli-assertions.ts'
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
@@ -96,16 +97,7 @@ test('given an earlier store behind PgBouncer in transaction mode, when two inst
     ['keys', 'rotate'],
     ['owners', 'erase', '--', old.sub],
   ]) {
-    const run = await storage.cli(args)
-    expect({
-      args,
-      exitCode: run.exitCode,
-      stderr: run.exitCode === 0 ? '' : `${run.stdout}${run.stderr}`,
-    }).toEqual({
-      args,
-      exitCode: 0,
-      stderr: '',
-    })
+    expectCliSucceeded(args, await storage.cli(args))
   }
   expect(await listEveryPlant(second.url, oldToken)).toEqual([])
   expect((await storage.cli(['projection', 'verify'])).exitCode).toBe(0)
