@@ -3,7 +3,7 @@ import { and, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { Keyring } from '../keys/keyring.ts'
 import { type Executor, rowsOf } from '../store/database.ts'
 import { type Horizon, settledReader } from './horizon.ts'
-import { openedData, openedMetadata } from './opening.ts'
+import { openedData, openedMetadata, type StoredParts } from './opening.ts'
 import { events } from './schema.ts'
 import { pseudonymOf, readersKeyOf } from './sealing.ts'
 
@@ -80,14 +80,8 @@ function toLoggedEvent(
   ]: LoggedEventArray,
 ): LoggedEvent {
   const stored = { position: BigInt(position), type, schemaVersion, data }
-  // An erasure's notice: the owner's key is gone, or going; none is kept in this process either.
-  if (type === 'OwnerErased') keyring.forget(pseudonym)
-  // Only a plant's event is opened: an erasure's notice holds nothing sealed, and its key is going.
-  const key =
-    wrapped === null || type !== 'PlantCreated'
-      ? undefined
-      : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
-  const traceparent = key === undefined ? undefined : openedMetadata(metadata, key).traceparent
+  const opened = openEvent(keyring, stored, pseudonym, wrapped)
+  const traceparent = opened.key === undefined ? undefined : openedMetadata(metadata, opened.key).traceparent
   return {
     transactionId: BigInt(transactionId),
     position: stored.position,
@@ -97,7 +91,27 @@ function toLoggedEvent(
     recordedAt: new Date(recordedAt),
     // Written as a Date would write it when it has no more than milliseconds.
     time: recordedAt.replace(/(\.\d{3})000Z$/, '$1Z'),
-    data: type === 'PlantCreated' && key === undefined ? {} : openedData(stored, key),
+    data: opened.data,
+  }
+}
+
+// An event's key and data as every reader of the log opens them. An erasure's notice: the owner's
+// key is gone, or going; none is kept in this process either. Only a plant's event is opened: an
+// erasure's notice holds nothing sealed; a plant whose owner has no key left opens to `{}`.
+function openEvent(
+  keyring: Keyring,
+  stored: StoredParts,
+  pseudonym: string,
+  wrapped: string | null,
+): { key: Uint8Array | undefined; data: unknown } {
+  if (stored.type === 'OwnerErased') keyring.forget(pseudonym)
+  const key =
+    wrapped === null || stored.type !== 'PlantCreated'
+      ? undefined
+      : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
+  return {
+    key,
+    data: stored.type === 'PlantCreated' && key === undefined ? {} : openedData(stored, key),
   }
 }
 
@@ -196,19 +210,8 @@ function toFoldedEvent(
   position: bigint,
   [, , type, schemaVersion, owner, data, pseudonym, wrapped]: FoldRowArray,
 ): FoldedEvent {
-  // An erasure's notice: the owner's key is gone, or going; none is kept in this process either.
-  if (type === 'OwnerErased') keyring.forget(pseudonym)
-  const key =
-    wrapped === null || type !== 'PlantCreated'
-      ? undefined
-      : keyring.open({ pseudonym, wrapped: Buffer.from(wrapped, 'base64') })
   const stored = { position, type, schemaVersion, data }
-  return {
-    position,
-    type,
-    owner,
-    data: type === 'PlantCreated' && key === undefined ? {} : openedData(stored, key),
-  }
+  return { position, type, owner, data: openEvent(keyring, stored, pseudonym, wrapped).data }
 }
 
 export async function logHead(db: Executor): Promise<{ events: number; position: bigint }> {
