@@ -1,10 +1,10 @@
 import { Registry } from 'prom-client'
 import { issueToken } from './auth/issue-token.ts'
 import { createTokenVerifier } from './auth/token-verifier.ts'
-import { startChanges } from './changes/start-changes.ts'
+import { runChanges } from './changes/changes-service.ts'
+import { openStorage } from './opening/open-store.ts'
 import { type Logger, silentLogger } from './shared/logger.ts'
 import { type App, createApp } from './start/app.ts'
-import { openStorage } from './start/open-store.ts'
 
 /** What `createInMemoryStore` may be given; each has a default. */
 export type InMemoryStoreOptions = {
@@ -38,7 +38,7 @@ export async function createInMemoryStore({
 }: InMemoryStoreOptions = {}): Promise<InMemoryStore> {
   const storage = await openStorage({ kind: 'memory' })
   const registry = new Registry()
-  const changes = await startChanges({ db: storage.db, keyring: storage.keyring, logger, registry })
+  const changes = await runChanges({ db: storage.db, keyring: storage.keyring, logger, registry })
   const verifyToken = createTokenVerifier({ secret })
   return {
     app: createApp({

@@ -7,7 +7,7 @@ import type { NewPlant, PlantView } from './plants/schemas.ts'
 // schema the service validates or publishes with.
 
 /** A plant as `GET /plants` and `POST /plants` answer it: `tag` is left out when it has none. */
-export type Plant = Static<typeof PlantView>
+export type PlantAnswer = Static<typeof PlantView>
 
 /**
  * The body of `POST /plants`: `id` an int64 (a number up to 2^53, or a bigint), `name` 1–1024

@@ -5,8 +5,8 @@ import { BearerHeaders } from '../auth/bearer-headers.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
 import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
 import { Failure } from '../shared/errors.ts'
-import type { Changes } from './start-changes.ts'
-import { POSITION_RULE, parsePosition } from './start-position.ts'
+import type { Changes } from './changes-service.ts'
+import { POSITION_RULE, parsePosition } from './position.ts'
 
 export type ChangeRoutesDeps = { verifyToken: TokenVerifier; changes?: Changes }
 

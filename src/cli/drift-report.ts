@@ -1,5 +1,5 @@
 import process from 'node:process'
-import { isInSync, type PlantRow, type ProjectionDiff } from '../replay/verify-projection.ts'
+import { isInSync, type ProjectionDiff, type ProjectionRow } from '../projection/verify-projection.ts'
 
 // Exit 0 with `inSync`, or exit 1 with `drifted` and a readable account of the drift: counts,
 // then a few rows of each kind.
@@ -28,6 +28,6 @@ export function reportDrift(diff: ProjectionDiff, inSync: string, drifted: strin
   return 1
 }
 
-function describeRow(row: PlantRow): string {
+function describeRow(row: ProjectionRow): string {
   return `owner=${JSON.stringify(row.owner)} id=${row.id} name=${JSON.stringify(row.name)} tag=${JSON.stringify(row.tag)} position=${row.position}`
 }

@@ -1,12 +1,12 @@
 import { Buffer } from 'node:buffer'
 import { fstatSync } from 'node:fs'
 import process from 'node:process'
-import { exportEvents } from '../replay/export-events.ts'
-import { importEvents, readLines } from '../replay/import-events.ts'
-import { stderrProgress } from '../replay/progress.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
+import { exportEvents } from '../transfer/export-events.ts'
+import { importEvents, readLines } from '../transfer/import-events.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
+import { stderrProgress } from './progress.ts'
 import { withStorage } from './storage.ts'
 
 export const eventsExportCommand = command({

@@ -8,11 +8,11 @@ import {
   newKeyEncryptionKey,
 } from '../keys/key-encryption-keys.ts'
 import { createKeyring } from '../keys/keyring.ts'
-import { stderrProgress } from '../replay/progress.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { retireLocalKeys, writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
+import { stderrProgress } from './progress.ts'
 import { withStorage } from './storage.ts'
 
 export const keysRotateCommand = command({

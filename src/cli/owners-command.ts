@@ -7,7 +7,7 @@ import { erasureFeed } from '../feed/erasure-feed.ts'
 import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import { createLogger, silentLogger } from '../shared/logger.ts'
-import { startTracing } from '../tracing/start-tracing.ts'
+import { createTracing } from '../tracing/otel-tracing.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
@@ -49,7 +49,7 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
   // Spans that cannot be sent are said on stderr, as warnings.
   const tracing =
     config.tracing &&
-    (await startTracing(
+    (await createTracing(
       config.tracing,
       createLogger('warn', { write: (line) => void process.stderr.write(line) }),
     ))

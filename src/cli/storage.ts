@@ -1,10 +1,10 @@
 import process from 'node:process'
 import { type Config, IN_MEMORY } from '../config/config.ts'
 import { describeUpgrade } from '../event-log/upgrade.ts'
-import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
+import { openStorage } from '../opening/open-store.ts'
 import { Failure } from '../shared/errors.ts'
-import { openStorage } from '../start/open-store.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
+import { describeMove, moveFromPglite } from '../transfer/pglite-move.ts'
 
 // The store a command works on, opened (which applies the migrations) for the length of `run`.
 // On an embedded DATA_DIR that a service holds, the command works beside it, on its server.

@@ -51,7 +51,7 @@ export function samePlant(a: Plant, b: Plant): boolean {
 export const PLANT_CREATED_SCHEMA_VERSION = 1
 
 // The API's rules for what a plant and its owner may be (docs/api.md): the one check the API's schema (http/
-// schema-kinds.ts), the token's subject and an imported event (replay/event-line.ts) all apply.
+// schema-kinds.ts), the token's subject and an imported event (transfer/event-line.ts) all apply.
 export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
 

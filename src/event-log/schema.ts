@@ -50,7 +50,7 @@ export const events = pgTable(
   ],
 )
 
-// A rebuild fills a table of the same shape under another name and swaps it in (replay/).
+// A rebuild fills a table of the same shape under another name and swaps it in (projection/rebuild-projection.ts).
 export function plantsTable<Name extends string>(name: Name) {
   return pgTable(
     name,
@@ -81,7 +81,7 @@ export const projectionCheckpoints = pgTable('projection_checkpoints', {
 
 // How many times a rebuild changed an owner's `plants` rows (no row: never). A listing's ETag is
 // the owner's head and this generation (plants/etag.ts): appends move the head, and a rebuild that
-// changes an owner's rows without moving it bumps this instead (replay/rebuild-projection.ts).
+// changes an owner's rows without moving it bumps this instead (projection/rebuild-projection.ts).
 export const ownerGenerations = pgTable('owner_generations', {
   owner: text('owner').primaryKey(),
   generation: bigint('generation', { mode: 'bigint' }).notNull(),

@@ -2,7 +2,7 @@ import { decodePlantEvent } from '../domain/plant.ts'
 import type { LoggedEvent } from '../event-log/reading.ts'
 import type { OwnerErasedEvent, PlantCreatedEvent } from './feed-schemas.ts'
 
-export type FeedMessage = {
+export type PublishedMessage = {
   // `<prefix>.events.<type>`, a PlantCreated's followed by its owner's pseudonym, so that a
   // consumer subscribes to `feedFilter(prefix)` and an erasure purges one subject.
   subject: string
@@ -38,7 +38,10 @@ export function legacyPlantSubject(prefix: string): string {
 // shape whatever shape it was stored in; undefined for an event that is never published: an
 // OwnerErased whose erasure has completed names no one (a stream created after it holds nothing
 // of the owner, and no notice), nor does a PlantCreated whose owner's key is gone.
-export function toFeedMessage(event: LoggedEvent, settings: MessageSettings): FeedMessage | undefined {
+export function toPublishedMessage(
+  event: LoggedEvent,
+  settings: MessageSettings,
+): PublishedMessage | undefined {
   const { owner, pseudonym } = event.metadata
   if (owner === null) return undefined
   if (event.type === 'OwnerErased') return ownerErasedMessage(event, owner, settings)
@@ -51,7 +54,7 @@ function plantCreatedMessage(
   owner: string,
   pseudonym: string,
   { subjectPrefix, source }: MessageSettings,
-): FeedMessage {
+): PublishedMessage {
   const { type, data } = decodePlantEvent(event)
   const id = event.position.toString()
   const plantId = data.id.toString()
@@ -84,7 +87,7 @@ function ownerErasedMessage(
   event: LoggedEvent,
   owner: string,
   { subjectPrefix, source }: MessageSettings,
-): FeedMessage {
+): PublishedMessage {
   const id = event.position.toString()
   const cloudEvent: OwnerErasedEvent = {
     specversion: '1.0',

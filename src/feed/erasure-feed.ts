@@ -2,7 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { Config, FeedConfig } from '../config/config.ts'
 import type { ErasureFeed } from '../erasure/erase-owner.ts'
-import { startLogFollower } from '../follower/follower.ts'
+import { runLogFollower } from '../follower/follower.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
@@ -11,7 +11,7 @@ import { feedFilter } from './cloud-event.ts'
 import { advisoryLockLeadership, soleLeadership } from './leadership.ts'
 import { type FeedStream, feedStream, streamInfo, subjectCovers } from './nats-stream.ts'
 import { purgeOwner } from './purge-owner.ts'
-import { pause, startRelay } from './relay.ts'
+import { pause, runRelay } from './relay.ts'
 
 export type ErasureFeedDeps = {
   config: FeedConfig
@@ -100,10 +100,16 @@ export function erasureFeed({
         throw new Failure('ERASURE_PENDING', `${named} could not be read: ${messageOf(error)}`)
       })
       if (await holds(stream, position)) return
-      const log = startLogFollower({ db, keyring, logger })
+      const log = runLogFollower({ db, keyring, logger })
       const leadership =
         storage.kind === 'postgres' ? advisoryLockLeadership(storage.url, config.stream) : soleLeadership
-      const relay = startRelay({ log, stream: Promise.resolve(stream), leadership, messages: config, logger })
+      const relay = runRelay({
+        follower: log,
+        stream: Promise.resolve(stream),
+        leadership,
+        messages: config,
+        logger,
+      })
       try {
         while (Date.now() < deadline) {
           if (await holds(stream, position)) return

@@ -12,7 +12,7 @@ import { createInbox, deferred, headers, type Msg, type NatsConnection } from '@
 import type { FeedConfig } from '../config/config.ts'
 import { Failure } from '../shared/errors.ts'
 import { within } from '../shared/time-limit.ts'
-import { type FeedMessage, feedFilter } from './cloud-event.ts'
+import { feedFilter, type PublishedMessage } from './cloud-event.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE } from './feed-schemas.ts'
 
 // Where the stream ends: its last sequence (any subject), and the log position of the last feed
@@ -25,7 +25,7 @@ export type FeedStream = {
   // the feed's.
   ensure: () => Promise<void>
   readTail: () => Promise<Tail>
-  publish: (messages: FeedMessage[], after: Tail) => Promise<Published>
+  publish: (messages: PublishedMessage[], after: Tail) => Promise<Published>
 }
 
 // `tail` is where the stream ends after the messages that went in; `failure` is why the rest
@@ -130,7 +130,11 @@ async function readTail(jsm: JetStreamManager, stream: string, filter: string): 
 // it counts as in place only at the sequence this publisher expected. Each message has a reply
 // subject of its own on one subscription: a request per message (js.publish) costs three times
 // as much.
-async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after: Tail): Promise<Published> {
+async function publishInOrder(
+  nc: NatsConnection,
+  messages: PublishedMessage[],
+  after: Tail,
+): Promise<Published> {
   const answers = await sendAll(nc, messages, after)
   let tail = after
   let published = 0
@@ -151,7 +155,7 @@ async function publishInOrder(nc: NatsConnection, messages: FeedMessage[], after
 }
 
 // Publishes every message and collects the answers that come within the timeout, by index.
-async function sendAll(nc: NatsConnection, messages: FeedMessage[], after: Tail): Promise<Answer[]> {
+async function sendAll(nc: NatsConnection, messages: PublishedMessage[], after: Tail): Promise<Answer[]> {
   const inbox = createInbox()
   const answers: Answer[] = new Array(messages.length)
   let waiting = messages.length

@@ -1,13 +1,13 @@
 import type { LogFollower } from '../follower/follower.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Tracing } from '../tracing/tracing.ts'
-import { type FeedMessage, type MessageSettings, toFeedMessage } from './cloud-event.ts'
+import { type MessageSettings, type PublishedMessage, toPublishedMessage } from './cloud-event.ts'
 import type { Leadership } from './leadership.ts'
 import type { FeedStream, Tail } from './nats-stream.ts'
 
 export type RelayDeps = {
   // The process's follower of the log: the relay takes its events, and reads what it is behind by.
-  log: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position' | 'hold'>
+  follower: Pick<LogFollower, 'eventsAfter' | 'advanced' | 'position' | 'hold'>
   // Resolves once NATS is reachable (it may never be, while the relay waits).
   stream: Promise<FeedStream>
   leadership: Leadership
@@ -23,7 +23,7 @@ export type RelayDeps = {
   // How often a follower tries to become the leader, and the leader checks it still is.
   leadershipCheckMs?: number
   // The wait before a round that failed is tried again. NATS reconnects by itself (see
-  // start-feed.ts); this only spaces the rounds that fail until it has.
+  // feed-service.ts); this only spaces the rounds that fail until it has.
   retryMs?: number
 }
 
@@ -41,7 +41,7 @@ const STEP_DOWN_AFTER = 3
 // reads it (no read of its own unless it is behind what the follower keeps). Each round reads the
 // stream's tail again after any failure, so a crash, a lost ack or a competing instance never
 // makes it skip or repeat an event: the stream, not memory, says what is in it.
-export function startRelay(deps: RelayDeps): Relay {
+export function runRelay(deps: RelayDeps): Relay {
   const stop = new AbortController()
   const seen: Seen = { lastPublished: undefined }
   const running = relay(deps, seen, stop.signal).catch((error: unknown) => {
@@ -63,13 +63,13 @@ type Seen = {
 }
 
 async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise<void> {
-  const { log, leadership, messages, logger, onPublished, tracing } = deps
+  const { follower, leadership, messages, logger, onPublished, tracing } = deps
   const { batchSize = 500, pollMs = 1000, leadershipCheckMs = 1000, retryMs = 500 } = deps
   const stream = await Promise.race([deps.stream, aborted(stopped)])
   // Where the stream ends, as last read or published; undefined when it must be read again.
   let tail: Tail | undefined
   // Every event of the log up to here is in the stream or is never published (an erased owner's:
-  // the follower leaves their PlantCreated out, toFeedMessage a completed erasure's notice). At or
+  // the follower leaves their PlantCreated out, toPublishedMessage a completed erasure's notice). At or
   // past the tail, so that a run of such events is read once, not at every round; it starts from
   // the tail again whenever the tail is read again.
   let cursor = 0n
@@ -92,7 +92,7 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
           continue
         }
       }
-      release ??= log.hold()
+      release ??= follower.hold()
       if (tail === undefined) {
         await stream.ensure()
         tail = await stream.readTail()
@@ -100,9 +100,9 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
         seen.lastPublished = tail.position
       }
       // A short batch holds every event up to where the follower stood before it was asked.
-      const upTo = log.position() ?? 0n
-      const batch = await log.eventsAfter(cursor, batchSize)
-      const publishable = batch.flatMap((event) => toFeedMessage(event, messages) ?? [])
+      const upTo = follower.position() ?? 0n
+      const batch = await follower.eventsAfter(cursor, batchSize)
+      const publishable = batch.flatMap((event) => toPublishedMessage(event, messages) ?? [])
       if (publishable.length > 0) {
         const spans = tracing && publishSpans(tracing, publishable, messages)
         const result = await stream.publish(publishable, tail)
@@ -118,7 +118,8 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
       failures = 0
       // Until the follower moves past the cursor (it gathers wakes into reads), or a while passes
       // and leadership is checked again.
-      if ((log.position() ?? 0n) <= cursor) await log.advanced(Math.min(pollMs, leadershipCheckMs), stopped)
+      if ((follower.position() ?? 0n) <= cursor)
+        await follower.advanced(Math.min(pollMs, leadershipCheckMs), stopped)
     } catch (error) {
       tail = undefined
       leaderUntil = 0
@@ -137,7 +138,7 @@ async function relay(deps: RelayDeps, seen: Seen, stopped: AbortSignal): Promise
 
 // A span per message that carries a trace context, the child of that context; the returned
 // function ends them once the stream has answered: those up to `stored` went in, the others failed.
-function publishSpans(tracing: Tracing, publishable: FeedMessage[], { subjectPrefix }: MessageSettings) {
+function publishSpans(tracing: Tracing, publishable: PublishedMessage[], { subjectPrefix }: MessageSettings) {
   const name = `send ${subjectPrefix}.events.PlantCreated`
   const spans = publishable.flatMap(({ id, traceparent }) => {
     if (traceparent === undefined) return []

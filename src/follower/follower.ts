@@ -28,7 +28,7 @@ export type LogFollowerDeps = {
   idleAfterMs?: number
 }
 
-export type LogFollower = ReturnType<typeof startLogFollower>
+export type LogFollower = ReturnType<typeof runLogFollower>
 
 // Horizons probed and not yet settled: more wait for these first (a long transaction holds them).
 const MAX_PENDING = 8
@@ -44,7 +44,7 @@ const SETTLE_RETRY_MS = 20
 // long; held again, it starts afresh at the horizon of then, as at its first start: events between
 // were handed to nobody, since nobody held it.
 // A failed read is retried until the database answers again, on whichever server it then reaches.
-export function startLogFollower({
+export function runLogFollower({
   db,
   keyring,
   logger,
@@ -224,6 +224,6 @@ export type FollowedLog = LogFollower & {
 // poll: a wake-up between instances would need LISTEN, a session's state, which a transaction-mode
 // pooler (PgBouncer) does not keep, and whose NOTIFYs it would hand to other clients.
 export function followLog(deps: LogFollowerDeps): FollowedLog {
-  const follower = startLogFollower(deps)
+  const follower = runLogFollower(deps)
   return { ...follower, appended: follower.wake, close: follower.stop }
 }

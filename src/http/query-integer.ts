@@ -6,7 +6,7 @@ import { Kind, Type } from '@sinclair/typebox'
 // its own t.ArrayQuery sets, which would also split values on commas and brackets); marked, a
 // repeated parameter arrives as an array, which the kind refuses, so `?limit=1&limit=2` is a 400
 // rather than a silent pick. The marker is not public API: this file is its only user, and
-// test/http/plants-api.int.test.ts (limit given twice) fails if Elysia changes it.
+// test/plants/plants-api.int.test.ts (limit given twice) fails if Elysia changes it.
 export function queryInteger(options: { minimum: number; maximum: number; format: string; error: string }) {
   return Type.Unsafe<string>({
     [Kind]: 'IntegerParameter',

@@ -9,9 +9,9 @@ import {
   type PlantState,
 } from '../domain/plant.ts'
 import { type Appended, appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
-import { groupCommit } from '../event-log/group-commit.ts'
 import type { OwnerKeyCache } from '../event-log/owner-keys.ts'
 import type { OwnerKey } from '../keys/keyring.ts'
+import { groupCommit } from '../shared/batching.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import type { Database } from '../store/database.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
@@ -152,7 +152,7 @@ async function appendAndDecide(
       streams.set(
         streamId,
         'taken' in outcome
-          ? await readStoredPlant(db, outcome.taken, lead.command)
+          ? await readStoredStream(db, outcome.taken, lead.command)
           : { state: created, position: outcome.position, appendedBy: lead },
       )
     }),
@@ -195,7 +195,7 @@ function firstAppend({ command, requestId, traceparent }: CreateRequest): Stream
   }
 }
 
-async function readStoredPlant(db: Database, key: OwnerKey, { plant }: CreatePlant): Promise<Stream> {
+async function readStoredStream(db: Database, key: OwnerKey, { plant }: CreatePlant): Promise<Stream> {
   const history = await readPlantStream(db, key, plant.id)
   const last = history.at(-1)
   // The append was skipped only because the stream's first event is committed.

@@ -7,7 +7,7 @@
 //   comes back for other rows.
 // - the owner's generation: a rebuild writes the same rows for the same log, so it keeps the tag,
 //   but one that changes an owner's rows (a repaired drift, a new reading of old events) can leave
-//   the head where it was, so it bumps that owner's generation (replay/rebuild-projection.ts).
+//   the head where it was, so it bumps that owner's generation (projection/rebuild-projection.ts).
 // - `limit` and `after`, so that a tag of one page never matches another page of the same state.
 // The same state gives the same bytes (a streamed listing stops at the head it reported), so the
 // tag is strong (RFC 9110 §8.8.1).

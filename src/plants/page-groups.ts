@@ -1,4 +1,4 @@
-import { groupCommit } from '../event-log/group-commit.ts'
+import { groupCommit } from '../shared/batching.ts'
 import type { Executor } from '../store/database.ts'
 import { type PageFound, type PageRead, type PlainReads, readPages, readVersions } from './page-statements.ts'
 
@@ -8,7 +8,7 @@ const GROUPED_PAGE_SIZE = 100
 const MAX_BATCH_SIZE = 32
 
 // Reads that arrive while a batch is in the database share the next one: one statement, one
-// snapshot, one round trip for all of them (as creates do, event-log/group-commit.ts). A statement
+// snapshot, one round trip for all of them (as creates do, src/shared/batching.ts). A statement
 // costs PostgreSQL and the driver far more than the index probes of one page in it.
 export function groupedReads(db: Executor, inFlight: number): PlainReads {
   const options = { maxBatchSize: MAX_BATCH_SIZE, inFlight, idleStart: 'microtask' } as const

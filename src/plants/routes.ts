@@ -41,7 +41,7 @@ export type PlantRoutesDeps = {
 
 export function plantRoutes(deps: PlantRoutesDeps) {
   const readPlants = deps.readPlants ?? primaryReads(deps.db, deps.readsInFlight)
-  const createPlant = plantCreator(
+  const creator = plantCreator(
     deps.db,
     ownerKeyCache(deps.keyring),
     deps.batchesInFlight,
@@ -55,7 +55,7 @@ export function plantRoutes(deps: PlantRoutesDeps) {
       '/plants',
       async ({ body, owner, requestId, request, set }) => {
         const traceparent = traceparentOf?.(request)
-        const { plant, position } = await create(deps, createPlant, { body, owner, requestId, traceparent })
+        const { plant, position } = await create(deps, creator, { body, owner, requestId, traceparent })
         set.headers[POSITION_HEADER] = position.toString()
         // As the listings and errors say it; Elysia's default adds `;charset=utf-8`.
         set.headers['content-type'] = 'application/json'
@@ -110,19 +110,15 @@ export function plantRoutes(deps: PlantRoutesDeps) {
     })
 }
 
-type CreateRequest = { body: NewPlant; owner: string; requestId: string; traceparent?: string }
+type CreateInput = { body: NewPlant; owner: string; requestId: string; traceparent?: string }
 
 async function create(
   { now, onAppended }: PlantRoutesDeps,
-  createPlant: PlantCreator,
-  { body, owner, requestId, traceparent }: CreateRequest,
+  creator: PlantCreator,
+  { body, owner, requestId, traceparent }: CreateInput,
 ) {
   const plant = { id: BigInt(body.id), name: body.name, tag: body.tag ?? null }
-  const decision = await createPlant(
-    { type: 'CreatePlant', owner, plant, now: now() },
-    requestId,
-    traceparent,
-  )
+  const decision = await creator({ type: 'CreatePlant', owner, plant, now: now() }, requestId, traceparent)
   if (decision.outcome === 'created') onAppended?.()
   if (decision.outcome === 'conflict') {
     throw new Failure('CONFLICT', `plant ${plant.id} already exists with a different name or tag`)
@@ -131,11 +127,11 @@ async function create(
   return { plant: tag === null ? { name } : { name, tag }, position: decision.position }
 }
 
-type ListRequest = { owner: string; limit?: string; after?: string }
+type ListInput = { owner: string; limit?: string; after?: string }
 
 async function list(
   readPlants: ReadPlants,
-  { owner, after, ...query }: ListRequest,
+  { owner, after, ...query }: ListInput,
   { [POSITION_HEADER]: position, 'if-none-match': ifNoneMatch }: ListHeaders,
 ) {
   const limit = query.limit === undefined ? undefined : Number(query.limit)

@@ -7,7 +7,7 @@ export type Logger = Pick<pino.Logger, 'info' | 'warn' | 'error' | 'debug' | 'fa
 export type LoggerOptions = {
   // Human-readable lines instead of JSON (main turns this on when stdout is a terminal).
   pretty?: boolean
-  // Where lines go: the service's is stdoutLog() (log-output.ts); tests pass their own.
+  // Where lines go: the service's is stdoutLog() (logger-output.ts); tests pass their own.
   write?: (line: string) => void
 }
 

@@ -9,7 +9,7 @@ import { type ReplicaSet, watchReplicas } from '../store/replica-health.ts'
 
 export type ReplicaReads = {
   readPlants: ReadPlants
-  // What the change streams read from (changes/start-changes.ts): the same replicas and wait.
+  // What the change streams read from (changes/changes-service.ts): the same replicas and wait.
   changes: { set: ReplicaSet; waitMs: number; onRead: (source: string) => void }
   close: () => Promise<void>
 }

@@ -1,21 +1,21 @@
 import { Registry } from 'prom-client'
 import { verifierFromConfig } from '../auth/verifier-from-config.ts'
-import { type Changes, startChanges } from '../changes/start-changes.ts'
+import { type Changes, runChanges } from '../changes/changes-service.ts'
 import type { Config } from '../config/config.ts'
 import { describeUpgrade } from '../event-log/upgrade.ts'
-import { startFeed } from '../feed/start-feed.ts'
+import { runFeed } from '../feed/feed-service.ts'
 import { followLog } from '../follower/follower.ts'
 import { BODY_TIMEOUT_MS } from '../http/json-body.ts'
-import { watchLogReadersHeld } from '../observability/log-readers-held.ts'
+import { watchEventLogReadersHeld } from '../observability/event-log-readers-held.ts'
 import { collectProcessMetrics } from '../observability/process-metrics.ts'
-import { describeMove, moveFromPglite } from '../replay/pglite-move.ts'
+import { openStorage } from '../opening/open-store.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { DatabaseHandle } from '../store/database.ts'
 import { describeSettingsNotApplied, settingsNotApplied } from '../store/settings-applied.ts'
-import { startTracing } from '../tracing/start-tracing.ts'
+import { createTracing } from '../tracing/otel-tracing.ts'
+import { describeMove, moveFromPglite } from '../transfer/pglite-move.ts'
 import { type App, createApp } from './app.ts'
-import { countDroppedLogLines } from './log-metrics.ts'
-import { openStorage } from './open-store.ts'
+import { countDroppedLogLines } from './logger-metrics.ts'
 import { startReplicaReads } from './replica-reads.ts'
 
 // Group commit: a second batch goes in while one is in the database, which measured best
@@ -57,7 +57,7 @@ export async function startServiceParts(
   // The embedded server is reached like any PostgreSQL, through its URL.
   const database = { kind: 'postgres' as const, ...storage.settings }
   // Loads the OpenTelemetry SDK only when an endpoint is set.
-  const tracing = config.tracing && (await startTracing(config.tracing, logger))
+  const tracing = config.tracing && (await createTracing(config.tracing, logger))
   if (config.tracing) {
     const { serviceName, sampler } = config.tracing
     // Without any user, password or query the URL may hold.
@@ -70,7 +70,7 @@ export async function startServiceParts(
   collectProcessMetrics({ registry, databaseProcessIds: storage.processIds })
   countDroppedLogLines(registry, droppedLogLines)
   // The one reader of the log in this process: the feed and the change streams both take from it.
-  const log = followLog({
+  const follower = followLog({
     db: storage.db,
     keyring: storage.keyring,
     logger,
@@ -78,11 +78,11 @@ export async function startServiceParts(
   })
   const feed =
     config.feed &&
-    (await startFeed({
+    (await runFeed({
       config: config.feed,
       storage: database,
       db: storage.db,
-      log,
+      follower,
       logger,
       registry,
       tracing,
@@ -97,23 +97,23 @@ export async function startServiceParts(
           registry,
         })
       : undefined
-  const changes = await startChanges({
+  const changes = await runChanges({
     db: storage.db,
     keyring: storage.keyring,
     replicas: replicaReads?.changes,
-    log,
+    follower,
     logger,
     registry,
     streamsPerOwner: config.changeStreamsPerOwner,
   })
-  const readersHeld = watchLogReadersHeld({ db: storage.db, registry, logger })
+  const readersHeld = watchEventLogReadersHeld({ db: storage.db, registry, logger })
   const app = createApp({
     db: storage.db,
     keyring: storage.keyring,
     verifyToken,
     logger,
     registry,
-    onAppended: log.appended,
+    onAppended: follower.appended,
     changes,
     readPlants: replicaReads?.readPlants,
     batchesInFlight: BATCHES_IN_FLIGHT,
@@ -127,7 +127,7 @@ export async function startServiceParts(
   const stop = async () => {
     await feed?.close()
     readersHeld.stop()
-    await log.close()
+    await follower.close()
     await replicaReads?.close()
     await storage.close()
     // Last, so that the spans of everything above are sent.

@@ -1,5 +1,5 @@
 // The service's view of tracing: spans started with an explicit parent, ended explicitly. The
-// OpenTelemetry SDK behind it is loaded only when tracing is on (start-tracing.ts); off, there is
+// OpenTelemetry SDK behind it is loaded only when tracing is on (otel-tracing.ts); off, there is
 // no Tracing at all and callers skip their spans (`tracing?.startSpan`).
 export type SpanKind = 'server' | 'client' | 'producer' | 'internal'
 

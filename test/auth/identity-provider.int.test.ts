@@ -3,7 +3,7 @@ import { exportSPKI, SignJWT } from 'jose'
 import type { TokenVerifier } from '../../src/auth/token-verifier.ts'
 import { verifierFromConfig } from '../../src/auth/verifier-from-config.ts'
 import { loadConfig } from '../../src/config/config.ts'
-import { openStorage } from '../../src/start/open-store.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
 import {
   type Algorithm,

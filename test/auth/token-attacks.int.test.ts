@@ -10,7 +10,7 @@ import {
   UnsecuredJWT,
 } from 'jose'
 import { createTokenVerifier, type VerifierSettings } from '../../src/auth/token-verifier.ts'
-import { openStorage } from '../../src/start/open-store.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
 import { checkProjection } from '../support/projection-check.ts'

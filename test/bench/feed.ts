@@ -14,7 +14,7 @@ import { createTestFeed, TEST_NATS_URL } from '../support/nats.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { startTestRelay } from '../support/test-relay.ts'
+import { runTestRelay } from '../support/test-relay.ts'
 import { ensureWrk, runWrk } from './load.ts'
 import { median, percentile } from './memory.ts'
 import { seedEvents } from './seed.ts'
@@ -81,7 +81,7 @@ async function measurePublishing(events: number, publishers: number): Promise<Pu
     const cpuBefore = process.cpuUsage()
     const natsBefore = natsServerCpuMs()
     const relays = Array.from({ length: publishers }, () =>
-      startTestRelay(storage, {
+      runTestRelay(storage, {
         stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'bench' },

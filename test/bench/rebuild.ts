@@ -6,7 +6,7 @@
 // Run: bun test/bench/rebuild.ts [events]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
+import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'

@@ -5,7 +5,7 @@
 import process from 'node:process'
 import postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
-import { openStorage } from '../../src/start/open-store.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { seedEvents } from './seed.ts'

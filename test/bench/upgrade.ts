@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { type UpgradeProgress, upgradeLog } from '../../src/event-log/upgrade.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { createLegacyStore } from '../erasure/upgrade-legacy-store.ts'
+import { createLegacyStore } from '../event-log/upgrade-legacy-store.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 const EVENTS = Number(process.argv[2] ?? 100_000)

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
-import { type LogFollower, startLogFollower } from '../../src/follower/follower.ts'
+import { type LogFollower, runLogFollower } from '../../src/follower/follower.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
@@ -23,7 +23,7 @@ describe('a follower held by nobody (PostgreSQL)', () => {
   }
   beforeAll(async () => {
     storage = await openTestStorage('postgres')
-    follower = startLogFollower({
+    follower = runLogFollower({
       db: storage.db,
       keyring: storage.keyring,
       logger: silentLogger(),

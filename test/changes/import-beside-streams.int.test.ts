@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { importEvents } from '../../src/replay/import-events.ts'
-import { HEADER, keyLine, plainLine, sealedLine, type TestKey, testKey } from '../replay/sealed-lines.ts'
+import { importEvents } from '../../src/transfer/import-events.ts'
 import { createHarness, type Harness } from '../support/harness.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+import { HEADER, keyLine, plainLine, sealedLine, type TestKey, testKey } from '../transfer/sealed-lines.ts'
 
 // Live changes (docs/live-changes.md) beside an import (docs/operating.md, The event log): an `events import --append` is one large transaction whose positions
 // interleave with the creates committed meanwhile. An open stream must still deliver every

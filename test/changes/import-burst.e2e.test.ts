@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import postgres from 'postgres'
-import { HEADER, keyLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { type ServerProcess, startCli } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf, type SseReader } from '../support/sse-client.ts'
+import { HEADER, keyLine, sealedLine, testKey } from '../transfer/sealed-lines.ts'
 
 const IMPORTED = 10_000
 // The owner's plants before the stream opens (one catch-up read: fewer than its batch of 100) and

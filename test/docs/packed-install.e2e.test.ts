@@ -31,7 +31,7 @@ afterAll(async () => {
 const ENTRIES_TEST = `import { expect, test } from 'bun:test'
 import { createPlantStoreClient } from 'plant-store/client'
 import { createInMemoryStore } from 'plant-store/test-store'
-import type { FeedMessage, Plant } from 'plant-store/types'
+import type { FeedMessage, PlantAnswer } from 'plant-store/types'
 
 test('the typed client and the types', async () => {
   const store = await createInMemoryStore()
@@ -39,7 +39,7 @@ test('the typed client and the types', async () => {
   try {
     const api = createPlantStoreClient(server.url.origin, { token: await store.tokenFor('ann') })
     expect((await api.plants.post({ id: 1, name: 'Fern' })).status).toBe(200)
-    const plants: Plant[] | null = (await api.plants.get()).data
+    const plants: PlantAnswer[] | null = (await api.plants.get()).data
     expect(plants).toEqual([{ name: 'Fern' }])
     const erased: FeedMessage = { specversion: '1.0', id: '2', source: 's', type: 'OwnerErased', time: 't', owner: 'ann' }
     expect(erased.type).toBe('OwnerErased')

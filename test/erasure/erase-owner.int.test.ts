@@ -5,8 +5,8 @@ import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { claimWorkTable } from '../../src/event-log/work-tables.ts'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { type CreateResult, createPlant } from '../../src/plants/create-plant.ts'
-import { rebuildProjection } from '../../src/replay/rebuild-projection.ts'
-import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
+import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
 import {
   count,

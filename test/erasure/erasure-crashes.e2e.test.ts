@@ -6,10 +6,10 @@ import { upgradeLog } from '../../src/event-log/upgrade.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { plainLine } from '../replay/sealed-lines.ts'
 import { plainEnv, runCli } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
+import { plainLine } from '../transfer/sealed-lines.ts'
 import { findTraces } from './traces.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname

@@ -11,13 +11,13 @@ import { recordedFeed, recordFeed } from '../../src/feed/feed-fact.ts'
 import { advisoryLockLeadership, soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
 import { isPublishable } from '../../src/feed/publishable.ts'
-import { startRelay } from '../../src/feed/relay.ts'
-import { startLogFollower } from '../../src/follower/follower.ts'
+import { runRelay } from '../../src/feed/relay.ts'
+import { runLogFollower } from '../../src/follower/follower.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { rowsOf } from '../../src/store/database.ts'
 import { createTestFeed, type FeedMessageSeen, positionsOf, type TestFeed } from '../support/nats.ts'
 import { create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
-import { startTestRelay } from '../support/test-relay.ts'
+import { runTestRelay } from '../support/test-relay.ts'
 
 const logger = silentLogger()
 const ANN = [
@@ -44,7 +44,7 @@ for (const kind of STORAGE_KINDS) {
     const stops: (() => Promise<unknown>)[] = []
 
     const relay = (target: TestFeed = feed) => {
-      const started = startTestRelay(storage, {
+      const started = runTestRelay(storage, {
         stream: feedStream(target.nc, { stream: target.stream, subjectPrefix: target.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: target.prefix, source: 'plant-store' },
@@ -211,7 +211,7 @@ for (const kind of STORAGE_KINDS) {
         sql`metadata->>'pseudonym' in (select pseudonym from owner_keys where owner = 'bob')`,
       )
       // when: a relay publishes the log to a new stream; its reads are counted
-      const log = startLogFollower({ db: storage.db, keyring: storage.keyring, logger, pollMs: 50 })
+      const log = runLogFollower({ db: storage.db, keyring: storage.keyring, logger, pollMs: 50 })
       let reads = 0
       const counted = {
         ...log,
@@ -222,8 +222,8 @@ for (const kind of STORAGE_KINDS) {
           return log.eventsAfter(after, count)
         },
       }
-      const publishing = startRelay({
-        log: counted,
+      const publishing = runRelay({
+        follower: counted,
         stream: feedStream(feed.nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
@@ -298,7 +298,7 @@ for (const kind of STORAGE_KINDS) {
 
     test("the follower's kept events are handed out as a read now gives them: nothing of an owner erased since", async () => {
       // given: a follower that has read both owners' plants as they came, and keeps them
-      const log = startLogFollower({ db: storage.db, keyring: storage.keyring, logger, pollMs: 50 })
+      const log = runLogFollower({ db: storage.db, keyring: storage.keyring, logger, pollMs: 50 })
       stops.push(log.stop)
       log.hold()
       await log.ready()
@@ -339,7 +339,7 @@ for (const kind of STORAGE_KINDS) {
         let published = 0
         const leadership = advisoryLockLeadership(storage.url as string, feed.stream)
         stops.push(leadership.close)
-        const leading = startTestRelay(storage, {
+        const leading = runTestRelay(storage, {
           stream: feedStream(feed.nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
           leadership,
           messages: { subjectPrefix: feed.prefix, source: 'plant-store' },

@@ -3,12 +3,11 @@ import { Buffer } from 'node:buffer'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
-import { exportEvents } from '../../src/replay/export-events.ts'
-import { importEvents, readLines } from '../../src/replay/import-events.ts'
-import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { createTrickyPlants, listingsByOwner, openedTexts } from '../replay/fixtures.ts'
-import { erasedLine, HEADER, keyLine, plainLine, sealedLine, testKey } from '../replay/sealed-lines.ts'
+import { exportEvents } from '../../src/transfer/export-events.ts'
+import { importEvents, readLines } from '../../src/transfer/import-events.ts'
+import { createTrickyPlants, listingsByOwner, openedTexts } from '../projection/fixtures.ts'
 import {
   count,
   create,
@@ -20,6 +19,7 @@ import {
   type TestStorage,
 } from '../support/storage.ts'
 import { withRawKeys } from '../support/test-keys.ts'
+import { erasedLine, HEADER, keyLine, plainLine, sealedLine, testKey } from '../transfer/sealed-lines.ts'
 
 // Erasure (docs/erasure.md): an export carries the keys of its owners and the record of erased pseudonyms, so
 // that a store moves and stays readable, and an erased owner stays erased; `--append` refuses an

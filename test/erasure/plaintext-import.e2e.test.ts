@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { plainLine } from '../replay/sealed-lines.ts'
+import { createLegacyStore, type LegacyStore, loadLegacyLog } from '../event-log/upgrade-legacy-store.ts'
 import { runCli } from '../support/server-process.ts'
-import { createLegacyStore, type LegacyStore, loadLegacyLog } from './upgrade-legacy-store.ts'
+import { plainLine } from '../transfer/sealed-lines.ts'
 
 const SECRET = 'plaintext-import-e2e-secret-of-32-bytes'
 

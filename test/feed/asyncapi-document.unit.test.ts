@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { Parser } from '@asyncapi/parser'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
 import { buildAsyncApiDocument } from '../../src/feed/asyncapi-document.ts'
-import { toFeedMessage } from '../../src/feed/cloud-event.ts'
+import { toPublishedMessage } from '../../src/feed/cloud-event.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE } from '../../src/feed/feed-schemas.ts'
 import { docsRoutes } from '../../src/openapi/docs-routes.ts'
 import { type AsyncApiDocument, messageChecker } from './asyncapi-check.ts'
@@ -57,9 +57,9 @@ describe('GET /asyncapi.json', () => {
     // given
     const check = messageChecker((await servedDocument()).document)
     const built = [
-      toFeedMessage(logged({}), settings),
-      toFeedMessage(logged({ data: { id: '7', name: 'Fern', tag: '' } }), settings),
-      toFeedMessage(
+      toPublishedMessage(logged({}), settings),
+      toPublishedMessage(logged({ data: { id: '7', name: 'Fern', tag: '' } }), settings),
+      toPublishedMessage(
         logged({
           metadata: {
             owner: 'bob',
@@ -69,7 +69,7 @@ describe('GET /asyncapi.json', () => {
         }),
         settings,
       ),
-      toFeedMessage(logged({ type: 'OwnerErased', data: null }), settings),
+      toPublishedMessage(logged({ type: 'OwnerErased', data: null }), settings),
     ]
     // when
     const checked = built.map((message) => message && check(message.subject, HEADERS, message.body))

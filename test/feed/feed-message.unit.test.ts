@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
-import { toFeedMessage } from '../../src/feed/cloud-event.ts'
+import { toPublishedMessage } from '../../src/feed/cloud-event.ts'
 import { subjectCovers } from '../../src/feed/nats-stream.ts'
 
 const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }
@@ -20,9 +20,9 @@ function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
   }
 }
 
-describe('toFeedMessage', () => {
+describe('toPublishedMessage', () => {
   test('builds the CloudEvents message docs/feed.md describes, ids as decimal strings', () => {
-    const message = toFeedMessage(logged({}), settings)
+    const message = toPublishedMessage(logged({}), settings)
     expect(message).toMatchObject({
       subject: `plant-store.events.PlantCreated.${PSEUDONYM}`,
       id: '12',
@@ -37,18 +37,18 @@ describe('toFeedMessage', () => {
 
   test('an empty tag is kept, distinct from no tag', () => {
     const body = JSON.parse(
-      toFeedMessage(logged({ data: { id: '1', name: 'n', tag: '' } }), settings)?.body ?? '',
+      toPublishedMessage(logged({ data: { id: '1', name: 'n', tag: '' } }), settings)?.body ?? '',
     )
     expect(body.data).toEqual({ id: '1', name: 'n', tag: '' })
   })
 })
 
-describe('toFeedMessage of an erasure', () => {
+describe('toPublishedMessage of an erasure', () => {
   const notice = (owner: string | null) =>
     logged({ type: 'OwnerErased', data: null, metadata: { owner, pseudonym: PSEUDONYM } })
 
   test("an OwnerErased in progress is a notice naming the owner, outside the plants' subjects", () => {
-    const message = toFeedMessage(notice('alice'), settings)
+    const message = toPublishedMessage(notice('alice'), settings)
     expect(message).toMatchObject({ subject: 'plant-store.events.OwnerErased', id: '12', transactionId: '7' })
     expect(message?.body).toBe(
       '{"specversion":"1.0","id":"12","source":"plant-store","type":"OwnerErased",' +
@@ -57,12 +57,12 @@ describe('toFeedMessage of an erasure', () => {
   })
 
   test('an OwnerErased whose erasure has completed names no one and is not published', () => {
-    expect(toFeedMessage(notice(null), settings)).toBeUndefined()
+    expect(toPublishedMessage(notice(null), settings)).toBeUndefined()
   })
 
   test('a PlantCreated whose owner can no longer be read is not published', () => {
     expect(
-      toFeedMessage(logged({ metadata: { owner: null, pseudonym: PSEUDONYM } }), settings),
+      toPublishedMessage(logged({ metadata: { owner: null, pseudonym: PSEUDONYM } }), settings),
     ).toBeUndefined()
   })
 })

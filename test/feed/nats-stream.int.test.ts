@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { type FeedMessage, plantSubject } from '../../src/feed/cloud-event.ts'
+import { type PublishedMessage, plantSubject } from '../../src/feed/cloud-event.ts'
 import { type FeedStream, feedStream, StaleTail } from '../../src/feed/nats-stream.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 
@@ -8,7 +8,7 @@ let feed: TestFeed
 let nc: NatsConnection
 let stream: FeedStream
 
-const message = (position: number): FeedMessage => ({
+const message = (position: number): PublishedMessage => ({
   subject: plantSubject(feed.prefix, 'p1'),
   id: String(position),
   transactionId: String(1000 + position),

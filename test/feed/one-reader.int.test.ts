@@ -5,8 +5,8 @@ import type postgres from 'postgres'
 import type { LoggedEvent } from '../../src/event-log/reading.ts'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
-import { type Relay, startRelay } from '../../src/feed/relay.ts'
-import { type LogFollower, startLogFollower } from '../../src/follower/follower.ts'
+import { type Relay, runRelay } from '../../src/feed/relay.ts'
+import { type LogFollower, runLogFollower } from '../../src/follower/follower.ts'
 import { createLogger } from '../../src/shared/logger.ts'
 import type { Database } from '../../src/store/database.ts'
 import { createTestFeed, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
@@ -41,9 +41,9 @@ beforeAll(async () => {
   feed = await createTestFeed('one_reader')
   nc = await connect({ servers: TEST_NATS_URL })
   // A poll far away: only the wakes below make the follower read.
-  follower = startLogFollower({ db: counted(storage.db), keyring: storage.keyring, logger, pollMs: 60_000 })
-  relay = startRelay({
-    log: follower,
+  follower = runLogFollower({ db: counted(storage.db), keyring: storage.keyring, logger, pollMs: 60_000 })
+  relay = runRelay({
+    follower,
     stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
     leadership: soleLeadership,
     messages: { subjectPrefix: feed.prefix, source: 'plant-store-test' },

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import type { FeedStream } from '../../src/feed/nats-stream.ts'
-import { pause, startRelay } from '../../src/feed/relay.ts'
+import { pause, runRelay } from '../../src/feed/relay.ts'
 import { createLogger } from '../../src/shared/logger.ts'
 
 // Counts the abort listeners a signal holds, through its own public methods.
@@ -52,8 +52,8 @@ describe("the relay's waits", () => {
 
   test('a relay still waiting for NATS stops at once', async () => {
     // given: a stream that never becomes reachable
-    const relay = startRelay({
-      log: {
+    const relay = runRelay({
+      follower: {
         eventsAfter: async () => [],
         advanced: async () => {},
         position: () => undefined,

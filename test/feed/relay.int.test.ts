@@ -4,15 +4,15 @@ import { sql } from 'drizzle-orm'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { type FeedStream, feedStream } from '../../src/feed/nats-stream.ts'
 import type { RelayDeps } from '../../src/feed/relay.ts'
-import { exportEvents } from '../../src/replay/export-events.ts'
-import { importEvents } from '../../src/replay/import-events.ts'
 import { createLogger } from '../../src/shared/logger.ts'
 import { openPostgres, rowsOf } from '../../src/store/database.ts'
-import { TRICKY_PLANTS } from '../replay/fixtures.ts'
+import { exportEvents } from '../../src/transfer/export-events.ts'
+import { importEvents } from '../../src/transfer/import-events.ts'
+import { TRICKY_PLANTS } from '../projection/fixtures.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { type TestRelay as Relay, startTestRelay } from '../support/test-relay.ts'
+import { type TestRelay as Relay, runTestRelay } from '../support/test-relay.ts'
 import { insertSealedEvent } from './sealed-event.ts'
 
 const logger = createLogger('silent')
@@ -75,7 +75,7 @@ for (const kind of STORAGE_KINDS) {
     let stream: FeedStream
     const relays: Relay[] = []
     const relay = (options: Partial<RelayDeps> = {}) => {
-      const started = startTestRelay(storage, {
+      const started = runTestRelay(storage, {
         stream: Promise.resolve(stream),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'plant-store-test' },
@@ -195,7 +195,7 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
     storage = await openTestStorage('postgres')
     feed = await createTestFeed('relay_elsewhere')
     nc = await connect({ servers: TEST_NATS_URL })
-    relay = startTestRelay(storage, {
+    relay = runTestRelay(storage, {
       stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
       leadership: soleLeadership,
       messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
@@ -280,7 +280,7 @@ describe('the relay on a stream whose duplicate window is one second', () => {
 
   test('a restart after the window has passed neither repeats nor skips an event', async () => {
     const start = async () =>
-      startTestRelay(storage, {
+      runTestRelay(storage, {
         stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
         leadership: soleLeadership,
         messages: { subjectPrefix: feed.prefix, source: 'plant-store' },

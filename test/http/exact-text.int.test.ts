@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { exportEvents } from '../../src/replay/export-events.ts'
-import { base64Bytes, type OwnerKey, ownerKey } from '../../src/replay/sealed-event.ts'
-import { isInSync, verifyProjection } from '../../src/replay/verify-projection.ts'
+import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
 import { rowsOf } from '../../src/store/database.ts'
+import { exportEvents } from '../../src/transfer/export-events.ts'
+import { base64Bytes, type ImportedOwnerKey, ownerKey } from '../../src/transfer/sealed-event.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'
 import { withRawKeys } from '../support/test-keys.ts'
 
@@ -89,7 +89,7 @@ for (const kind of STORAGE_KINDS) {
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line) as ExportLine)
-      const keys = new Map<string, OwnerKey>()
+      const keys = new Map<string, ImportedOwnerKey>()
       for (const line of lines)
         if (line.key) keys.set(line.key.pseudonym, ownerKey(base64Bytes(line.key.key) ?? new Uint8Array()))
       const exported: { name: string; tag: string | null }[] = []

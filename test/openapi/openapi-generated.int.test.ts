@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { isDeepStrictEqual } from 'node:util'
-import { openStorage } from '../../src/start/open-store.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
 import { testApp } from '../support/harness.ts'
 import before from './fixtures/openapi-earlier.json'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Ajv2020 from 'ajv/dist/2020'
-import { openStorage } from '../../src/start/open-store.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
 

@@ -4,10 +4,10 @@ import { readOwnerChanges } from '../../src/changes/owner-changes.ts'
 import { replicaChangeReads } from '../../src/changes/replica-change-reads.ts'
 import { followWalMarks, hasReplayed, type WalMarks } from '../../src/changes/wal-marks.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import { type LogFollower, startLogFollower } from '../../src/follower/follower.ts'
+import { type LogFollower, runLogFollower } from '../../src/follower/follower.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
-import { openStorage } from '../../src/start/open-store.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -31,7 +31,7 @@ beforeAll(async () => {
   const settings = { poolSize: 4, statementTimeoutMs: 10_000 }
   primary = await openStorage({ kind: 'postgres', keys: TEST_KEYS, url: pair.primaryUrl, ...settings })
   replica = openPostgres({ keys: TEST_KEYS, url: pair.replicaUrl, ...settings })
-  follower = startLogFollower({
+  follower = runLogFollower({
     db: primary.db,
     keyring: primary.keyring,
     logger: silentLogger(),

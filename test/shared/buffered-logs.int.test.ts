@@ -1,10 +1,10 @@
 import { expect, test } from 'bun:test'
 
-// The service's log lines reach stdout in chunks rather than a write each (src/shared/log-output.ts):
+// The service's log lines reach stdout in chunks rather than a write each (src/shared/logger-output.ts):
 // none is lost by a clean exit, which flushes them, and a quiet server's lines still arrive within
 // a moment.
 const LOGGER = new URL('../../src/shared/logger.ts', import.meta.url).pathname
-const OUTPUT = new URL('../../src/shared/log-output.ts', import.meta.url).pathname
+const OUTPUT = new URL('../../src/shared/logger-output.ts', import.meta.url).pathname
 
 function runLogging(script: string) {
   const imports = `import { createLogger } from ${JSON.stringify(LOGGER)}

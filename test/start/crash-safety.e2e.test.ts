@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { openStorage } from '../../src/start/open-store.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { checkProjection } from '../support/projection-check.ts'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { openStorage } from '../../src/start/open-store.ts'
+import { openStorage } from '../../src/opening/open-store.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { type ChangesDeps, startChanges } from '../../src/changes/start-changes.ts'
+import { type ChangesDeps, runChanges } from '../../src/changes/changes-service.ts'
 import type { CorsConfig } from '../../src/config/config.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { type AppDeps, createApp } from '../../src/start/app.ts'
@@ -56,7 +56,7 @@ export async function createHarness(kind: StorageKind, options: HarnessOptions =
   const handle = await openTestStorage(kind, { label: 'http', statementTimeoutMs: 10_000 })
   const registry = new Registry()
   const changes = options.changes
-    ? await startChanges({
+    ? await runChanges({
         ...options.changes,
         db: handle.db,
         keyring: handle.keyring,

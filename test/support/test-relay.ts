@@ -1,15 +1,15 @@
-import { type RelayDeps, startRelay } from '../../src/feed/relay.ts'
-import { startLogFollower } from '../../src/follower/follower.ts'
+import { type RelayDeps, runRelay } from '../../src/feed/relay.ts'
+import { runLogFollower } from '../../src/follower/follower.ts'
 import type { Keyring } from '../../src/keys/keyring.ts'
 import type { Executor } from '../../src/store/database.ts'
 
 // A relay as a server runs it: on a follower of the log of its own, which `wake` wakes.
-export function startTestRelay(
+export function runTestRelay(
   { db, keyring }: { db: Executor; keyring: Keyring },
-  deps: Omit<RelayDeps, 'log'>,
+  deps: Omit<RelayDeps, 'follower'>,
 ) {
-  const log = startLogFollower({ db, keyring, logger: deps.logger, pollMs: deps.pollMs })
-  const relay = startRelay({ ...deps, log })
+  const log = runLogFollower({ db, keyring, logger: deps.logger, pollMs: deps.pollMs })
+  const relay = runRelay({ ...deps, follower: log })
   return {
     ...relay,
     wake: log.wake,
@@ -20,4 +20,4 @@ export function startTestRelay(
   }
 }
 
-export type TestRelay = ReturnType<typeof startTestRelay>
+export type TestRelay = ReturnType<typeof runTestRelay>

@@ -9,7 +9,7 @@ import { ensureCluster, SUPERUSER } from './cluster.ts'
 import { makeGuardedFolder } from './folder-guard.ts'
 import { handOver, type OsUser, runAs } from './run-as.ts'
 import { serverSettings } from './settings.ts'
-import { startPostmaster } from './supervisor.ts'
+import { launchPostmaster } from './supervisor.ts'
 
 export const TEMPLATE = 'plant_store_template'
 // Changes whenever what makeCachedCluster makes does, so that no older copy is used.
@@ -53,7 +53,7 @@ async function makeCluster(destination: string, within: string, recipe: ClusterR
     const folder = join(making, 'data')
     // 1 MB WAL segments: the copy carries a segment, which would otherwise be 16 MB of nothing.
     await ensureCluster(folder, { binaries, user, durable: false, walSegmentMb: 1 })
-    const server = await startPostmaster({
+    const server = await launchPostmaster({
       binaries,
       folder,
       user,

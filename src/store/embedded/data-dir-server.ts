@@ -12,7 +12,7 @@ import { checkReach } from './run-as.ts'
 import { postgresUser } from './server-user.ts'
 import { serverSettings } from './settings.ts'
 import { makeSocketDirectory } from './socket-directory.ts'
-import { type Postmaster, type PostmasterOptions, startPostmaster } from './supervisor.ts'
+import { launchPostmaster, type Postmaster, type PostmasterOptions } from './supervisor.ts'
 
 // DATA_DIR's layout: the generated token secret (auth/local-secret.ts) and the lock stay at its
 // top; PostgreSQL's data folder, its socket folder and its log sit beside them.
@@ -119,7 +119,7 @@ const SHARED_MEMORY_WAIT_MS = 10_000
 async function startPostmasterOnceFree(options: PostmasterOptions): Promise<Postmaster> {
   for (const deadline = Date.now() + SHARED_MEMORY_WAIT_MS; ; await sleep(200)) {
     try {
-      return await startPostmaster(options)
+      return await launchPostmaster(options)
     } catch (error) {
       if (
         !(error instanceof Error && error.message.includes('shared memory block')) ||

@@ -55,7 +55,7 @@ export type Postmaster = {
 // Starts PostgreSQL on `folder` and resolves once it accepts connections. The watchdog is not
 // waited for by the event loop: a process that ends without stopping it (a test runner) leaves
 // the pipe to close, which stops the server.
-export async function startPostmaster(options: PostmasterOptions): Promise<Postmaster> {
+export async function launchPostmaster(options: PostmasterOptions): Promise<Postmaster> {
   const { binaries, folder, settings, user, logFile, removeAfter } = options
   const log = openSync(logFile, 'a', 0o600)
   const startedAt = readFileSync(logFile).byteLength

@@ -11,7 +11,7 @@ import { serverProcessIds } from './process-ids.ts'
 import { checkReach, handOver } from './run-as.ts'
 import { postgresUser } from './server-user.ts'
 import { serverSettings } from './settings.ts'
-import { type Postmaster, startPostmaster } from './supervisor.ts'
+import { launchPostmaster, type Postmaster } from './supervisor.ts'
 
 export type ThrowawayDatabase = { url: string; drop: () => Promise<void> }
 
@@ -60,7 +60,7 @@ async function startThrowawayServer({ prepare, inputs, poolSize }: TemplateRecip
     await checkReach(user, root, `the temporary folder ${root}`)
     const folder = join(root, 'data')
     await copyCachedCluster(folder, { binaries, user, prepare, inputs })
-    server = await startPostmaster({
+    server = await launchPostmaster({
       binaries,
       folder,
       user,
