@@ -93,8 +93,9 @@ async function readDeclared(request: Request, timeoutMs: number): Promise<Uint8A
   }
 }
 
-// The rest of the body is not wanted; the answer does not wait for the cancel to settle.
-function cancelled<Outcome>(reader: ReadableStreamDefaultReader, outcome: Outcome): Outcome {
+// The rest of the body is not wanted; the answer does not wait for the cancel to settle. Typed by
+// what it uses: which reader type `getReader()` returns depends on the caller's lib and types.
+function cancelled<Outcome>(reader: { cancel: () => Promise<void> }, outcome: Outcome): Outcome {
   void reader.cancel().catch(() => {})
   return outcome
 }

@@ -127,7 +127,7 @@ async function create(
   return { plant: tag === null ? { name } : { name, tag }, position: decision.position }
 }
 
-type ListInput = { owner: string; limit?: string; after?: string }
+type ListInput = { owner: string; limit?: string | number; after?: string }
 
 async function list(
   readPlants: ReadPlants,

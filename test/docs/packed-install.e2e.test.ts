@@ -9,7 +9,8 @@ const ROOT = new URL('../..', import.meta.url).pathname
 const PACKAGES = '~/packages'
 
 // A user's install, done as docs/testing.md says: the tarball packed in this repository, added to
-// a scratch project outside it, the doc's example test written there and run by `bun test`.
+// a project that `bun init` made outside it, the doc's example tests written there, type-checked
+// by `tsc` with bun init's tsconfig and run by `bun test`.
 let scratch: string
 let packages: string
 let project: string
@@ -22,8 +23,12 @@ beforeAll(async () => {
   packages = join(scratch, 'packages')
   project = join(scratch, 'my-project')
   await Bun.$`mkdir -p ${packages} ${project}`
-  await writeFile(join(project, 'package.json'), '{ "name": "my-project", "private": true }\n')
-})
+  const made = await run('bun init --yes', project)
+  expect({ exitCode: made.exitCode, stderr: made.exitCode === 0 ? '' : made.stderr }).toEqual({
+    exitCode: 0,
+    stderr: '',
+  })
+}, 60_000)
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true })
 })
@@ -90,13 +95,21 @@ test('given the doc, when a user packs, installs and runs the example, then its 
   const example = /```ts\n([\s\S]*?)```/.exec(await docSection('In process: `createInMemoryStore`'))?.[1]
   expect(example).toContain("from 'plant-store/test-store'")
   await writeFile(join(project, 'store.test.ts'), example ?? '')
-  // and the other entry points, the client called on the store's app through its fetch
+  const client = /```ts\n([\s\S]*?)```/.exec(await docSection('The typed client'))?.[1]
+  expect(client).toContain('9007199254740993n')
+  await writeFile(join(project, 'client.test.ts'), client ?? '')
+  // and the other entry points, the client called on the store's app through a port
   await writeFile(join(project, 'entries.test.ts'), ENTRIES_TEST)
+  const checked = await run('bunx tsc --noEmit', project)
   const tested = await run('bun test', project)
   // then
-  expect(tested.stderr).toContain(' 3 pass\n')
+  expect({ tsc: checked.stdout + checked.stderr, exitCode: checked.exitCode }).toEqual({
+    tsc: '',
+    exitCode: 0,
+  })
+  expect(tested.stderr).toContain(' 5 pass\n')
   expect(tested.exitCode).toBe(0)
-})
+}, 120_000)
 
 test('the tarball holds the source, the migrations and the licence: no tests, docs, benches or data', async () => {
   // given the tarball the doc's first step made

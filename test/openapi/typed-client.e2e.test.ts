@@ -45,6 +45,13 @@ test('a typed client creates, retries, conflicts and lists, with typed data and 
   expect((await client.plants.get()).data).toEqual([{ name: 'Monstera', tag: 'tropical' }, { name: 'Fern' }])
 })
 
+test('a name that looks like a date comes back as the string it is', async () => {
+  // when a plant is named as a date reads, then the answers hold that string, not a Date
+  const created = await client.plants.post({ id: 9, name: '2026-11-29', tag: 'Sun Nov 29 2026' })
+  expect(created.data).toEqual({ name: '2026-11-29', tag: 'Sun Nov 29 2026' })
+  expect((await client.plants.get()).data?.at(-1)).toEqual({ name: '2026-11-29', tag: 'Sun Nov 29 2026' })
+})
+
 test('a call without a token is a typed 401', async () => {
   const refused = await anonymous.plants.get()
   expect(refused.status).toBe(401)
