@@ -100,8 +100,12 @@ function cancelled<Outcome>(reader: { cancel: () => Promise<void> }, outcome: Ou
   return outcome
 }
 
+// The rest of the body is never read, so the connection goes with the answer rather than carry
+// on past bytes the client may still be sending (at any size: the runtime sets no lower limit).
 function tooLarge(): Failure {
-  return new Failure('PAYLOAD_TOO_LARGE', `the body is larger than ${MAX_BODY_BYTES} bytes`)
+  return new Failure('PAYLOAD_TOO_LARGE', `the body is larger than ${MAX_BODY_BYTES} bytes`, {
+    connection: 'close',
+  })
 }
 
 // JSON.parse rounds integers beyond 2^53. The reviver's `context.source` (Bun, Deno, Node 21+)

@@ -49,6 +49,10 @@ export function serve(
       hostname,
       port,
       idleTimeout,
+      // The app refuses a body over its limit itself (http/json-body.ts), with the Error body and
+      // the request id, before reading it; Bun's own limit (128 MiB) would answer a bare 413 first.
+      // A body nothing reads is discarded as it arrives, never held.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       fetch: async (request, bun) => {
         const response = await handler(request)
         // An event stream keeps itself alive with comment lines; the idle limit would cut it.
