@@ -3,16 +3,17 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
+import { staticBody } from '../http/static-body.ts'
 import { Failure } from '../shared/errors.ts'
 import { buildOpenApiDocument, type DocumentedRoute, type NamedSchemas } from './document.ts'
 import { type DocumentedResponses, errorReply, replies, reply } from './replies.ts'
 
 // The reference page works offline: Swagger UI's files come from the swagger-ui-dist package
 // and are served by the service itself.
-const ASSETS: Record<string, string> = {
+const ASSETS = {
   'swagger-ui.css': 'text/css; charset=utf-8',
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-}
+} as const
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -30,19 +31,32 @@ const PAGE = `<!doctype html>
 </html>
 `
 
+// A copy a client holds is current (If-None-Match matched its ETag): no body.
+const notModified = reply(Type.Null(), 'If-None-Match matched: the copy held is current (no body)', {
+  contentType: null,
+})
 const documentReply = replies({
   200: reply(Type.Object({}, { additionalProperties: true }), 'This OpenAPI 3.1 document'),
+  304: notModified,
 })
 const asyncApiReply = replies({
   200: reply(Type.Object({}, { additionalProperties: true }), 'The AsyncAPI 3.0 document of the event feed'),
+  304: notModified,
 })
 const pageReply = replies({
   200: reply(Type.String(), 'The API reference page', { contentType: 'text/html' }),
+  304: notModified,
 })
 const assetReply = replies({
   200: reply(Type.String(), 'A Swagger UI file', { contentType: 'application/octet-stream' }),
+  304: notModified,
   404: errorReply('No such file'),
 })
+
+// The page reloads for the cost of a 304 each (http/static-body.ts); the documents are checked
+// again on each load, Swagger UI's files kept for a day.
+const REVALIDATE = 'no-cache'
+const KEEP_A_DAY = 'public, max-age=86400'
 
 // `routes` is read on the first request, when every route of the app is registered. `asyncApi` is
 // the feed's document (feed/asyncapi-document.ts), served beside the API's.
@@ -51,22 +65,24 @@ export function docsRoutes(
   schemas: NamedSchemas,
   asyncApiDocument: unknown,
 ) {
-  let document: string | undefined
-  const openApiDocument = () => {
-    document ??= JSON.stringify(buildOpenApiDocument(routes(), schemas))
-    return document
-  }
-  const asyncApi = JSON.stringify(asyncApiDocument)
+  const text = (value: string) => async () => new TextEncoder().encode(value)
+  const json = { contentType: 'application/json', cacheControl: REVALIDATE }
+  const openApi = staticBody(
+    async () => new TextEncoder().encode(JSON.stringify(buildOpenApiDocument(routes(), schemas))),
+    json,
+  )
+  const asyncApi = staticBody(text(JSON.stringify(asyncApiDocument)), json)
+  const page = staticBody(text(PAGE), { contentType: 'text/html; charset=utf-8', cacheControl: REVALIDATE })
   const assetDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/swagger-ui-bundle.js'))
-  const cache = new Map<string, Promise<Blob>>()
-  const asset = (name: string) => {
-    const cached = cache.get(name)
-    if (cached) return cached
-    const bytes = readFile(join(assetDir, name)).then((data) => new Blob([data]))
-    cache.set(name, bytes)
-    return bytes
-  }
-  const html = (body: string, type: string) => new Response(body, { headers: { 'content-type': type } })
+  const assets = new Map(
+    Object.entries(ASSETS).map(([name, contentType]) => [
+      name,
+      staticBody(() => readFile(join(assetDir, name)), {
+        contentType,
+        cacheControl: KEEP_A_DAY,
+      }),
+    ]),
+  )
   const detail = (operationId: string, summary: string, responses: DocumentedResponses, hide = false) => ({
     operationId,
     summary,
@@ -75,11 +91,11 @@ export function docsRoutes(
     hide,
   })
   return new Elysia({ name: 'docs' })
-    .get('/openapi.json', () => html(openApiDocument(), 'application/json'), {
+    .get('/openapi.json', ({ request }) => openApi(request), {
       response: documentReply.response,
       detail: detail('getOpenApiDocument', 'The OpenAPI document', documentReply.responses),
     })
-    .get('/asyncapi.json', () => html(asyncApi, 'application/json'), {
+    .get('/asyncapi.json', ({ request }) => asyncApi(request), {
       response: asyncApiReply.response,
       detail: detail(
         'getAsyncApiDocument',
@@ -87,18 +103,16 @@ export function docsRoutes(
         asyncApiReply.responses,
       ),
     })
-    .get('/docs', () => html(PAGE, 'text/html; charset=utf-8'), {
+    .get('/docs', ({ request }) => page(request), {
       response: pageReply.response,
       detail: detail('getApiReference', 'The API reference', pageReply.responses),
     })
     .get(
       '/docs/:asset',
-      async ({ params }) => {
-        const type = ASSETS[params.asset]
-        if (!type) throw new Failure('NOT_FOUND', `no such path: /docs/${params.asset}`)
-        return new Response(await asset(params.asset), {
-          headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
-        })
+      ({ params, request }) => {
+        const asset = assets.get(params.asset)
+        if (!asset) throw new Failure('NOT_FOUND', `no such path: /docs/${params.asset}`)
+        return asset(request)
       },
       {
         params: Type.Object({ asset: Type.String() }),

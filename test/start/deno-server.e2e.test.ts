@@ -70,6 +70,19 @@ describe.each(Object.keys(storages))('the server on Deno, %s storage', (kind) =>
     expect(Object.keys(document.paths)).toContain('/plants')
     expect(await (await call('/docs')).text()).toContain('/docs/swagger-ui-bundle.js')
     expect((await call('/docs/swagger-ui-bundle.js')).status).toBe(200)
+    // compressed as asked, once, by the service rather than Deno's server; then a 304 on its tag
+    const bundle = await fetch(`${server.url}/docs/swagger-ui-bundle.js`, {
+      headers: { 'accept-encoding': 'br' },
+      decompress: false,
+    })
+    expect(bundle.headers.get('content-encoding')).toBe('br')
+    expect((await bundle.arrayBuffer()).byteLength).toBeLessThan(600_000)
+    const tag = bundle.headers.get('etag') ?? 'none'
+    expect(tag).toMatch(/^"[A-Za-z0-9_-]+-br"$/)
+    const reloaded = await fetch(`${server.url}/docs/swagger-ui-bundle.js`, {
+      headers: { 'accept-encoding': 'br', 'if-none-match': tag },
+    })
+    expect(reloaded.status).toBe(304)
   })
 
   test('creates exactly, retries safely, conflicts, and refuses bad input with the Error body', async () => {
