@@ -81,8 +81,9 @@ test('the page and its files arrive compressed, and a reload costs only 304s', a
         })),
     )
   })
-  // when it opens the reference page
+  // when it opens the reference page, and shows the operations of the document it fetched
   await page.goto(`${server.url}/docs`, { waitUntil: 'networkidle' })
+  await page.locator('.opblock-summary').first().waitFor({ timeout: 15_000 })
   const loaded = await Promise.all(answers)
   // then Swagger UI's 1.7 MB bundle came compressed, as the browser asked, to under 600 KB
   const bundle = loaded.find(({ path }) => path === '/docs/swagger-ui-bundle.js')
