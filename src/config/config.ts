@@ -231,7 +231,10 @@ export function requireTokenKeys({ auth, storage }: Config): void {
 }
 
 function requireSetting(config: Config, env: Env, need: Need): void {
-  if (need === 'token keys') return requireTokenKeys(config)
+  if (need === 'token keys') {
+    requireTokenKeys(config)
+    return
+  }
   // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.
   const given = [text(env, 'KEY_ENCRYPTION_KEYS'), text(env, 'KEY_ENCRYPTION_KEYS_FILE')]
   if (config.storage.kind === 'postgres' && given.every((value) => value === undefined))
