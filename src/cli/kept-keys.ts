@@ -5,7 +5,7 @@ import { LOCAL_KEYS_FILE } from '../store/local-keys.ts'
 // Where the key-encryption keys of the store a command opened are kept: the file in DATA_DIR that
 // holds the embedded default's generated KEK (`generated`), or the operator's setting. A restore
 // needs them beside an export, and a DATA_DIR that is lost takes its file with it.
-export function keysKeptIn(config: Config): { place: string; generated: boolean } {
+function keysKeptIn(config: Config): { place: string; generated: boolean } {
   const { storage } = config
   if (storage.kind === 'embedded' && storage.keys === undefined)
     return { place: join(storage.dataDir, LOCAL_KEYS_FILE), generated: true }
