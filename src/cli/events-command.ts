@@ -6,6 +6,7 @@ import { exportEvents } from '../transfer/export-events.ts'
 import { importEvents, readLines } from '../transfer/import-events.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
+import { keysNeededLine } from './kept-keys.ts'
 import { stderrProgress } from './progress.ts'
 import { withStorage } from './storage.ts'
 
@@ -28,9 +29,10 @@ export const eventsExportCommand = command({
           onProgress: ({ events, total }) => progress.report({ done: events, total }),
         })
         progress.finish()
-        // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as one.
+        // The keys make the file as sensitive as a backup of the store: it is kept, and expired, as
+        // one. They are wrapped: without the KEKs named here, nothing restores it.
         process.stderr.write(
-          `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n`,
+          `exported ${exported.events} events, with ${exported.keys} owner key(s) and ${exported.erased} erased owner(s): keep and expire this file as a backup\n${keysNeededLine(exported.keyEncryptionKeyIds, config)}\n`,
         )
         return 0
       },

@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import process from 'node:process'
 import { sql } from 'drizzle-orm'
 import type { Config } from '../config/config.ts'
@@ -10,7 +11,7 @@ import {
 import { createKeyring } from '../keys/keyring.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
-import { retireLocalKeys, writeLocalKeys } from '../store/local-keys.ts'
+import { LOCAL_KEYS_FILE, readLocalKeys, retireLocalKeys, writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
 import { stderrProgress } from './progress.ts'
 import { withStorage } from './storage.ts'
@@ -20,7 +21,7 @@ export const keysRotateCommand = command({
   purpose: "re-wrap every owner's key under the first key-encryption key; then the others may be dropped",
   notes: [
     'with KEY_ENCRYPTION_KEYS: put the new key first and keep the old ones after it on every instance, run this, then drop the old ones',
-    'on the embedded store without KEY_ENCRYPTION_KEYS: makes a new key in DATA_DIR, re-wraps, and drops the old one (stop the service first)',
+    'on the embedded store without KEY_ENCRYPTION_KEYS: makes a new key in DATA_DIR, re-wraps, and drops the old one (stop the service first); exports taken before then restore only with the old one: copy DATA_DIR/key-encryption-keys outside DATA_DIR first, and keep it until they expire',
     "on the embedded store with KEY_ENCRYPTION_KEYS: drops from DATA_DIR's generated key file the keys nothing is wrapped under any more",
     'beside running writers; a run cut short is completed by the next',
   ],
@@ -55,10 +56,17 @@ async function rotate(config: Config): Promise<number> {
       const [first] = keys
       let dropped: string[] = []
       if (generated && storage.dataDir) {
+        say(unrestorableExports(keys.slice(1).map(keyEncryptionKeyId), storage.dataDir))
         await writeLocalKeys(storage.dataDir, keys.slice(0, 1))
         dropped = keys.slice(1).map(keyEncryptionKeyId)
       } else if (config.storage.kind === 'embedded') {
-        dropped = await retireLocalKeys(config.storage.dataDir, await wrappingIds(db))
+        const { dataDir } = config.storage
+        const inUse = await wrappingIds(db)
+        const retiring = ((await readLocalKeys(dataDir)) ?? [])
+          .map(keyEncryptionKeyId)
+          .filter((id) => !inUse.has(id))
+        if (retiring.length > 0) say(unrestorableExports(retiring, dataDir))
+        dropped = await retireLocalKeys(dataDir, inUse)
       }
       say(
         `every owner's key is wrapped under key-encryption key ${first ? keyEncryptionKeyId(first) : '?'} (${rewrapped} re-wrapped, ${kept} already were)${dropped.length > 0 ? `; dropped from DATA_DIR: ${dropped.join(', ')}, under which nothing is wrapped any more` : generated ? '' : '; the others may be dropped now'}`,
@@ -68,6 +76,13 @@ async function rotate(config: Config): Promise<number> {
     },
     { long: true },
   )
+}
+
+// Said before the generated KEKs are dropped from DATA_DIR, where they are the only copy: the
+// exports taken before hold keys wrapped under them, and restore only with them.
+function unrestorableExports(ids: string[], dataDir: string): string {
+  const named = `key-encryption key ${ids.join(', ')}`
+  return `exports taken before now (those whose events export named ${named}) restore only with it, and this drops it from ${join(dataDir, LOCAL_KEYS_FILE)}, its only copy unless one was made: keep such a copy outside DATA_DIR until those exports expire (made by copying the file before a rotation: docs/operating.md, Backups)`
 }
 
 // The ids of the key-encryption keys some stored key is wrapped under.

@@ -1,6 +1,7 @@
 import process from 'node:process'
 import { loadConfig } from '../config/config.ts'
 import { findUnknownSettings } from '../config/unknown-settings.ts'
+import { unreachableDatabase } from '../shared/database-error.ts'
 import { exitCodeOf, isFailure } from '../shared/errors.ts'
 import { asksForHelp } from './arguments.ts'
 import { COMMANDS } from './commands.ts'
@@ -25,9 +26,11 @@ async function run(argv: string[]): Promise<number> {
     for (const { message } of findUnknownSettings(process.env)) process.stderr.write(`${message}\n`)
     return await command.run(args, loadConfig(process.env))
   } catch (error) {
-    if (!isFailure(error) || error.exitCode === undefined) throw error
-    process.stderr.write(`${error.message}\n`)
-    return error.exitCode
+    // A database or a pooler that refused the connection: one line, as the service's start says it.
+    const failure = isFailure(error) ? error : unreachableDatabase(error)
+    if (failure?.exitCode === undefined) throw error
+    process.stderr.write(`${failure.message}\n`)
+    return failure.exitCode
   }
 }
 

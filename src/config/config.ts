@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
-import { Failure } from '../shared/errors.ts'
+import { Failure, isFailure } from '../shared/errors.ts'
 import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from '../store/target-session-attrs.ts'
 import { parseResourceAttributes } from './resource-attributes.ts'
 import { SETTINGS, type Setting, type SettingName } from './settings.ts'
@@ -103,85 +103,107 @@ export const IN_MEMORY = 'memory:'
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 const LOG_FORMATS: Config['logFormat'][] = ['auto', 'json', 'pretty']
 
+// What a process needs set beside valid values: the server needs both, `token issue` the first.
+export type Need = 'token keys' | 'key-encryption keys'
+
+// How a setting is read: `check` runs a reading that may throw a bad setting, `refuse` names one;
+// either way the problem is kept and the load goes on to the next setting (see loadConfig).
+type Reading = { check: <T>(read: () => T) => T; refuse: (message: string) => void }
+
 // The only reader of the environment, for the variables of src/config/settings.ts and with their
-// defaults. Every bad value stops the start with the variable's name. Whether tokens can be
-// checked is left to the server and `token issue`, the only users of a secret (requireTokenKeys).
-export function loadConfig(env: Env): Config {
+// defaults. Every bad value, and every missing setting of `needs`, is named in one line, all of them
+// at once: a start that stopped on the first would take one start per mistake.
+export function loadConfig(env: Env, needs: Need[] = []): Config {
+  const problems: string[] = []
+  const refuse = (message: string) => {
+    problems.push(message)
+  }
+  const check: Reading['check'] = (read) => {
+    try {
+      return read()
+    } catch (error) {
+      if (!isFailure(error, 'BAD_SETTING')) throw error
+      refuse(error.message)
+      // Never read: the problems stop the load below.
+      return undefined as never
+    }
+  }
+  const config = readConfig(env, { check, refuse })
+  for (const need of needs) check(() => requireSetting(config, env, need))
+  if (problems.length > 0) throw new Failure('BAD_SETTING', problems.join('\n'))
+  return config
+}
+
+function readConfig(env: Env, reading: Reading): Config {
+  const { check, refuse } = reading
   const dataDir = text(env, 'DATA_DIR')
   const databaseUrl = text(env, 'DATABASE_URL')
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new Failure('BAD_SETTING', 'DATABASE_URL must be a postgres:// or postgresql:// URL')
-  }
+  const postgres = databaseUrl !== undefined
+  if (postgres && !/^postgres(ql)?:\/\//.test(databaseUrl))
+    refuse('DATABASE_URL must be a postgres:// or postgresql:// URL')
   const secretText = text(env, 'AUTH_JWT_SECRET')
   const secret = secretText === undefined ? undefined : new TextEncoder().encode(secretText)
-  if (secret && secret.byteLength < 32)
-    throw new Failure('BAD_SETTING', 'AUTH_JWT_SECRET must be at least 32 bytes long')
+  if (secret && secret.byteLength < 32) refuse('AUTH_JWT_SECRET must be at least 32 bytes long')
   const jwksUrl = text(env, 'AUTH_JWKS_URL')
-  if (jwksUrl !== undefined && !URL.canParse(jwksUrl))
-    throw new Failure('BAD_SETTING', 'AUTH_JWKS_URL must be a URL')
-  const inMemory = databaseUrl === undefined && dataDir === IN_MEMORY
-  const keys = keyEncryptionKeys(env)
+  if (jwksUrl !== undefined && !URL.canParse(jwksUrl)) refuse('AUTH_JWKS_URL must be a URL')
+  const inMemory = !postgres && dataDir === IN_MEMORY
+  const keys = check(() => keyEncryptionKeys(env))
   return {
     host: text(env, 'HOST'),
-    port: integer(env, 'PORT', 0, 65535),
-    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS),
-    logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS),
-    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 100, 600_000),
-    logSubject: oneOf(env, 'LOG_SUBJECT', ['true', 'false']) === 'true',
+    port: check(() => integer(env, 'PORT', 0, 65535)),
+    logLevel: check(() => oneOf(env, 'LOG_LEVEL', LOG_LEVELS)),
+    logFormat: check(() => oneOf(env, 'LOG_FORMAT', LOG_FORMATS)),
+    requestTimeoutMs: check(() => integer(env, 'REQUEST_TIMEOUT_MS', 100, 600_000)),
+    logSubject: check(() => oneOf(env, 'LOG_SUBJECT', ['true', 'false'])) === 'true',
     dataDir,
-    storage:
-      databaseUrl === undefined
-        ? inMemory
-          ? { kind: 'memory' }
-          : { kind: 'embedded', dataDir, keys }
-        : {
-            kind: 'postgres',
-            url: postgresUrl(databaseUrl, text(env, 'PGTARGETSESSIONATTRS')),
-            poolSize: integer(env, 'DATABASE_POOL_SIZE', 1, 1000),
-            statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 100, 600_000),
-            keys,
-          },
+    storage: !postgres
+      ? inMemory
+        ? { kind: 'memory' }
+        : { kind: 'embedded', dataDir, keys }
+      : {
+          kind: 'postgres',
+          url: check(() => postgresUrl(databaseUrl, text(env, 'PGTARGETSESSIONATTRS'))),
+          poolSize: check(() => integer(env, 'DATABASE_POOL_SIZE', 1, 1000)),
+          statementTimeoutMs: check(() => integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 100, 600_000)),
+          keys,
+        },
     auth: {
       secret,
       jwksUrl,
-      jwksCooldownMs: integer(env, 'AUTH_JWKS_COOLDOWN_MS', 0, 3_600_000),
-      jwksCacheMaxAgeMs: integer(env, 'AUTH_JWKS_CACHE_MAX_AGE_MS', 1000, 86_400_000),
+      jwksCooldownMs: check(() => integer(env, 'AUTH_JWKS_COOLDOWN_MS', 0, 3_600_000)),
+      jwksCacheMaxAgeMs: check(() => integer(env, 'AUTH_JWKS_CACHE_MAX_AGE_MS', 1000, 86_400_000)),
       issuer: text(env, 'AUTH_ISSUER'),
       audience: text(env, 'AUTH_AUDIENCE'),
       // Generated into DATA_DIR on first use: only a store on disk without a database server has one.
-      useLocalSecret: !secret && !jwksUrl && databaseUrl === undefined && !inMemory,
+      useLocalSecret: !secret && !jwksUrl && !postgres && !inMemory,
     },
-    changeStreamsPerOwner: integer(env, 'CHANGE_STREAMS_PER_OWNER', 1, 100_000),
-    cors: corsConfig(text(env, 'CORS_ORIGINS')),
-    feed: feedConfig(env),
-    readReplicas: readReplicasConfig(env, databaseUrl !== undefined),
-    tracing: tracingConfig(env),
+    changeStreamsPerOwner: check(() => integer(env, 'CHANGE_STREAMS_PER_OWNER', 1, 100_000)),
+    cors: check(() => corsConfig(text(env, 'CORS_ORIGINS'))),
+    feed: feedConfig(env, reading),
+    readReplicas: readReplicasConfig(env, postgres, reading),
+    tracing: tracingConfig(env, reading),
   }
 }
 
 // The standard OpenTelemetry variables, as their specification reads them: the traces endpoint as
 // given, or the base endpoint with `v1/traces` appended. No endpoint, no tracing: the OTLP default
 // (localhost:4318) would post spans to nothing on most machines.
-function tracingConfig(env: Env): TracingConfig | undefined {
+function tracingConfig(env: Env, { check, refuse }: Reading): TracingConfig | undefined {
   const disabled = text(env, 'OTEL_SDK_DISABLED').toLowerCase()
   if (disabled !== 'true' && disabled !== 'false')
-    throw new Failure('BAD_SETTING', `OTEL_SDK_DISABLED must be true or false, got "${disabled}"`)
-  const sampler = oneOf(env, 'OTEL_TRACES_SAMPLER', [...SAMPLERS])
+    refuse(`OTEL_SDK_DISABLED must be true or false, got "${disabled}"`)
+  const sampler = check(() => oneOf(env, 'OTEL_TRACES_SAMPLER', [...SAMPLERS]))
   const ratioText = text(env, 'OTEL_TRACES_SAMPLER_ARG')
   const ratio = Number(ratioText)
   if (!/^\d+(\.\d+)?$/.test(ratioText) || ratio > 1)
-    throw new Failure(
-      'BAD_SETTING',
-      `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${ratioText}"`,
-    )
+    refuse(`OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${ratioText}"`)
   const resourceText = text(env, 'OTEL_RESOURCE_ATTRIBUTES')
   const resource = parseResourceAttributes(resourceText ?? '')
   if (resource === undefined)
-    throw new Failure(
-      'BAD_SETTING',
+    refuse(
       `OTEL_RESOURCE_ATTRIBUTES must be key=value pairs separated by commas, values percent-encoded, got "${resourceText}"`,
     )
-  const { 'service.name': resourceServiceName, ...resourceAttributes } = resource
+  const { 'service.name': resourceServiceName, ...resourceAttributes } = resource ?? {}
   const signal = text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
   const base = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
   if (disabled === 'true' || (signal === undefined && base === undefined)) return undefined
@@ -190,7 +212,7 @@ function tracingConfig(env: Env): TracingConfig | undefined {
       ? ['OTEL_EXPORTER_OTLP_ENDPOINT', `${base}${base?.endsWith('/') ? '' : '/'}v1/traces`]
       : ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', signal]
   if (!/^https?:$/.test(URL.parse(url)?.protocol ?? ''))
-    throw new Failure('BAD_SETTING', `${name} must be an http:// or https:// URL, got "${signal ?? base}"`)
+    refuse(`${name} must be an http:// or https:// URL, got "${signal ?? base}"`)
   // The specification's order: OTEL_SERVICE_NAME, then the resource's service.name, then the default.
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || resourceServiceName || text(env, 'OTEL_SERVICE_NAME')
   return { url, serviceName, resourceAttributes, sampler, ratio }
@@ -206,6 +228,20 @@ export function requireTokenKeys({ auth, storage }: Config): void {
       ? `DATA_DIR=${IN_MEMORY} keeps nothing on disk, so there is no local secret: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL`
       : 'DATABASE_URL is set but no token verification is configured: set AUTH_JWT_SECRET (32+ bytes) or AUTH_JWKS_URL',
   )
+}
+
+function requireSetting(config: Config, env: Env, need: Need): void {
+  if (need === 'token keys') {
+    requireTokenKeys(config)
+    return
+  }
+  // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.
+  const given = [text(env, 'KEY_ENCRYPTION_KEYS'), text(env, 'KEY_ENCRYPTION_KEYS_FILE')]
+  if (config.storage.kind === 'postgres' && given.every((value) => value === undefined))
+    throw new Failure(
+      'BAD_SETTING',
+      'DATABASE_URL is set but KEY_ENCRYPTION_KEYS is not: set it (or KEY_ENCRYPTION_KEYS_FILE) to base64 keys of 32 bytes, comma-separated, kept outside the database (`openssl rand -base64 32` makes one)',
+    )
 }
 
 // KEY_ENCRYPTION_KEYS, or the file KEY_ENCRYPTION_KEYS_FILE names; whether a command needs them is
@@ -244,11 +280,24 @@ function postgresUrl(databaseUrl: string, targetSessionAttrs: string | undefined
   return url
 }
 
-function readReplicasConfig(env: Env, onPostgres: boolean): ReadReplicasConfig | undefined {
-  const waitMs = integer(env, 'READ_WAIT_MS', 0, 10_000)
-  const maxLagMs = integer(env, 'READ_MAX_LAG_MS', 100, 3_600_000)
+function readReplicasConfig(
+  env: Env,
+  onPostgres: boolean,
+  { check }: Reading,
+): ReadReplicasConfig | undefined {
+  const waitMs = check(() => integer(env, 'READ_WAIT_MS', 0, 10_000))
+  const maxLagMs = check(() => integer(env, 'READ_MAX_LAG_MS', 100, 3_600_000))
   const listed = text(env, 'DATABASE_READ_URLS')
   if (listed === undefined) return undefined
+  return check(() => replicaUrls(listed, onPostgres, waitMs, maxLagMs))
+}
+
+function replicaUrls(
+  listed: string,
+  onPostgres: boolean,
+  waitMs: number,
+  maxLagMs: number,
+): ReadReplicasConfig {
   if (!onPostgres) {
     throw new Failure(
       'BAD_SETTING',
@@ -291,36 +340,26 @@ function corsConfig(given: string | undefined): CorsConfig | undefined {
   return { origins }
 }
 
-function feedConfig(env: Env): FeedConfig | undefined {
+function feedConfig(env: Env, { check, refuse }: Reading): FeedConfig | undefined {
   const urls = text(env, 'EVENTS_NATS_URL')
   if (urls === undefined) return undefined
   const servers = urls.split(',').map((url) => url.trim())
-  if (!servers.every(isNatsUrl)) {
-    throw new Failure(
-      'BAD_SETTING',
+  if (!servers.every(isNatsUrl))
+    refuse(
       `EVENTS_NATS_URL must be nats:// or tls:// URLs with host and port, comma-separated, got "${urls}"`,
     )
-  }
   const stream = text(env, 'EVENTS_NATS_STREAM')
-  if (!/^[^\s.*>/\\]+$/.test(stream)) {
-    throw new Failure(
-      'BAD_SETTING',
-      `EVENTS_NATS_STREAM must be a stream name without spaces, ".", "*", ">" or slashes`,
-    )
-  }
+  if (!/^[^\s.*>/\\]+$/.test(stream))
+    refuse(`EVENTS_NATS_STREAM must be a stream name without spaces, ".", "*", ">" or slashes`)
   const subjectPrefix = text(env, 'EVENTS_NATS_SUBJECT_PREFIX')
-  if (!subjectPrefix.split('.').every((token) => /^[^\s*>]+$/.test(token))) {
-    throw new Failure(
-      'BAD_SETTING',
-      'EVENTS_NATS_SUBJECT_PREFIX must be subject tokens joined by ".", without spaces or wildcards',
-    )
-  }
+  if (!subjectPrefix.split('.').every((token) => /^[^\s*>]+$/.test(token)))
+    refuse('EVENTS_NATS_SUBJECT_PREFIX must be subject tokens joined by ".", without spaces or wildcards')
   return {
     servers,
     stream,
     subjectPrefix,
     source: text(env, 'EVENTS_SOURCE'),
-    replicas: integer(env, 'EVENTS_NATS_REPLICAS', 1, 5),
+    replicas: check(() => integer(env, 'EVENTS_NATS_REPLICAS', 1, 5)),
   }
 }
 

@@ -31,7 +31,8 @@ export const SETTINGS = {
   },
   DATABASE_STATEMENT_TIMEOUT_MS: {
     fallback: '10000',
-    meaning: 'PostgreSQL statement timeout, so no request hangs',
+    meaning:
+      'PostgreSQL statement timeout, so no request hangs (with `prepare=false` in `DATABASE_URL`, as behind a pooler, the service cancels the statement itself)',
     part: 'storage',
   },
   PGTARGETSESSIONATTRS: {

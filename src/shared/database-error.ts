@@ -54,25 +54,54 @@ export function postgresErrorCode(error: unknown): string | undefined {
 // holds the SQL text, which an operator's one-line message leaves out.
 export function databaseMessage(error: unknown): string {
   const root = causesOf(error).at(-1) ?? {}
-  const message = String(root.message ?? error).split('\n')[0] ?? ''
+  const message = rootMessage(error)
   return typeof root.detail === 'string' ? `${message} (${root.detail})` : message
 }
 
 // The connection's failure as one line naming DATABASE_URL, or undefined for any other error.
-// The causes are the server's own words (no such database, role refused) or the socket's (refused,
-// host not found); neither holds the password, and no stack or library source goes with them.
-export function unreachableDatabase(error: unknown, connectTimeoutSeconds: number): Failure | undefined {
+// The causes are the server's own words (no such database, role refused, a startup parameter
+// refused: FATAL, the session never began) or the socket's (refused, host not found); neither
+// holds the password, and no stack, SQL text or library source goes with them.
+export function unreachableDatabase(error: unknown, connectTimeoutSeconds = 5): Failure | undefined {
   const code = postgresErrorCode(error)
-  const refusedByServer = code !== undefined && /^(28|3D|08|57P0|53300)/.test(code)
+  const refusedByServer =
+    (code !== undefined && /^(28|3D|08|57P0|53300)/.test(code)) ||
+    causesOf(error).some(({ severity }) => severity === 'FATAL')
   if (!refusedByServer && !isDatabaseUnavailable(error)) return undefined
-  const message = error instanceof Error ? error.message : String(error)
+  const message = rootMessage(error)
   const cause = message.includes('CONNECT_TIMEOUT')
     ? `no answer within ${connectTimeoutSeconds} s (${message.replace(/^write CONNECT_TIMEOUT /, '')})`
     : message
+  const parameter = refusedParameter(message)
+  const fix = parameter === undefined ? '' : `; ${parameterFix(parameter)}`
   return new Failure(
     'DATABASE_UNREACHABLE',
-    `DATABASE_URL: cannot use the database: ${cause.replace(/\s+/g, ' ')}`,
+    `DATABASE_URL: cannot use the database: ${cause.replace(/\s+/g, ' ')}${fix}`,
   )
+}
+
+// The settings the service itself sends at connection unless DATABASE_URL has prepare=false
+// (store/postgres-client.ts).
+const SENT_AT_CONNECTION = new Set(['statement_timeout', 'plan_cache_mode'])
+
+// A startup parameter refused by its name: PgBouncer's words for one it does not track, or
+// PostgreSQL's for one it does not know.
+function refusedParameter(message: string): string | undefined {
+  return (
+    /^unsupported startup parameter: (\S+)/.exec(message)?.[1] ??
+    /^unrecognized configuration parameter "([^"]+)"/.exec(message)?.[1]
+  )
+}
+
+function parameterFix(parameter: string): string {
+  if (SENT_AT_CONNECTION.has(parameter))
+    return `behind a pooler, add prepare=false to DATABASE_URL: the service then sends no ${[...SENT_AT_CONNECTION].join(' or ')} at connection and cancels a statement that runs too long itself (docs/operating.md, Pooling)`
+  return `take ${parameter} out of DATABASE_URL's query (postgres.js sends every parameter it does not know to the server), or list it in the pooler's ignore_startup_parameters`
+}
+
+function rootMessage(error: unknown): string {
+  const root = causesOf(error).at(-1) ?? {}
+  return String(root.message ?? error).split('\n')[0] ?? ''
 }
 
 // Where a driver or an ORM keeps a statement, its values, or PostgreSQL's words about them: an
@@ -98,7 +127,7 @@ export function databaseErrorNames(
   }
 }
 
-type Cause = { code?: unknown; syscall?: unknown; message?: unknown; detail?: unknown }
+type Cause = { code?: unknown; syscall?: unknown; message?: unknown; detail?: unknown; severity?: unknown }
 
 // Drizzle wraps driver errors: the driver's code sits somewhere along `cause`.
 function causesOf(error: unknown): Cause[] {

@@ -1,7 +1,8 @@
 import process from 'node:process'
-import { type Config, loadConfig, requireTokenKeys } from '../config/config.ts'
+import { type Config, loadConfig } from '../config/config.ts'
 import { summarizeConfig } from '../config/summary.ts'
 import { findUnknownSettings } from '../config/unknown-settings.ts'
+import { isFailure } from '../shared/errors.ts'
 import { createLogger, type Logger } from '../shared/logger.ts'
 import { type LogOutput, stdoutLog } from '../shared/logger-output.ts'
 import { checkListenable, serve } from './serve.ts'
@@ -43,11 +44,10 @@ async function main(output: LogOutput): Promise<void> {
 }
 
 // A setting that stops the start may be one of the unknown ones misspelt: they are said first.
+// The server checks tokens and, on PostgreSQL, needs key-encryption keys.
 function readConfig(env: NodeJS.ProcessEnv): Config {
   try {
-    const config = loadConfig(env)
-    requireTokenKeys(config)
-    return config
+    return loadConfig(env, ['token keys', 'key-encryption keys'])
   } catch (error) {
     for (const { message } of findUnknownSettings(env)) console.error(message)
     throw error
@@ -90,6 +90,7 @@ function sayListening(config: Config, port: number, logger: Logger): void {
 const output = stdoutLog()
 main(output).catch(async (error: unknown) => {
   // A failure that stops a start is said in one line; anything else is a bug, with its stack.
+  // Its exit code is the CLI's for the same failure (2: a bad setting), 1 for anything else.
   console.error(startFailureLine(error) ?? error)
-  await exitAfterLog(output)(1)
+  await exitAfterLog(output)((isFailure(error) && error.exitCode) || 1)
 })

@@ -11,7 +11,12 @@ import { collectProcessMetrics } from '../observability/process-metrics.ts'
 import { openStorage } from '../opening/open-store.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { DatabaseHandle } from '../store/database.ts'
-import { describeSettingsNotApplied, settingsNotApplied } from '../store/settings-applied.ts'
+import { isUnprepared } from '../store/postgres-client.ts'
+import {
+  describeClientTimeout,
+  describeSettingsNotApplied,
+  settingsNotApplied,
+} from '../store/settings-applied.ts'
 import { createTracing } from '../tracing/otel-tracing.ts'
 import { describeMove, moveFromPglite } from '../transfer/pglite-move.ts'
 import { type App, createApp } from './app.ts'
@@ -52,8 +57,7 @@ export async function startServiceParts(
     ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
     : undefined
   if (moved) logger.info(moved, describeMove(moved))
-  const dropped = await settingsNotApplied(storage.db, storage.settings.statementTimeoutMs)
-  if (dropped.length > 0) logger.warn({ settings: dropped }, describeSettingsNotApplied(dropped))
+  await checkSessionSettings(storage, logger)
   // The embedded server is reached like any PostgreSQL, through its URL.
   const database = { kind: 'postgres' as const, ...storage.settings }
   // Loads the OpenTelemetry SDK only when an endpoint is set.
@@ -134,4 +138,16 @@ export async function startServiceParts(
     await tracing?.shutdown()
   }
   return { app, storage, changes, stop }
+}
+
+// Whether the sessions have the settings the pool asks for, or, behind a pooler, how the
+// statement timeout is kept instead: said in one `warn` line either way.
+async function checkSessionSettings(storage: DatabaseHandle, logger: Logger): Promise<void> {
+  const { url, statementTimeoutMs } = storage.settings
+  if (isUnprepared(url)) {
+    logger.warn({ statementTimeoutMs }, describeClientTimeout(statementTimeoutMs))
+    return
+  }
+  const dropped = await settingsNotApplied(storage.db, statementTimeoutMs)
+  if (dropped.length > 0) logger.warn({ settings: dropped }, describeSettingsNotApplied(dropped))
 }

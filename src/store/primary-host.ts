@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net'
-import postgres from 'postgres'
+import type postgres from 'postgres'
+import { postgresClient } from './postgres-client.ts'
 
 type Host = { host: string; port: number }
 
@@ -29,7 +30,7 @@ export function primaryHost(url: string): PrimaryHost | undefined {
   params.delete('target_session_attrs')
   const path = url.slice(end, queryStart === -1 ? undefined : queryStart)
   const probes = hosts.map(({ host, port }) =>
-    postgres(`${url.slice(0, start)}${formatHost(host)}:${port}${path}?${params}`, {
+    postgresClient(`${url.slice(0, start)}${formatHost(host)}:${port}${path}?${params}`, {
       max: 1,
       connect_timeout: 2,
       idle_timeout: 30,

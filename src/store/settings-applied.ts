@@ -24,6 +24,12 @@ export async function settingsNotApplied(
     .map((row) => ({ name: row.name, wanted: wanted[row.name] ?? '', found: row.setting }))
 }
 
+// Behind a pooler (`prepare=false`) the settings are not sent at all (store/postgres-client.ts):
+// one line says how the statement timeout is kept instead.
+export function describeClientTimeout(statementTimeoutMs: number): string {
+  return `DATABASE_URL has prepare=false, as behind a pooler: statement_timeout and plan_cache_mode are not sent at connection; the service cancels a statement itself after ${statementTimeoutMs} ms (DATABASE_STATEMENT_TIMEOUT_MS), and plan_cache_mode does nothing for unnamed statements`
+}
+
 // One line for the operator: what the sessions run with, and where to set it instead.
 export function describeSettingsNotApplied(settings: SettingApplied[]): string {
   const each = settings.map(

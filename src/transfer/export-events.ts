@@ -4,7 +4,7 @@ import { type ExportedText, readSettledText } from '../event-log/reading.ts'
 import { events } from '../event-log/schema.ts'
 import { type Database, type Executor, rowsOf } from '../store/database.ts'
 import { erasedLine, HEADER_LINE, keyLine } from './export-format.ts'
-import { readErasedPseudonyms, readLiveKeys } from './exported-keys.ts'
+import { readErasedPseudonyms, readLiveKeys, readWrappingKeyIds } from './exported-keys.ts'
 
 export type ExportOptions = {
   afterPosition?: bigint
@@ -13,7 +13,13 @@ export type ExportOptions = {
   onProgress?: (progress: { events: number; total: number }) => void
 }
 
-export type Exported = { events: number; keys: number; erased: number }
+export type Exported = {
+  events: number
+  keys: number
+  erased: number
+  // The ids of the key-encryption keys its keys are wrapped under: a restore needs each of them.
+  keyEncryptionKeyIds: string[]
+}
 
 // Writes an export (transfer/export-format.ts): the header, the owners' keys and the erased
 // pseudonyms, then the settled log after `afterPosition`, one event per line, in position order.
@@ -33,6 +39,7 @@ export async function exportEvents(
   return db.transaction(
     async (tx) => {
       await write(HEADER_LINE)
+      const keyEncryptionKeyIds = await readWrappingKeyIds(tx)
       const keys = await writePages(tx, write, readLiveKeys, keyLine, batchSize)
       const erased = await writePages(tx, write, readErasedPseudonyms, erasedLine, batchSize)
       let after = afterPosition
@@ -41,7 +48,7 @@ export async function exportEvents(
       for (;;) {
         const { lines } = await readSettledText(tx, after, horizon, [], batchSize)
         const last = lines.at(-1)
-        if (!last) return { events, keys, erased }
+        if (!last) return { events, keys, erased, keyEncryptionKeyIds }
         await write(lines.map(toLine).join(''))
         events += lines.length
         after = BigInt(last[0])

@@ -24,6 +24,17 @@ export async function readLiveKeys(
   return rows.map((row) => [row.pseudonym, JSON.parse(row.owner) as string, row.key])
 }
 
+// The ids (hex) of the key-encryption keys the exported keys are wrapped under: what a restore of
+// the file needs (envelope.ts: a wrapped key names its KEK by its first 4 bytes).
+export async function readWrappingKeyIds(db: Executor): Promise<string[]> {
+  const rows = rowsOf<{ id: string }>(
+    await db.execute(sql`
+      select distinct encode(substr(${ownerKeys.key}, 1, 4), 'hex') as id from ${ownerKeys}
+      where not ${ownerKeys.erasing} order by 1`),
+  )
+  return rows.map((row) => row.id)
+}
+
 // The erased pseudonyms, and those whose erasure has begun (their owner is hidden already: an
 // export must not bring them back), with when: the erasure's end, else its notice's time.
 export async function readErasedPseudonyms(

@@ -143,3 +143,50 @@ describe('loadConfig', () => {
       expect(() => requireTokenKeys(loadConfig(env))).not.toThrow()
   })
 })
+
+describe('loadConfig, given several problems at once', () => {
+  test('given bad values in several parts, then one failure names each, one line apiece', () => {
+    // given
+    const env = {
+      PORT: 'abc',
+      AUTH_JWT_SECRET: 'short',
+      EVENTS_NATS_URL: 'localhost:4222',
+      EVENTS_NATS_STREAM: 'a.b',
+      OTEL_TRACES_SAMPLER: 'sometimes',
+      DATABASE_URL: 'postgres://u@h/db',
+      DATABASE_POOL_SIZE: '0',
+    }
+    // when
+    const load = () => loadConfig(env)
+    // then
+    expect(load).toThrow(expect.objectContaining({ code: 'BAD_SETTING' }))
+    const lines = String(
+      (() => {
+        try {
+          load()
+        } catch (error) {
+          return (error as Error).message
+        }
+      })(),
+    ).split('\n')
+    const named = [
+      'PORT',
+      'AUTH_JWT_SECRET',
+      'EVENTS_NATS_URL',
+      'EVENTS_NATS_STREAM',
+      'OTEL_TRACES_SAMPLER',
+      'DATABASE_POOL_SIZE',
+    ]
+    expect(lines).toHaveLength(named.length)
+    for (const variable of named) expect(lines.filter((line) => line.startsWith(variable))).toHaveLength(1)
+  })
+
+  test('given PostgreSQL with no token secret and no key-encryption key, when the server asks for both, then both are named at once', () => {
+    // when
+    const load = () =>
+      loadConfig({ DATABASE_URL: 'postgres://u@h/db' }, ['token keys', 'key-encryption keys'])
+    // then
+    expect(load).toThrow(/AUTH_JWT_SECRET.*\n.*KEY_ENCRYPTION_KEYS is not/)
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://u@h/db' })).not.toThrow()
+  })
+})

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { denoServerCommand } from '../support/deno.ts'
-import { runServerToExit, SERVER_COMMAND } from '../support/server-process.ts'
+import { runCli, runServerToExit, SERVER_COMMAND } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 
 // What a start says about itself: the variables it ignores, what it runs on, and why it cannot
@@ -61,6 +61,28 @@ test("the start's line names the database without the password", async () => {
   }
 }, 60_000)
 
+test('given PostgreSQL with neither token secret nor key-encryption key and two bad values, when the server starts, then one start names all four, one line each, and exits 2 as the CLI does', async () => {
+  // given (an empty KEY_ENCRYPTION_KEYS is unset: the test support's default KEK is then not added)
+  const { AUTH_JWT_SECRET: _, ...withoutSecret } = onPostgres
+  const env = { ...withoutSecret, KEY_ENCRYPTION_KEYS: '', PORT: 'abc', LOG_LEVEL: 'loud' }
+  // when
+  const server = await runServerToExit(env)
+  const command = await runCli(['projection', 'verify'], env)
+  // then
+  const lines = server.stderr.trim().split('\n')
+  expect(lines).toHaveLength(4)
+  for (const line of lines) expect(line).toStartWith('plant store cannot start: ')
+  for (const variable of ['PORT', 'LOG_LEVEL', 'AUTH_JWT_SECRET', 'KEY_ENCRYPTION_KEYS'])
+    expect(lines.filter((line) => line.includes(variable))).toEqual([expect.any(String)])
+  expect(server.exitCode).toBe(2)
+  // and the CLI names the bad values alike, with the same exit code
+  expect(command.exitCode).toBe(2)
+  expect(command.stderr.trim().split('\n')).toEqual([
+    expect.stringContaining('PORT must be'),
+    expect.stringContaining('LOG_LEVEL must be'),
+  ])
+}, 60_000)
+
 describe.each([
   ['Bun', SERVER_COMMAND],
   ['Deno', denoServerCommand()],
@@ -76,7 +98,7 @@ describe.each([
       )
       // then
       expect({ exitCode, stderr }).toEqual({
-        exitCode: 1,
+        exitCode: 2,
         stderr: `plant store cannot start: PORT ${holder.port} is in use on HOST 127.0.0.1: stop what listens there, or set another PORT (0 picks a free one)\n`,
       })
     } finally {
@@ -86,7 +108,7 @@ describe.each([
 
   test('a HOST that is no address stops the start in one line naming it, without a stack', async () => {
     const { stderr, exitCode } = await runServerToExit({ ...onPostgres, HOST: '999.1.1.1' }, command)
-    expect(exitCode).toBe(1)
+    expect(exitCode).toBe(2)
     expect(stderr).toStartWith('plant store cannot start: HOST 999.1.1.1 cannot be listened on (')
     expect(stderr).toEndWith('): set HOST to an address of this machine, or 0.0.0.0 for all\n')
     expect(stderr.split('\n').length).toBe(2)

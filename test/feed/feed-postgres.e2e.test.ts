@@ -220,13 +220,13 @@ describe('the feed of server processes on PostgreSQL', () => {
     const feed = await feedFor('bad_subjects')
     await feed.create({ subjects: [`${feed.prefix}.other.>`] })
     const { stderr, exitCode } = await runServerToExit({ ...env(), ...feed.env })
-    expect(exitCode).toBe(1)
+    expect(exitCode).toBe(2)
     expect(stderr).toContain('plant store cannot start: EVENTS_NATS_STREAM')
   })
 
   test('a bad EVENTS_NATS_URL stops the start naming it', async () => {
     const { stderr, exitCode } = await runServerToExit({ ...env(), EVENTS_NATS_URL: 'localhost:4222' })
-    expect(exitCode).toBe(1)
+    expect(exitCode).toBe(2)
     expect(stderr).toContain('EVENTS_NATS_URL')
   })
 

@@ -144,6 +144,14 @@ test('given the embedded default with its generated key-encryption key, when key
     expect(beside.exitCode).toBe(1)
     expect(beside.stderr).toContain('stop it, run keys rotate')
     expect({ exitCode: rotated.exitCode, stdout: rotated.stdout }).toEqual({ exitCode: 0, stdout: '1\n' })
+    // and before it dropped the old key, one line named it, the exports it leaves unrestorable and
+    // how to keep them restorable
+    const old = keyEncryptionKeyId(keysOf(before)[0] as Uint8Array)
+    const lines = rotated.stderr.split('\n')
+    const warning = lines.findIndex((line) => line.includes(`events export named key-encryption key ${old})`))
+    expect(warning).toBeGreaterThanOrEqual(0)
+    expect(warning).toBeLessThan(lines.findIndex((line) => line.includes("every owner's key is wrapped")))
+    expect(lines[warning]).toContain('keep such a copy outside DATA_DIR until those exports expire')
     const after = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
     expect(after).not.toBe(before)
     expect(after.trim().split(',')).toHaveLength(1)
@@ -176,9 +184,9 @@ test("given the embedded store with its generated key-encryption key, when keys 
     })
     // then
     expect({ exitCode: rotated.exitCode, stdout: rotated.stdout }).toEqual({ exitCode: 0, stdout: '1\n' })
-    expect(rotated.stderr).toContain(
-      `dropped from DATA_DIR: ${keyEncryptionKeyId(keysOf(generated)[0] as Uint8Array)}`,
-    )
+    const retired = keyEncryptionKeyId(keysOf(generated)[0] as Uint8Array)
+    expect(rotated.stderr).toContain(`dropped from DATA_DIR: ${retired}`)
+    expect(rotated.stderr).toContain(`events export named key-encryption key ${retired})`)
     expect(await readFile(join(dataDir, 'key-encryption-keys'), 'utf8').catch(() => 'none')).toBe('none')
     const again = await store.startAnother({ KEY_ENCRYPTION_KEYS: NEW })
     try {

@@ -42,7 +42,7 @@ test.each([
   '%s: the start stops naming %s',
   async (_case, env, variable) => {
     const { stderr, exitCode } = await runServerToExit(env)
-    expect(exitCode).toBe(1)
+    expect(exitCode).toBe(2)
     expect(stderr).toContain('plant store cannot start')
     expect(stderr).toContain(variable)
     // the URL's credentials are never echoed
@@ -59,7 +59,7 @@ test('more stream replicas than a single NATS server can keep stops the start na
       ...feed.env,
       EVENTS_NATS_REPLICAS: '3',
     })
-    expect(exitCode).toBe(1)
+    expect(exitCode).toBe(2)
     expect(stderr).toContain('EVENTS_NATS_REPLICAS')
     expect(await feed.read()).toEqual([])
   } finally {

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
+import { postgresErrorCode } from '../../src/shared/database-error.ts'
+import { openPostgres, rowsOf } from '../../src/store/database.ts'
 import {
   EARLIER_STORES,
   listed,
@@ -9,10 +12,12 @@ import {
 import { expectCliSucceeded } from '../support/cli-assertions.ts'
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
+import { runCli, runServerToExit } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
 
-// The service and its CLI behind PgBouncer in transaction mode, as docs/operating.md sets it up
+// The service and its CLI behind PgBouncer 1.18 in transaction mode as operators run it
+// (`ignore_startup_parameters = extra_float_digits` alone), as docs/operating.md sets it up
 // (`prepare=false` in DATABASE_URL): two instances, an earlier store, the feed on.
 
 let bouncer: PgBouncer
@@ -32,37 +37,57 @@ afterAll(async () => {
   await bouncer?.stop()
 })
 
-// The database's own settings, as docs/operating.md sets them for a pooler that drops the startup
-// parameters the service asks for (10 s: the service's default statement timeout), then PgBouncer's
-// server connections made anew, as its RECONNECT does, so that they take them.
-async function setDatabaseSettings(url: string): Promise<void> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} })
-  const database = new URL(url).pathname.slice(1)
-  await sql.unsafe(`alter database "${database}" set statement_timeout = '10s'`)
-  await sql.unsafe(`alter database "${database}" set plan_cache_mode = force_generic_plan`)
-  await sql`select pg_terminate_backend(pid) from pg_stat_activity
-    where datname = ${database} and pid <> pg_backend_pid()`
-  await sql.end()
-}
+test('given PgBouncer taking no startup parameter but extra_float_digits, when a server and a command start without prepare=false, then each stops with one line naming DATABASE_URL, what was refused and the fix', async () => {
+  // given
+  const env = { ...storage.env, DATABASE_URL: bouncer.through(String(storage.databaseUrl)) }
+  // when
+  const server = await runServerToExit(env)
+  const command = await runCli(['projection', 'verify'], env)
+  // then
+  for (const { stderr, exitCode } of [server, command]) {
+    expect(exitCode).toBe(1)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).toContain('DATABASE_URL')
+    expect(stderr).toMatch(/unsupported startup parameter: (statement_timeout|plan_cache_mode)/)
+    expect(stderr).toContain('add prepare=false to DATABASE_URL')
+  }
+})
 
-test('given a database without the settings the pooler drops, when an instance starts through PgBouncer, then it says so in one line naming them', async () => {
+test('given PgBouncer taking no startup parameter but extra_float_digits, when an instance starts with prepare=false, then it says in one warn line that it cancels statements itself', async () => {
   // when
   const instance = await storage.startAnother()
   await instance.stop()
   // then
-  const warnings = instance.startLines.filter((line) => line.includes('do not have the settings'))
+  const warnings = instance.startLines.filter((line) => line.includes('cancels a statement itself'))
   expect(warnings).toHaveLength(1)
-  expect(warnings[0]).toContain('statement_timeout is 0 ms, not 10000')
-  expect(warnings[0]).toContain('plan_cache_mode')
+  expect(JSON.parse(warnings[0] ?? '{}')).toMatchObject({ level: 40, statementTimeoutMs: 10_000 })
+  expect(instance.startLines.filter((line) => line.includes('do not have the settings'))).toEqual([])
+})
+
+test('given a pool through PgBouncer with a statement timeout of 500 ms, when statements run longer, alone or in a transaction, then the client cancels each and the pool goes on', async () => {
+  // given
+  const handle = openPostgres({ url: String(storage.env.DATABASE_URL), poolSize: 2, statementTimeoutMs: 500 })
+  try {
+    const started = performance.now()
+    // when
+    const alone = await handle.db.execute(sql`select pg_sleep(5)`).catch((error: unknown) => error)
+    const inTransaction = await handle.db
+      .transaction((tx) => tx.execute(sql`select pg_sleep(5)`))
+      .catch((error: unknown) => error)
+    // then: canceled as PostgreSQL's own timeout would be (57014), well before the sleeps end
+    for (const error of [alone, inTransaction]) expect(postgresErrorCode(error)).toBe('57014')
+    expect(performance.now() - started).toBeLessThan(8_000)
+    const [row] = rowsOf<{ one: number }>(await handle.db.execute(sql`select 1 as one`))
+    expect(row?.one).toBe(1)
+  } finally {
+    await handle.close()
+  }
 })
 
 test('given an earlier store behind PgBouncer in transaction mode, when two instances create, list, stream and publish and the CLI verifies, rotates and erases, then all of it works', async () => {
-  // given the database's settings as docs/operating.md gives them
-  await setDatabaseSettings(String(storage.databaseUrl))
+  // given
   const [first, second] = [await storage.startAnother(), await storage.startAnother()]
   if (!first || !second) throw new Error('no server')
-  for (const instance of [first, second])
-    expect(instance.startLines.filter((line) => line.includes('do not have the settings'))).toEqual([])
   const [old] = EARLIER_STORES.owners
   if (!old) throw new Error('the earlier store has no owner')
   const oldToken = await storage.tokenFor(old.sub)

@@ -34,9 +34,8 @@ export async function startPgBouncer(upstream = { hostname: '127.0.0.1', port: 5
       'auth_type = trust',
       `auth_file = ${join(folder, 'userlist.txt')}`,
       'pool_mode = transaction',
-      // PgBouncer 1.18 refuses a startup parameter it does not track; these two the service sends
-      // are then the database's own settings (docs/operating.md).
-      'ignore_startup_parameters = statement_timeout,plan_cache_mode',
+      // As operators run it: PgBouncer 1.18 refuses any other startup parameter it does not track.
+      'ignore_startup_parameters = extra_float_digits',
       'max_client_conn = 1000',
       'default_pool_size = 20',
       `logfile = ${logfile}`,

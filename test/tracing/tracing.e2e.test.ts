@@ -223,7 +223,7 @@ describe('traces over OTLP/HTTP', () => {
       OTEL_TRACES_SAMPLER: 'sometimes',
     })
     // then
-    expect(refused.exitCode).toBe(1)
+    expect(refused.exitCode).toBe(2)
     expect(refused.stderr.trim().split('\n')).toEqual([
       expect.stringMatching(/^plant store cannot start: OTEL_TRACES_SAMPLER must be one of always_on, /),
     ])
