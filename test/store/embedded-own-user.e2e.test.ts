@@ -4,7 +4,6 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { readLocalSecret } from '../../src/auth/local-secret.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
@@ -63,9 +62,11 @@ function refusals(user: string, folder: string): typeof ALL_REFUSED {
   }
 }
 
+// Read as the file it is: root refuses, rightly, a secret another user's service wrote
+// (src/store/own-data-dir.ts), and this test reads one of the postgres user's.
 async function tokenFor(folder: string, subject: string): Promise<string> {
-  const secret = await readLocalSecret(folder)
-  if (!secret) throw new Error('the server made no local secret')
+  const text = await readFile(join(folder, 'auth-secret'), 'utf8')
+  const secret = new Uint8Array(Buffer.from(text.trim(), 'base64url'))
   return issueToken(secret, { subject, ttlSeconds: 600, now: new Date() })
 }
 

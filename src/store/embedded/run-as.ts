@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { chown } from 'node:fs/promises'
+import { lchown } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../../shared/errors.ts'
@@ -37,8 +37,10 @@ export function ids(user: OsUser | undefined): { uid?: number; gid?: number } {
 }
 
 // Gives `user` a folder this process made. Nothing to do when PostgreSQL runs as this process's user.
+// A link that the user put at the folder's name meanwhile (its parent may be the user's) is given
+// to the user itself, never what it names.
 export async function handOver(user: OsUser | undefined, folder: string): Promise<void> {
-  if (user) await chown(folder, user.uid, user.gid)
+  if (user) await lchown(folder, user.uid, user.gid)
 }
 
 // PostgreSQL, running as `user`, must enter every folder down to `folder`: the first it cannot is

@@ -9,7 +9,7 @@ import { copyCachedCluster, TEMPLATE } from './cluster-cache.ts'
 import { makeGuardedFolder } from './folder-guard.ts'
 import { serverProcessIds } from './process-ids.ts'
 import { checkReach, handOver } from './run-as.ts'
-import { postgresUser } from './server-user.ts'
+import { postgresUser, THROWAWAY_USER } from './server-user.ts'
 import { serverSettings } from './settings.ts'
 import { launchPostmaster, type Postmaster } from './supervisor.ts'
 
@@ -52,7 +52,7 @@ export function throwawayServer(recipe: TemplateRecipe): Promise<ThrowawayServer
 
 async function startThrowawayServer({ prepare, inputs, poolSize }: TemplateRecipe): Promise<ThrowawayServer> {
   const binaries = await postgresBinaries()
-  const user = await postgresUser()
+  const user = await postgresUser(THROWAWAY_USER)
   const { folder: root, guard } = await makeGuardedFolder(tmpdir(), 'plant-store-memory-')
   let server: Postmaster
   try {
