@@ -7,6 +7,7 @@ import { Failure } from '../shared/errors.ts'
 import { type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
+import { fullDataDir } from '../store/full-data-dir.ts'
 import { removeUnplacedCopies } from '../store/local-file.ts'
 import { generatedKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
@@ -75,7 +76,7 @@ export async function openStorage(
     await prepareWith(keys)(server.url)
   } catch (error) {
     await server.close()
-    throw error
+    throw fullDataDir(storage.dataDir, error) ?? error
   }
   const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL, keys })
   return {

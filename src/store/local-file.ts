@@ -3,6 +3,7 @@ import { constants } from 'node:fs'
 import { chmod, link, mkdir, open, readdir, rename, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { requireOwnSecretFile, secretFileIsLink } from './own-data-dir.ts'
+import { unwritableDataDir } from './unwritable-data-dir.ts'
 
 // The files the embedded default makes for itself in DATA_DIR (its token secret, its
 // key-encryption keys), readable by the service's user only (mode 0600).
@@ -63,7 +64,18 @@ export async function writeSecretFile(
   dataDir: string,
   name: string,
   text: string,
-  { replace = false, steps = DISK_STEPS }: { replace?: boolean; steps?: SecretFileSteps } = {},
+  options: { replace?: boolean; steps?: SecretFileSteps } = {},
+): Promise<string> {
+  return writeDurably(dataDir, name, text, options).catch((error: unknown) => {
+    throw unwritableDataDir(dataDir, error) ?? error
+  })
+}
+
+async function writeDurably(
+  dataDir: string,
+  name: string,
+  text: string,
+  { replace = false, steps = DISK_STEPS }: { replace?: boolean; steps?: SecretFileSteps },
 ): Promise<string> {
   await mkdir(dataDir, { recursive: true })
   const path = join(dataDir, name)
