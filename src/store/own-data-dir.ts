@@ -12,7 +12,8 @@ import { unwritableDataDir } from './unwritable-data-dir.ts'
 // else may write in it. A link as DATA_DIR (./data → /srv/plants) is followed only if it is this
 // user's or root's, and its target is held to the same rule.
 export async function ownDataDir(dataDir: string): Promise<void> {
-  await mkdir(dataDir, { recursive: true }).catch((error: unknown) => {
+  // 0755 whatever the umask leaves (0775 under a umask of 0002), which this check would refuse.
+  await mkdir(dataDir, { recursive: true, mode: 0o755 }).catch((error: unknown) => {
     throw unwritableDataDir(dataDir, error) ?? error
   })
   const uid = process.getuid?.()

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { makeDataDir } from '../support/data-dir.ts'
+import { makeDataDir, otherUsersSecret } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
 
@@ -62,12 +62,9 @@ function refusals(user: string, folder: string): typeof ALL_REFUSED {
   }
 }
 
-// Read as the file it is: root refuses, rightly, a secret another user's service wrote
-// (src/store/own-data-dir.ts), and this test reads one of the postgres user's.
+// One test reads the secret of a server run as the postgres user.
 async function tokenFor(folder: string, subject: string): Promise<string> {
-  const text = await readFile(join(folder, 'auth-secret'), 'utf8')
-  const secret = new Uint8Array(Buffer.from(text.trim(), 'base64url'))
-  return issueToken(secret, { subject, ttlSeconds: 600, now: new Date() })
+  return issueToken(await otherUsersSecret(folder), { subject, ttlSeconds: 600, now: new Date() })
 }
 
 describe('as root', () => {
