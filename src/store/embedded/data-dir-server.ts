@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Failure } from '../../shared/errors.ts'
 import { inUseMessage, lockDataDir, tryLockDataDir, type Unlock } from '../data-dir-lock.ts'
-import { fullDataDir } from '../full-data-dir.ts'
+import { fullDataDirAtStart } from '../full-data-dir.ts'
 import { socketUrl } from '../postgres-client.ts'
 import { postgresBinaries } from './binaries.ts'
 import { ensureCluster, ownDataFolder, SUPERUSER } from './cluster.ts'
@@ -109,7 +109,7 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
   } catch (error) {
     await unlock()
     // initdb, or the server's start, stopped for want of room: said as DATA_DIR's.
-    throw fullDataDir(dataDir, error) ?? error
+    throw (await fullDataDirAtStart(dataDir, error)) ?? error
   }
 }
 
