@@ -19,15 +19,13 @@ export async function ownDataDir(dataDir: string): Promise<void> {
   const uid = process.getuid?.()
   // Windows: no owners to compare.
   if (uid === undefined) return
-  const link = await lstat(dataDir)
-  const found = link.isSymbolicLink() ? await stat(dataDir) : link
-  const owner = link.isSymbolicLink() && link.uid !== uid && link.uid !== 0 ? link : found
-  if (owner.uid !== uid) {
-    throw new Failure(
-      'EMBEDDED_UNAVAILABLE',
-      `DATA_DIR ${dataDir}${owner === link && link.isSymbolicLink() ? ' (a link)' : ''} belongs to ${await userName(owner.uid)}, not to this user, ${await userName(uid)}: another user's folder could hold their token secret, keys and links; set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown ${uid} ${dataDir}`,
-    )
+  const entry = await lstat(dataDir)
+  const found = entry.isSymbolicLink() ? await stat(dataDir) : entry
+  // Another user's link could be pointed elsewhere at any time.
+  if (entry.isSymbolicLink() && entry.uid !== uid && entry.uid !== 0) {
+    throw await belongsToAnother(`DATA_DIR ${dataDir} (a link)`, entry.uid, uid, dataDir)
   }
+  if (found.uid !== uid) throw await belongsToAnother(`DATA_DIR ${dataDir}`, found.uid, uid, dataDir)
   if (writableByOthers(found)) {
     throw new Failure(
       'EMBEDDED_UNAVAILABLE',
@@ -74,6 +72,13 @@ export function notOwnFile(path: string): Failure {
   return new Failure(
     'EMBEDDED_UNAVAILABLE',
     `${path} is not a file of this user's alone (a link, or another user's file), and is not written through: remove it`,
+  )
+}
+
+async function belongsToAnother(what: string, owner: number, uid: number, dataDir: string): Promise<Failure> {
+  return new Failure(
+    'EMBEDDED_UNAVAILABLE',
+    `${what} belongs to ${await userName(owner)}, not to this user, ${await userName(uid)}: another user's folder could hold their token secret, keys and links; set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown ${uid} ${dataDir}`,
   )
 }
 

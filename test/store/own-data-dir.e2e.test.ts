@@ -82,6 +82,22 @@ describe('as root, a DATA_DIR that is not only ours', () => {
     expect((await readdir(dataDir)).sort()).toEqual(['auth-secret', 'key-encryption-keys'])
   }, 60_000)
 
+  test("given a DATA_DIR that is nobody's link to a folder of root's, when the server or a command starts, then each is refused in one line", async () => {
+    // in a folder that every user writes in, as /tmp
+    const within = await folder()
+    await chmod(within, 0o1777)
+    const dataDir = join(within, 'data')
+    await mkdir(join(within, 'target'))
+    runAsNobody('ln -s "$1" "$0"', dataDir, join(within, 'target'))
+    const outcome = await everyEntry(dataDir)
+    expect(outcome).toEqual(
+      refusedEverywhere(
+        `DATA_DIR ${dataDir} (a link) belongs to nobody (uid ${NOBODY}), not to this user, root (uid 0): another user's folder could hold their token secret, keys and links; set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown 0 ${dataDir}`,
+      ),
+    )
+    expect(await readdir(join(within, 'target'))).toEqual([])
+  }, 60_000)
+
   test('given a DATA_DIR of root that others may write in, when the server or a command starts, then each is refused in one line', async () => {
     const dataDir = join(await folder(), 'data')
     await mkdir(dataDir)
