@@ -1,4 +1,4 @@
-import { mkdir, rm } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Failure } from '../../shared/errors.ts'
@@ -9,7 +9,7 @@ import { postgresBinaries } from './binaries.ts'
 import { ensureCluster, ownDataFolder, SUPERUSER } from './cluster.ts'
 import { runningPostmaster, stopLeftover } from './postmaster.ts'
 import { serverProcessIds } from './process-ids.ts'
-import { checkReach } from './run-as.ts'
+import { checkReach, removeHandedOver } from './run-as.ts'
 import { postgresUser } from './server-user.ts'
 import { serverSettings } from './settings.ts'
 import { makeSocketDirectory } from './socket-directory.ts'
@@ -85,7 +85,7 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
         removeAfter: temporary ? socketDirectory : undefined,
       })
     } catch (error) {
-      if (temporary) await rm(socketDirectory, { recursive: true, force: true })
+      if (temporary) await removeHandedOver(user, socketDirectory)
       throw error
     } finally {
       temporary?.release()
