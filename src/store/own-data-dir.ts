@@ -78,7 +78,7 @@ export function notOwnFile(path: string): Failure {
 async function belongsToAnother(what: string, owner: number, uid: number, dataDir: string): Promise<Failure> {
   return new Failure(
     'EMBEDDED_UNAVAILABLE',
-    `${what} belongs to ${await userName(owner)}, not to this user, ${await userName(uid)}: another user's folder could hold their token secret, keys and links; set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown ${uid} ${dataDir}`,
+    `${what} belongs to ${await userName(owner)}, not to this user, ${await userName(uid)}: another user's folder could hold their token secret, keys and links; if it is that user's store, run as that user; otherwise set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown ${uid} ${dataDir}`,
   )
 }
 

@@ -76,7 +76,7 @@ describe('as root, a DATA_DIR that is not only ours', () => {
     // then
     expect(outcome).toEqual(
       refusedEverywhere(
-        `DATA_DIR ${dataDir} belongs to nobody (uid ${NOBODY}), not to this user, root (uid 0): another user's folder could hold their token secret, keys and links; set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown 0 ${dataDir}`,
+        `DATA_DIR ${dataDir} belongs to nobody (uid ${NOBODY}), not to this user, root (uid 0): another user's folder could hold their token secret, keys and links; if it is that user's store, run as that user; otherwise set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown 0 ${dataDir}`,
       ),
     )
     expect((await readdir(dataDir)).sort()).toEqual(['auth-secret', 'key-encryption-keys'])
@@ -92,7 +92,7 @@ describe('as root, a DATA_DIR that is not only ours', () => {
     const outcome = await everyEntry(dataDir)
     expect(outcome).toEqual(
       refusedEverywhere(
-        `DATA_DIR ${dataDir} (a link) belongs to nobody (uid ${NOBODY}), not to this user, root (uid 0): another user's folder could hold their token secret, keys and links; set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown 0 ${dataDir}`,
+        `DATA_DIR ${dataDir} (a link) belongs to nobody (uid ${NOBODY}), not to this user, root (uid 0): another user's folder could hold their token secret, keys and links; if it is that user's store, run as that user; otherwise set DATA_DIR to a folder of this user's (a missing one is made), or, if you made it, chown 0 ${dataDir}`,
       ),
     )
     expect(await readdir(join(within, 'target'))).toEqual([])
