@@ -30,10 +30,10 @@ export async function lockDataDir(dataDir: string): Promise<Unlock> {
   }
 }
 
-// The lock, or undefined at once when another process holds it.
-// The pid is written into the locked file itself, not through a temporary file renamed over it:
-// the lock is the file's, and a file renamed into place would be another, unlocked one. The file is
-// opened without following a link and written only once it is known to be this user's own.
+// The lock, or undefined at once when another process holds it. The pid is written into the
+// locked file itself, not through a temporary file renamed over it: the lock is the file's, and a
+// file renamed into place would be another, unlocked one. The file is opened without following a
+// link and written only once it is known to be this user's own.
 export async function tryLockDataDir(dataDir: string): Promise<Unlock | undefined> {
   await ownDataDir(dataDir)
   const path = join(dataDir, 'server.pid')
@@ -116,7 +116,6 @@ const BUN_FFI = 'bun:ffi'
 
 // Bun has no file lock of its own: flock(2) from the C library, on a descriptor from node:fs.
 async function tryLockWithFlock(path: string): Promise<LockedFile | undefined> {
-  const libc = await openLibc()
   let fd: number
   try {
     fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
@@ -128,6 +127,10 @@ async function tryLockWithFlock(path: string): Promise<LockedFile | undefined> {
     closeSync(fd)
     throw notOwnFile(path)
   }
+  const libc = await openLibc().catch((error: unknown) => {
+    closeSync(fd)
+    throw error
+  })
   const locked = libc.symbols.flock(fd, LOCK_EX | LOCK_NB) === 0
   libc.close()
   if (!locked) {
