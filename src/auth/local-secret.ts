@@ -1,12 +1,14 @@
 import { Buffer } from 'node:buffer'
 import { readLocalFile, writeSecretFile } from '../store/local-file.ts'
+import { ownDataDir } from '../store/own-data-dir.ts'
 
 const SECRET_FILE = 'auth-secret'
 
 // The embedded default needs no auth settings: a random HS256 secret is made on first start and
 // kept beside the data (mode 0600, written durably), so `cli token issue` can sign with the same
-// secret.
+// secret. Only from a DATA_DIR of this user's own: another user's could hold a secret they know.
 export async function loadOrCreateLocalSecret(dataDir: string): Promise<Uint8Array> {
+  await ownDataDir(dataDir)
   const existing = await readLocalSecret(dataDir)
   if (existing) return existing
   const made = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')

@@ -4,6 +4,7 @@ import { describeUpgrade } from '../event-log/upgrade.ts'
 import { openStorage } from '../opening/open-store.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
+import { fullDataDir } from '../store/full-data-dir.ts'
 import { describeMove, moveFromPglite } from '../transfer/pglite-move.ts'
 
 // The store a command works on, opened (which applies the migrations) for the length of `run`.
@@ -35,6 +36,9 @@ export async function withStorage(
     if (moved) process.stderr.write(`${describeMove(moved)}\n`)
     if (!untimed) return await run(storage.db, storage)
     return await run(untimed.db, { ...storage, db: untimed.db, keyring: untimed.keyring })
+  } catch (error) {
+    // The embedded store's disk filled during the command (keys rotate, say): said as DATA_DIR's.
+    throw (config.storage.kind === 'embedded' && fullDataDir(config.storage.dataDir, error)) || error
   } finally {
     await untimed?.close()
     await storage.close()

@@ -7,8 +7,9 @@ import { Failure } from '../shared/errors.ts'
 import { type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
+import { fullDataDir } from '../store/full-data-dir.ts'
 import { removeUnplacedCopies } from '../store/local-file.ts'
-import { loadOrCreateLocalKeys } from '../store/local-keys.ts'
+import { generatedKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
@@ -71,11 +72,11 @@ export async function openStorage(
   let keys: KeyEncryptionKeys
   try {
     if (server.own) await removeUnplacedCopies(storage.dataDir)
-    keys = storage.keys ?? (await loadOrCreateLocalKeys(storage.dataDir))
+    keys = storage.keys ?? (await generatedKeys(storage.dataDir, server.url))
     await prepareWith(keys)(server.url)
   } catch (error) {
     await server.close()
-    throw error
+    throw fullDataDir(storage.dataDir, error) ?? error
   }
   const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL, keys })
   return {

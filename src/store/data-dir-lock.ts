@@ -1,8 +1,9 @@
-import { closeSync, constants, ftruncateSync, openSync, writeSync } from 'node:fs'
-import { mkdir, readFile } from 'node:fs/promises'
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs'
+import { lstat, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../shared/errors.ts'
+import { isOwnFile, notOwnFile, ownDataDir } from './own-data-dir.ts'
 import { unwritableDataDir } from './unwritable-data-dir.ts'
 
 // How long a busy lock is tried again before the start is refused. A process killed together with
@@ -29,20 +30,26 @@ export async function lockDataDir(dataDir: string): Promise<Unlock> {
   }
 }
 
-// The lock, or undefined at once when another process holds it.
+// The lock, or undefined at once when another process holds it. The pid is written into the
+// locked file itself, not through a temporary file renamed over it: the lock is the file's, and a
+// file renamed into place would be another, unlocked one. The file is opened without following a
+// link and written only once it is known to be this user's own.
 export async function tryLockDataDir(dataDir: string): Promise<Unlock | undefined> {
-  const file = await (async () => {
-    await mkdir(dataDir, { recursive: true })
-    return tryLockFile(join(dataDir, 'server.pid'))
+  await ownDataDir(dataDir)
+  const path = join(dataDir, 'server.pid')
+  const written = await (async () => {
+    const file = await tryLockFile(path)
+    if (!file) return undefined
+    await file.truncate()
+    await file.write(`${process.pid}\n`)
+    return file
   })().catch((error: unknown) => {
     throw unwritableDataDir(dataDir, error) ?? error
   })
-  if (!file) return undefined
-  await file.truncate()
-  await file.write(`${process.pid}\n`)
+  if (!written) return undefined
   return async () => {
-    await file.truncate()
-    file.close()
+    await written.truncate()
+    written.close()
   }
 }
 
@@ -73,6 +80,7 @@ type DenoFiles = {
     path: string,
     options: { read: boolean; write: boolean; create: boolean; mode: number },
   ) => Promise<{
+    stat: () => Promise<{ isFile: boolean; uid: number | null; nlink: number | null }>
     tryLock: (exclusive: boolean) => Promise<boolean>
     truncate: (length: number) => Promise<void>
     write: (bytes: Uint8Array) => Promise<number>
@@ -80,8 +88,15 @@ type DenoFiles = {
   }>
 }
 
+// Deno's open has no O_NOFOLLOW: a link is refused before, which holds in a DATA_DIR no one else
+// may write in (store/own-data-dir.ts).
 async function tryLockWithDeno(deno: DenoFiles, path: string): Promise<LockedFile | undefined> {
+  if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw notOwnFile(path)
   const file = await deno.open(path, { read: true, write: true, create: true, mode: 0o600 })
+  if (!isOwnFile(await file.stat())) {
+    file.close()
+    throw notOwnFile(path)
+  }
   if (!(await file.tryLock(true))) {
     file.close()
     return undefined
@@ -101,8 +116,21 @@ const BUN_FFI = 'bun:ffi'
 
 // Bun has no file lock of its own: flock(2) from the C library, on a descriptor from node:fs.
 async function tryLockWithFlock(path: string): Promise<LockedFile | undefined> {
-  const libc = await openLibc()
-  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600)
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
+  } catch (error) {
+    throw (error as NodeJS.ErrnoException).code === 'ELOOP' ? notOwnFile(path) : error
+  }
+  const found = fstatSync(fd)
+  if (!isOwnFile({ isFile: found.isFile(), uid: found.uid, nlink: found.nlink })) {
+    closeSync(fd)
+    throw notOwnFile(path)
+  }
+  const libc = await openLibc().catch((error: unknown) => {
+    closeSync(fd)
+    throw error
+  })
   const locked = libc.symbols.flock(fd, LOCK_EX | LOCK_NB) === 0
   libc.close()
   if (!locked) {

@@ -1,17 +1,28 @@
 import { randomUUID } from 'node:crypto'
-import { chmod, link, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { chmod, link, mkdir, open, readdir, rename, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { requireOwnSecretFile, secretFileIsLink } from './own-data-dir.ts'
+import { unwritableDataDir } from './unwritable-data-dir.ts'
 
 // The files the embedded default makes for itself in DATA_DIR (its token secret, its
 // key-encryption keys), readable by the service's user only (mode 0600).
 
-// The text of `name` in `dataDir`, or undefined when there is no such file.
+// The text of `name` in `dataDir`, or undefined when there is no such file. A link is not followed,
+// and a file another user could have written is refused (store/own-data-dir.ts).
 export async function readLocalFile(dataDir: string, name: string): Promise<string | undefined> {
+  let handle: Awaited<ReturnType<typeof open>>
   try {
-    return await readFile(join(dataDir, name), 'utf8')
+    handle = await open(join(dataDir, name), constants.O_RDONLY | constants.O_NOFOLLOW)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw error
+    throw secretFileIsLink(dataDir, name, error) ?? error
+  }
+  try {
+    await requireOwnSecretFile(dataDir, name, await handle.stat())
+    return await handle.readFile('utf8')
+  } finally {
+    await handle.close()
   }
 }
 
@@ -53,7 +64,18 @@ export async function writeSecretFile(
   dataDir: string,
   name: string,
   text: string,
-  { replace = false, steps = DISK_STEPS }: { replace?: boolean; steps?: SecretFileSteps } = {},
+  options: { replace?: boolean; steps?: SecretFileSteps } = {},
+): Promise<string> {
+  return writeDurably(dataDir, name, text, options).catch((error: unknown) => {
+    throw unwritableDataDir(dataDir, error) ?? error
+  })
+}
+
+async function writeDurably(
+  dataDir: string,
+  name: string,
+  text: string,
+  { replace = false, steps = DISK_STEPS }: { replace?: boolean; steps?: SecretFileSteps },
 ): Promise<string> {
   await mkdir(dataDir, { recursive: true })
   const path = join(dataDir, name)

@@ -1,9 +1,10 @@
 import process from 'node:process'
 import { Failure } from '../shared/errors.ts'
+import { fullDataDir } from './full-data-dir.ts'
 
 // What the file system says of a folder this process may not make or write: the same on Bun
 // (node:fs codes) and Deno (its error classes, and NotCapable for a permission it was not given).
-const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOENT', 'ENOSPC'])
+const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOENT'])
 const UNWRITABLE_DENO = new Set(['PermissionDenied', 'NotADirectory', 'AlreadyExists', 'NotFound'])
 
 // DATA_DIR's failure as one line naming it and what to do, or undefined for any other error.
@@ -17,6 +18,8 @@ export function unwritableDataDir(dataDir: string, error: unknown): Failure | un
       `run Deno with --allow-write=${dataDir} (and --allow-read)`,
       error,
     )
+  const full = fullDataDir(dataDir, error)
+  if (full) return full
   if (!(typeof code === 'string' && UNWRITABLE_CODES.has(code)) && !UNWRITABLE_DENO.has(error.name))
     return undefined
   const uid = process.getuid?.()

@@ -3,8 +3,7 @@ import { existsSync } from 'node:fs'
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { readLocalSecret } from '../../src/auth/local-secret.ts'
-import { makeDataDir } from '../support/data-dir.ts'
+import { makeDataDir, otherUsersSecret } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import {
   runServerToExit,
@@ -40,9 +39,11 @@ async function servedDataDir(): Promise<{ folder: string; token: string }> {
   folders.push(folder)
   await chown(folder, POSTGRES_UID, POSTGRES_UID)
   const server = await startAsOwner(folder)
-  const secret = await readLocalSecret(folder)
-  if (!secret) throw new Error('the server made no local secret')
-  const token = await issueToken(secret, { subject: 'owner', ttlSeconds: 600, now: new Date() })
+  const token = await issueToken(await otherUsersSecret(folder), {
+    subject: 'owner',
+    ttlSeconds: 600,
+    now: new Date(),
+  })
   expect((await postPlant(server.url, token, { id: 1, name: 'Kept' })).status).toBe(200)
   expect(await server.stop('SIGTERM')).toBe(0)
   return { folder, token }

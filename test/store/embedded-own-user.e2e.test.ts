@@ -4,8 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { readLocalSecret } from '../../src/auth/local-secret.ts'
-import { makeDataDir } from '../support/data-dir.ts'
+import { makeDataDir, otherUsersSecret } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
 
@@ -63,10 +62,9 @@ function refusals(user: string, folder: string): typeof ALL_REFUSED {
   }
 }
 
+// One test reads the secret of a server run as the postgres user.
 async function tokenFor(folder: string, subject: string): Promise<string> {
-  const secret = await readLocalSecret(folder)
-  if (!secret) throw new Error('the server made no local secret')
-  return issueToken(secret, { subject, ttlSeconds: 600, now: new Date() })
+  return issueToken(await otherUsersSecret(folder), { subject, ttlSeconds: 600, now: new Date() })
 }
 
 describe('as root', () => {

@@ -150,6 +150,16 @@ describe("a user's test stores", () => {
     60_000,
   )
 
+  test("as root, its server runs as a user of the test stores' own, not as the user a DATA_DIR's server runs as", async () => {
+    // given a test process run as root
+    const outcome = await runFixture(await sharedTmp(), ['1', '--pids', '--stay'])
+    // then its server's user is neither root nor the one an embedded service's PostgreSQL runs as
+    const [postmaster] = outcome.pids ?? []
+    const status = Bun.spawnSync(['cat', `/proc/${postmaster}/status`]).stdout.toString()
+    const uid = /\nUid:\t(\d+)\t/.exec(status)?.[1] ?? ''
+    expect(Bun.spawnSync(['id', '-nu', uid]).stdout.toString().trim()).toBe('plant-store-throwaway')
+  }, 60_000)
+
   test('one process holds 100 stores at once, each serving; one more is refused, saying the limit', async () => {
     // given a test process that opens 101 stores, one after another, a plant created in each
     const outcome = await runFixture(tmpdir(), ['101'])

@@ -1,4 +1,6 @@
+import { Buffer } from 'node:buffer'
 import { chmodSync, mkdtempSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -13,4 +15,11 @@ export function makeDataDirSync(prefix: string): string {
 
 export async function makeDataDir(prefix: string): Promise<string> {
   return makeDataDirSync(prefix)
+}
+
+// The token secret a server run as another user made in `dataDir`, read as the file it is: the
+// service itself, rightly, trusts no secret file of another user's (src/store/own-data-dir.ts).
+export async function otherUsersSecret(dataDir: string): Promise<Uint8Array> {
+  const text = await readFile(join(dataDir, 'auth-secret'), 'utf8')
+  return new Uint8Array(Buffer.from(text.trim(), 'base64url'))
 }

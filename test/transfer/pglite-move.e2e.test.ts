@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { readdir, rename, rm } from 'node:fs/promises'
+import { chmod, readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
@@ -90,6 +90,8 @@ describe('a DATA_DIR of the previous engine (PGlite)', () => {
     await Bun.write(join(copy, 'auth-secret'), Bun.file(join(dataDir, 'auth-secret')))
     // the export's keys are wrapped under the moved store's key-encryption key: it goes along
     await Bun.write(join(copy, 'key-encryption-keys'), Bun.file(join(dataDir, 'key-encryption-keys')))
+    // as secret files must be to be read: the service's user's alone
+    for (const name of ['auth-secret', 'key-encryption-keys']) await chmod(join(copy, name), 0o600)
     const imported = await runCli(['events', 'import'], { DATA_DIR: copy }, exported.stdout)
     expect(imported.stderr).toContain(`imported ${EVENTS} events`)
     const copied = await started(copy)

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { lstat, mkdir, readdir, readFile, rename, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import process from 'node:process'
@@ -7,7 +7,7 @@ import { postgresClient, socketUrl } from '../postgres-client.ts'
 import type { Binaries } from './binaries.ts'
 import { ensureCluster, SUPERUSER } from './cluster.ts'
 import { makeGuardedFolder } from './folder-guard.ts'
-import { handOver, type OsUser, runAs } from './run-as.ts'
+import { handOver, type OsUser, removeHandedOver, runAs } from './run-as.ts'
 import { serverSettings } from './settings.ts'
 import { launchPostmaster } from './supervisor.ts'
 
@@ -77,7 +77,7 @@ async function makeCluster(destination: string, within: string, recipe: ClusterR
     // Another process may have put the same one in place meanwhile: either serves.
     await rename(folder, destination).catch(() => {})
   } finally {
-    await rm(making, { recursive: true, force: true })
+    await removeHandedOver(user, making)
     guard.release()
   }
 }

@@ -1,8 +1,8 @@
-import { access, lstat, mkdir, rename, rm } from 'node:fs/promises'
+import { access, lstat, mkdir, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Failure } from '../../shared/errors.ts'
 import type { Binaries } from './binaries.ts'
-import { handOver, type OsUser, runAs } from './run-as.ts'
+import { handOver, type OsUser, removeHandedOver, runAs } from './run-as.ts'
 
 export const SUPERUSER = 'postgres'
 
@@ -21,7 +21,7 @@ export async function ensureCluster(
 ): Promise<void> {
   if (await exists(join(folder, 'PG_VERSION'))) return
   const making = `${folder}.initdb`
-  await rm(making, { recursive: true, force: true })
+  await removeHandedOver(user, making)
   await mkdir(making, { mode: 0o700 })
   await handOver(user, making)
   const args = ['-D', making, '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C']
@@ -30,7 +30,7 @@ export async function ensureCluster(
   if (walSegmentMb !== undefined) args.push(`--wal-segsize=${walSegmentMb}`)
   const { code, stderr } = await runAs(user, binaries.initdb, [...args, '--no-instructions'])
   if (code !== 0) {
-    await rm(making, { recursive: true, force: true })
+    await removeHandedOver(user, making)
     throw new Failure('EMBEDDED_UNAVAILABLE', `initdb failed for ${folder}: ${lastLines(stderr)}`)
   }
   await rename(making, folder).catch((error: unknown) => {

@@ -1,14 +1,15 @@
-import { mkdir, rm } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Failure } from '../../shared/errors.ts'
 import { inUseMessage, lockDataDir, tryLockDataDir, type Unlock } from '../data-dir-lock.ts'
+import { fullDataDirAtStart } from '../full-data-dir.ts'
 import { socketUrl } from '../postgres-client.ts'
 import { postgresBinaries } from './binaries.ts'
 import { ensureCluster, ownDataFolder, SUPERUSER } from './cluster.ts'
 import { runningPostmaster, stopLeftover } from './postmaster.ts'
 import { serverProcessIds } from './process-ids.ts'
-import { checkReach } from './run-as.ts'
+import { checkReach, removeHandedOver } from './run-as.ts'
 import { postgresUser } from './server-user.ts'
 import { serverSettings } from './settings.ts'
 import { makeSocketDirectory } from './socket-directory.ts'
@@ -84,7 +85,7 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
         removeAfter: temporary ? socketDirectory : undefined,
       })
     } catch (error) {
-      if (temporary) await rm(socketDirectory, { recursive: true, force: true })
+      if (temporary) await removeHandedOver(user, socketDirectory)
       throw error
     } finally {
       temporary?.release()
@@ -107,7 +108,8 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
     }
   } catch (error) {
     await unlock()
-    throw error
+    // initdb, or the server's start, stopped for want of room: said as DATA_DIR's.
+    throw (await fullDataDirAtStart(dataDir, error)) ?? error
   }
 }
 

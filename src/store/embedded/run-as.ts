@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { chown } from 'node:fs/promises'
+import { lchown, rm } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../../shared/errors.ts'
@@ -37,8 +37,18 @@ export function ids(user: OsUser | undefined): { uid?: number; gid?: number } {
 }
 
 // Gives `user` a folder this process made. Nothing to do when PostgreSQL runs as this process's user.
+// A link that the user put at the folder's name meanwhile (its parent may be the user's) is given
+// to the user itself, never what it names.
 export async function handOver(user: OsUser | undefined, folder: string): Promise<void> {
-  if (user) await chown(folder, user.uid, user.gid)
+  if (user) await lchown(folder, user.uid, user.gid)
+}
+
+// Removes a folder handed to `user`, whole: as that user first, so that root does not walk a tree
+// that the user may change under it (a folder swapped for a link midway); then what is left, which
+// the user could not remove (the folder itself, in a folder of root's), is removed by this process.
+export async function removeHandedOver(user: OsUser | undefined, folder: string): Promise<void> {
+  if (user) await runAs(user, 'rm', ['-rf', '--', folder])
+  await rm(folder, { recursive: true, force: true })
 }
 
 // PostgreSQL, running as `user`, must enter every folder down to `folder`: the first it cannot is

@@ -10,17 +10,23 @@ import { type OsUser, runAs } from './run-as.ts'
 // superusers make it run) would then reach this one's socket and files. Run as any other user,
 // PostgreSQL runs as that user.
 export const SERVER_USER = 'plant-store-postgres'
+// The throwaway servers of test stores (and DATA_DIR=memory:) run as a user of their own, so that
+// none of them, nor a program its superuser makes it run, can reach a DATA_DIR's server or files.
+// Test processes run as root share it, and its cache of data folders (cluster-cache.ts): they hold
+// test data only, which goes with each process, and root writes in their folders through no link
+// (supervisor.ts, run-as.ts).
+export const THROWAWAY_USER = 'plant-store-throwaway'
 
 const NOLOGIN_SHELLS = ['/usr/sbin/nologin', '/sbin/nologin', '/bin/false']
 const USERADD = ['/usr/sbin/useradd', '/sbin/useradd']
 // Several processes may make the user at once; useradd refuses while another holds its lock.
 const TRIES = 10
 
-export async function postgresUser(): Promise<OsUser | undefined> {
+export async function postgresUser(name = SERVER_USER): Promise<OsUser | undefined> {
   if (process.getuid?.() !== 0) return undefined
   let why = 'no useradd on this system'
   for (let attempt = 0; attempt < TRIES; attempt++) {
-    const found = await lookUp(SERVER_USER)
+    const found = await lookUp(name)
     if (found) return found
     const useradd = await firstExisting(USERADD)
     if (useradd === undefined) break
@@ -35,16 +41,16 @@ export async function postgresUser(): Promise<OsUser | undefined> {
       shell,
       '--comment',
       'plant store embedded PostgreSQL',
-      SERVER_USER,
+      name,
     ])
     why = lastLines(made.stderr) || `useradd exited with ${made.code}`
     if (made.code !== 0) await sleep(50 + 50 * attempt)
   }
-  const found = await lookUp(SERVER_USER)
+  const found = await lookUp(name)
   if (found) return found
   throw new Failure(
     'EMBEDDED_UNAVAILABLE',
-    `running as root, which PostgreSQL refuses, and its own user ${SERVER_USER} cannot be made (${why}): make it (useradd --system --user-group --no-create-home --shell /usr/sbin/nologin ${SERVER_USER}), run the service as another user, or set DATABASE_URL`,
+    `running as root, which PostgreSQL refuses, and its own user ${name} cannot be made (${why}): make it (useradd --system --user-group --no-create-home --shell /usr/sbin/nologin ${name}), run the service as another user, or set DATABASE_URL`,
   )
 }
 

@@ -1,8 +1,8 @@
-import { mkdir, rm, rmdir } from 'node:fs/promises'
+import { mkdir, rmdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type FolderGuard, makeGuardedFolder } from './folder-guard.ts'
-import { handOver, type OsUser } from './run-as.ts'
+import { handOver, type OsUser, removeHandedOver } from './run-as.ts'
 
 // A Unix socket's path must fit in sockaddr_un (108 bytes on Linux, 104 on macOS, with its NUL).
 const SOCKET_PATH_LIMIT = 103
@@ -18,7 +18,7 @@ export async function makeSocketDirectory(
   user: OsUser | undefined,
 ): Promise<SocketDirectory> {
   const fits = Buffer.byteLength(join(preferred, SOCKET_NAME)) <= SOCKET_PATH_LIMIT
-  if (fits && (await cleared(preferred))) {
+  if (fits && (await cleared(preferred, user))) {
     await mkdir(preferred, { mode: 0o700 })
     await handOver(user, preferred)
     return { directory: preferred }
@@ -34,9 +34,9 @@ export type SocketDirectory = { directory: string; temporary?: FolderGuard }
 
 // A start as root leaves the folder the server user's, mode 0700: its owner's next start, not
 // root, cannot look inside, but can remove it while it is empty.
-async function cleared(folder: string): Promise<boolean> {
+async function cleared(folder: string, user: OsUser | undefined): Promise<boolean> {
   try {
-    await rm(folder, { recursive: true, force: true })
+    await removeHandedOver(user, folder)
     return true
   } catch {
     return rmdir(folder).then(

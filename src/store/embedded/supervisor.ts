@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { closeSync, openSync, readFileSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs'
 import process from 'node:process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Failure } from '../../shared/errors.ts'
+import { isOwnFile, notOwnFile } from '../own-data-dir.ts'
 import type { Binaries } from './binaries.ts'
 import { lastLines } from './cluster.ts'
 import { readPostmasterFile } from './postmaster.ts'
@@ -57,8 +57,8 @@ export type Postmaster = {
 // the pipe to close, which stops the server.
 export async function launchPostmaster(options: PostmasterOptions): Promise<Postmaster> {
   const { binaries, folder, settings, user, logFile, removeAfter } = options
-  const log = openSync(logFile, 'a', 0o600)
-  const startedAt = readFileSync(logFile).byteLength
+  const log = openLog(logFile)
+  const startedAt = fstatSync(log).size
   let watchdog: ChildProcess
   try {
     watchdog = spawn(
@@ -71,19 +71,19 @@ export async function launchPostmaster(options: PostmasterOptions): Promise<Post
         env: childEnvironment({ REMOVE_AFTER: removeAfter ?? '' }),
       },
     )
-  } finally {
+  } catch (error) {
     closeSync(log)
+    throw error
   }
   watchdog.unref()
   const exited = new Promise<number | null>((resolve) => watchdog.once('exit', (code) => resolve(code)))
-  const pid = await untilReady(folder, exited, async () => {
-    const text = (await readFile(logFile).catch(() => Buffer.alloc(0))).subarray(startedAt).toString()
-    return lastLines(text)
-  }).catch(async (error: unknown) => {
-    watchdog.stdin?.end()
-    await exited
-    throw error
-  })
+  const pid = await untilReady(folder, exited, async () => lastLines(readFrom(log, startedAt)))
+    .catch(async (error: unknown) => {
+      watchdog.stdin?.end()
+      await exited
+      throw error
+    })
+    .finally(() => closeSync(log))
   return {
     pid,
     exited,
@@ -95,6 +95,33 @@ export async function launchPostmaster(options: PostmasterOptions): Promise<Post
       clearTimeout(late)
     },
   }
+}
+
+// The log is in a folder that the server's user may write in (it holds the server's data, or is
+// the user's own): a link or a hard link put there in its place is not written through, and the
+// lines read back are the file's that was opened, whatever is at its name since.
+function openLog(logFile: string): number {
+  let log: number
+  try {
+    log = openSync(
+      logFile,
+      constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+      0o600,
+    )
+  } catch (error) {
+    throw (error as NodeJS.ErrnoException).code === 'ELOOP' ? notOwnFile(logFile) : error
+  }
+  const found = fstatSync(log)
+  if (isOwnFile({ isFile: found.isFile(), uid: found.uid, nlink: found.nlink })) return log
+  closeSync(log)
+  throw notOwnFile(logFile)
+}
+
+function readFrom(log: number, position: number): string {
+  const length = Math.max(0, fstatSync(log).size - position)
+  const bytes = Buffer.alloc(length)
+  const read = readSync(log, bytes, 0, length, position)
+  return bytes.subarray(0, read).toString()
 }
 
 async function untilReady(

@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Failure } from '../../shared/errors.ts'
@@ -8,8 +7,8 @@ import { SUPERUSER } from './cluster.ts'
 import { copyCachedCluster, TEMPLATE } from './cluster-cache.ts'
 import { makeGuardedFolder } from './folder-guard.ts'
 import { serverProcessIds } from './process-ids.ts'
-import { checkReach, handOver } from './run-as.ts'
-import { postgresUser } from './server-user.ts'
+import { checkReach, handOver, removeHandedOver } from './run-as.ts'
+import { postgresUser, THROWAWAY_USER } from './server-user.ts'
 import { serverSettings } from './settings.ts'
 import { launchPostmaster, type Postmaster } from './supervisor.ts'
 
@@ -52,7 +51,7 @@ export function throwawayServer(recipe: TemplateRecipe): Promise<ThrowawayServer
 
 async function startThrowawayServer({ prepare, inputs, poolSize }: TemplateRecipe): Promise<ThrowawayServer> {
   const binaries = await postgresBinaries()
-  const user = await postgresUser()
+  const user = await postgresUser(THROWAWAY_USER)
   const { folder: root, guard } = await makeGuardedFolder(tmpdir(), 'plant-store-memory-')
   let server: Postmaster
   try {
@@ -74,7 +73,7 @@ async function startThrowawayServer({ prepare, inputs, poolSize }: TemplateRecip
       removeAfter: root,
     })
   } catch (error) {
-    await rm(root, { recursive: true, force: true })
+    await removeHandedOver(user, root)
     throw error
   } finally {
     guard.release()

@@ -1,0 +1,78 @@
+import { afterAll, expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { chmod, mkdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { expectCliSucceeded } from '../support/cli-assertions.ts'
+import { runCli, runServerToExit } from '../support/server-process.ts'
+
+// A DATA_DIR on a file system with no room left: the server's start and every command stop in one
+// line that names DATA_DIR, with no stack. Each file system is a small tmpfs of the test's own
+// (these tests run as root), unmounted after.
+const mounts: string[] = []
+afterAll(async () => {
+  for (const mount of mounts) {
+    if (Bun.spawnSync(['umount', mount]).exitCode !== 0) Bun.spawnSync(['umount', '-l', mount])
+    await rm(mount, { recursive: true, force: true })
+  }
+})
+
+async function smallDisk(size: string): Promise<string> {
+  const mount = mkdtempSync(join(tmpdir(), 'plant-store-full-'))
+  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'tmpfs', mount])
+  if (mounted.exitCode !== 0) throw new Error(`cannot mount a tmpfs: ${mounted.stderr.toString()}`)
+  mounts.push(mount)
+  await chmod(mount, 0o755)
+  return mount
+}
+
+// Writes a file until the file system has no room left.
+function fill(mount: string): void {
+  Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(mount, 'filler')}`, 'bs=1M'])
+  const free = Bun.spawnSync(['df', '--output=avail', mount]).stdout.toString().split('\n')[1]?.trim()
+  expect(free).toBe('0')
+}
+
+const COMMANDS = [
+  ['projection', 'verify'],
+  ['db', 'migrate'],
+  ['events', 'export'],
+  ['keys', 'rotate'],
+  ['token', 'issue', 'fay'],
+]
+
+test('given a store whose disk is full, when the server or any command starts, then each stops in one line naming DATA_DIR, and once room is made the store opens again', async () => {
+  // given a store made on a small disk, then the disk filled
+  const mount = await smallDisk('96m')
+  const dataDir = join(mount, 'data')
+  expectCliSucceeded(['db', 'migrate'], await runCli(['db', 'migrate'], { DATA_DIR: dataDir }))
+  fill(mount)
+  // when
+  const start = await runServerToExit({ DATA_DIR: dataDir })
+  const commands = await Promise.all(COMMANDS.map((args) => runCli(args, { DATA_DIR: dataDir })))
+  // then
+  const full = `DATA_DIR ${dataDir} is full (`
+  const remedy = `): free space on its file system (df ${dataDir}) or move DATA_DIR to a larger one, then try again`
+  const lines = [start, ...commands].map(({ stderr }) => stderr.replace(/\(.*?\)/, '()'))
+  expect(lines).toEqual([
+    `plant store cannot start: ${full}${remedy}\n`,
+    ...COMMANDS.map(() => `${full}${remedy}\n`),
+  ])
+  expect([start, ...commands].map(({ exitCode }) => exitCode)).toEqual([1, 1, 1, 1, 1, 1])
+  for (const { stderr } of [start, ...commands]) expect(stderr).toMatch(/ is full \(no space left on device/i)
+  // and once room is made, the store opens as it was
+  await rm(join(mount, 'filler'))
+  expectCliSucceeded(['projection', 'verify'], await runCli(['projection', 'verify'], { DATA_DIR: dataDir }))
+}, 120_000)
+
+test('given a new DATA_DIR on a disk too small for the database, when the server starts, then it stops in one line naming DATA_DIR', async () => {
+  const mount = await smallDisk('8m')
+  const dataDir = join(mount, 'data')
+  await mkdir(dataDir, { mode: 0o755 })
+  const start = await runServerToExit({ DATA_DIR: dataDir })
+  expect({ exitCode: start.exitCode, stderr: start.stderr.replace(/\(.*?\)/, '()') }).toEqual({
+    exitCode: 1,
+    stderr: `plant store cannot start: DATA_DIR ${dataDir} is full (): free space on its file system (df ${dataDir}) or move DATA_DIR to a larger one, then try again\n`,
+  })
+  expect(start.stderr).toMatch(/ is full \(no space left on device\)/i)
+}, 120_000)
