@@ -35,8 +35,9 @@ export async function readPlantStream(
   key: OwnerKey,
   plantId: bigint,
 ): Promise<RecordedEvent[]> {
-  const rows = await plantStreamQuery(db).execute({ streamId: streamIdOf(plantId, key.raw) })
-  return rows.map((row) => ({ ...row, data: openedData(row, key.raw) }))
+  const streamId = streamIdOf(plantId, key.raw)
+  const rows = await plantStreamQuery(db).execute({ streamId })
+  return rows.map((row) => ({ ...row, data: openedData({ ...row, streamId }, key.raw) }))
 }
 
 // One event for one plant's stream, appended only if the stream is at `expectedVersion`.
@@ -163,16 +164,17 @@ function sealedValues(
 ) {
   const metadata = JSON.stringify(traceparent === undefined ? { requestId } : { requestId, traceparent })
   const plant = readStoredPlant(event.type, event.schemaVersion, event.data)
+  const place = { streamId: streamIdOf(plantId, key.raw), streamVersion: expectedVersion + 1 }
   return {
     owner,
     pseudonym: key.pseudonym,
     newKey: key.made === undefined ? null : Buffer.from(key.made).toString('base64'),
-    streamId: streamIdOf(plantId, key.raw),
-    version: expectedVersion + 1,
+    streamId: place.streamId,
+    version: place.streamVersion,
     type: event.type,
     schemaVersion: event.schemaVersion,
-    data: seal(JSON.stringify(event.data), key.raw, 'data'),
-    metadata: { pseudonym: key.pseudonym, ...seal(metadata, key.raw, 'metadata') },
+    data: seal(JSON.stringify(event.data), key.raw, 'data', place),
+    metadata: { pseudonym: key.pseudonym, ...seal(metadata, key.raw, 'metadata', place) },
     recordedAt: event.recordedAt.toISOString(),
     plantId: typeof plant === 'string' ? null : plant.id.toString(),
     name: typeof plant === 'string' ? null : plant.name,

@@ -9,6 +9,7 @@ import { events, ownerKeys } from './schema.ts'
 
 type PlainEvent = {
   position: string
+  stream_version: number
   type: string
   schema_version: number
   data: string
@@ -32,7 +33,7 @@ export async function sealPlaintextBatch(
   return db.transaction(async (tx) => {
     const batch = rowsOf<PlainEvent>(
       await tx.execute(sql`
-        select position::text as position, type, schema_version, data::text as data,
+        select position::text as position, stream_version, type, schema_version, data::text as data,
                metadata->>'owner' as owner, metadata->>'requestId' as request_id
         from ${events}
         where position > ${after.toString()}::bigint and not (metadata ? 'pseudonym')
@@ -56,13 +57,14 @@ export async function sealPlaintextBatch(
           `malformed event ${event.type} v${event.schema_version} at position ${event.position}: ${plant}`,
         )
       }
+      const place = { streamId: streamIdOf(plant.id, key.raw), streamVersion: event.stream_version }
       return {
         position: event.position,
-        stream_id: streamIdOf(plant.id, key.raw),
-        data: seal(event.data, key.raw, 'data'),
+        stream_id: place.streamId,
+        data: seal(event.data, key.raw, 'data', place),
         metadata: {
           pseudonym: key.pseudonym,
-          ...seal(JSON.stringify({ requestId: event.request_id }), key.raw, 'metadata'),
+          ...seal(JSON.stringify({ requestId: event.request_id }), key.raw, 'metadata', place),
         },
       }
     })

@@ -139,7 +139,8 @@ export async function checkSealedEvent(
         return { ...checked, owner: null, plantId: null, plant: null }
       }
       const plant = openPlant(event, owner)
-      if ('refused' in plant) return plant
+      // An event that does not open or fit is named by its position too, as `projection verify` names it.
+      if ('refused' in plant) return { refused: `${plant.refused} (the event at position ${event.position})` }
       return {
         ...checked,
         owner: owner.owner,
@@ -162,13 +163,13 @@ function openPlant(
   const cannotOpen = (field: string) => ({
     refused: `${field}: does not open with the key of its pseudonym (line ${owner.line}): a wrong key, or changed bytes`,
   })
-  const data = openJson(owner.key, event.data, 'data')
+  const data = openJson(owner.key, event, 'data')
   if (data === undefined) return cannotOpen('data')
   const badData = badTextRefusal(data, '/data')
   if (badData) return badData
   const plant = readStoredPlant(event.type, event.schemaVersion, data)
   if (typeof plant === 'string') return { refused: plant }
-  const metadata = openJson(owner.key, event.metadata, 'metadata')
+  const metadata = openJson(owner.key, event, 'metadata')
   if (metadata === undefined) return cannotOpen('metadata')
   const badMetadata = badTextRefusal(metadata, '/metadata')
   if (badMetadata) return badMetadata
@@ -209,11 +210,12 @@ function sealedShapeRule(event: Envelope, pseudonym: string): string | undefined
   return undefined
 }
 
-function openJson(key: ImportedOwnerKey, field: unknown, part: 'data' | 'metadata'): unknown {
-  const text = key.open(field, part)
-  if (text === undefined) return undefined
+// A sealed part of `event` as JSON: undefined when it does not open for this event with this key.
+function openJson(key: ImportedOwnerKey, event: Envelope, part: 'data' | 'metadata'): unknown {
+  const opened = key.open(event[part], part, event)
+  if (opened === undefined) return undefined
   try {
-    return parseJson(text)
+    return parseJson(opened.text)
   } catch {
     return undefined
   }

@@ -28,10 +28,11 @@ export async function insertSealedEvent(
       sql`insert into owner_keys (pseudonym, owner, key) values (${key.pseudonym}, ${owner}, ${key.made})`,
     )
   }
-  const metadata = { pseudonym: key.pseudonym, ...seal('{"requestId":"by-hand"}', key.raw, 'metadata') }
+  const place = { streamId: streamIdOf(plantId, key.raw), streamVersion: 1 }
+  const metadata = { pseudonym: key.pseudonym, ...seal('{"requestId":"by-hand"}', key.raw, 'metadata', place) }
   await db.execute(sql`
     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-    values (${streamIdOf(plantId, key.raw)}, 1, ${type}, ${schemaVersion},
-            ${JSON.stringify(seal(data, key.raw, 'data'))}::jsonb, ${JSON.stringify(metadata)}::jsonb,
+    values (${place.streamId}, 1, ${type}, ${schemaVersion},
+            ${JSON.stringify(seal(data, key.raw, 'data', place))}::jsonb, ${JSON.stringify(metadata)}::jsonb,
             ${recordedAt}::timestamptz)`)
 }

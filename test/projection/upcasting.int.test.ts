@@ -93,7 +93,7 @@ for (const kind of STORAGE_KINDS) {
       ] as const) {
         await storage.db.execute(sql`
           insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-          values (${streamIdOf(id, raw)}, 1, 'PlantCreated', ${version}, ${JSON.stringify(seal(data, raw, 'data'))}::jsonb,
+          values (${streamIdOf(id, raw)}, 1, 'PlantCreated', ${version}, ${JSON.stringify(seal(data, raw, 'data', { streamId: streamIdOf(id, raw), streamVersion: 1 }))}::jsonb,
                   ${JSON.stringify({ pseudonym })}::jsonb, now())`)
       }
     })

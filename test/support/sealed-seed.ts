@@ -45,13 +45,14 @@ export async function seedSealed(
     const sealed = rows.map((row) => {
       const key = keys.get(row.owner) as { pseudonym: string; raw: Uint8Array }
       const data = JSON.stringify({ id: row.id, name: row.name, tag: row.tag })
+      const place = { streamId: streamIdOf(row.id, key.raw), streamVersion: 1 }
       return {
         ...row,
-        streamId: streamIdOf(row.id, key.raw),
-        data: JSON.stringify(seal(data, key.raw, 'data')),
+        streamId: place.streamId,
+        data: JSON.stringify(seal(data, key.raw, 'data', place)),
         metadata: JSON.stringify({
           pseudonym: key.pseudonym,
-          ...seal('{"requestId":"seed"}', key.raw, 'metadata'),
+          ...seal('{"requestId":"seed"}', key.raw, 'metadata', place),
         }),
       }
     })

@@ -110,8 +110,11 @@ export async function appendAround(
       streamVersion: 1,
       type,
       schemaVersion,
-      data: seal(JSON.stringify(data), key.raw, 'data'),
-      metadata: { pseudonym: key.pseudonym, ...seal('{"requestId":"by hand"}', key.raw, 'metadata') },
+      data: seal(JSON.stringify(data), key.raw, 'data', { streamId, streamVersion: 1 }),
+      metadata: {
+        pseudonym: key.pseudonym,
+        ...seal('{"requestId":"by hand"}', key.raw, 'metadata', { streamId, streamVersion: 1 }),
+      },
       recordedAt: new Date(),
     })
     .returning({ position: events.position })
