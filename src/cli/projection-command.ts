@@ -1,7 +1,7 @@
 import process from 'node:process'
 import type { Config } from '../config/config.ts'
-import { listWorkTables } from '../event-log/work-tables.ts'
 import type { UnfitEvent } from '../event-log/opening.ts'
+import { listWorkTables } from '../event-log/work-tables.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import { projectionStatus } from '../projection/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../projection/rebuild-projection.ts'

@@ -3,7 +3,12 @@ import { type EventPlace, openSealed, streamIdOf } from '../keys/sealing.ts'
 import { parseEventData } from './event-data.ts'
 
 // An event as the database keeps it: its parts sealed under its owner's key (keys/sealing.ts).
-export type StoredParts = EventPlace & { position: bigint; type: string; schemaVersion: number; data: unknown }
+export type StoredParts = EventPlace & {
+  position: bigint
+  type: string
+  schemaVersion: number
+  data: unknown
+}
 
 // An event the readers of the log cannot take: it does not open with its owner's key, or what it
 // holds does not fit where it stands. Its message names the event by its position alone.

@@ -29,7 +29,10 @@ export async function insertSealedEvent(
     )
   }
   const place = { streamId: streamIdOf(plantId, key.raw), streamVersion: 1 }
-  const metadata = { pseudonym: key.pseudonym, ...seal('{"requestId":"by-hand"}', key.raw, 'metadata', place) }
+  const metadata = {
+    pseudonym: key.pseudonym,
+    ...seal('{"requestId":"by-hand"}', key.raw, 'metadata', place),
+  }
   await db.execute(sql`
     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
     values (${place.streamId}, 1, ${type}, ${schemaVersion},

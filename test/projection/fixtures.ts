@@ -79,6 +79,7 @@ export async function openedTexts({ db, keyring }: KeyedStore, schemaVersion: nu
     .orderBy(events.position)
   return rows.map(
     (row) =>
-      openSealed(row.data, keyring.open({ pseudonym: row.pseudonym, wrapped: row.key }), 'data', row)?.text ?? '',
+      openSealed(row.data, keyring.open({ pseudonym: row.pseudonym, wrapped: row.key }), 'data', row)?.text ??
+      '',
   )
 }

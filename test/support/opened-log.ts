@@ -60,7 +60,10 @@ export async function openedLog(
       position,
       streamId: row.stream_id,
       streamVersion: row.stream_version,
-      type: row.type, schemaVersion: row.schema_version, data: JSON.parse(row.data) }
+      type: row.type,
+      schemaVersion: row.schema_version,
+      data: JSON.parse(row.data),
+    }
     const metadata = JSON.parse(row.metadata) as Record<string, unknown>
     return {
       position,
