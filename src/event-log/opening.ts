@@ -15,9 +15,9 @@ export type StoredParts = EventPlace & {
 export class UnfitEvent extends Error {
   constructor(
     readonly position: bigint,
-    reason: string,
+    message: string,
   ) {
-    super(`the event at position ${position} ${reason}`)
+    super(message)
   }
 }
 
@@ -29,21 +29,21 @@ export class UnfitEvent extends Error {
 // version this code does not know, data that breaks the plant's rules, or that does not open, is
 // an UnfitEvent.
 export function openedData(event: StoredParts, key: Uint8Array | undefined): Record<string, unknown> {
-  const unfit = (reason: string) => new UnfitEvent(event.position, reason)
-  const what = `${event.type} v${event.schemaVersion}`
+  const unfit = (message: string) => new UnfitEvent(event.position, message)
+  const where = `${event.type} v${event.schemaVersion} at position ${event.position}`
   if (event.type === 'OwnerErased' && event.schemaVersion === 1) return {}
-  if (event.type !== 'PlantCreated') throw unfit(`is of an unknown type or version, ${what}`)
-  if (key === undefined) throw unfit(`(${what}) has no key to open it`)
+  if (event.type !== 'PlantCreated') throw unfit(`unknown event ${where}`)
+  if (key === undefined) throw unfit(`no key opens ${where}`)
   const opened = openPart(event, key, event.data, 'data')
   const plant = readStoredPlant(
     event.type,
     event.schemaVersion,
     opened === undefined ? event.data : parseEventData(opened.text),
   )
-  if (typeof plant === 'string') throw unfit(`(${what}) is malformed: ${plant}`)
+  if (typeof plant === 'string') throw unfit(`malformed event ${where}: ${plant}`)
   const unbound = opened?.bound === false
   if (unbound && (event.streamVersion !== 1 || streamIdOf(plant.id, key) !== event.streamId)) {
-    throw unfit(`(${what}) holds a plant that is not its stream's`)
+    throw unfit(`the event at position ${event.position} holds a plant that is not its stream's`)
   }
   return { id: plant.id.toString(), name: plant.name, tag: plant.tag }
 }
@@ -72,6 +72,7 @@ function openPart(
   try {
     return openSealed(field, key, part, event)
   } catch {
-    throw new UnfitEvent(event.position, `does not open with its owner's key (its ${part})`)
+    const message = `the event at position ${event.position} does not open with its owner's key (its ${part})`
+    throw new UnfitEvent(event.position, message)
   }
 }

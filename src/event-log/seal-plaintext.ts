@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer'
 import { sql } from 'drizzle-orm'
 import { readStoredPlant } from '../domain/plant.ts'
-import type { Keyring } from '../keys/keyring.ts'
+import type { Keyring, StoredKey } from '../keys/keyring.ts'
 import { seal, streamIdOf } from '../keys/sealing.ts'
 import { type Database, rowsOf, type Transaction } from '../store/database.ts'
 import { parseEventData } from './event-data.ts'
@@ -57,14 +57,15 @@ export async function sealPlaintextBatch(
           `malformed event ${event.type} v${event.schema_version} at position ${event.position}: ${plant}`,
         )
       }
-      const place = { streamId: streamIdOf(plant.id, key.raw), streamVersion: event.stream_version }
+      const raw = keyring.open(key)
+      const place = { streamId: streamIdOf(plant.id, raw), streamVersion: event.stream_version }
       return {
         position: event.position,
         stream_id: place.streamId,
-        data: seal(event.data, key.raw, 'data', place),
+        data: seal(event.data, raw, 'data', place),
         metadata: {
           pseudonym: key.pseudonym,
-          ...seal(JSON.stringify({ requestId: event.request_id }), key.raw, 'metadata', place),
+          ...seal(JSON.stringify({ requestId: event.request_id }), raw, 'metadata', place),
         },
       }
     })
@@ -79,22 +80,21 @@ export async function sealPlaintextBatch(
   })
 }
 
-// The live key of each owner of `batch`, found, or made and stored when they have none.
+// The live key of each owner of `batch`, wrapped, found, or made and stored when they have none.
 async function ownersKeys(
   tx: Transaction,
   keyring: Keyring,
   batch: PlainEvent[],
-): Promise<Map<string, { pseudonym: string; raw: Uint8Array }>> {
+): Promise<Map<string, StoredKey>> {
   const owners = [...new Set(batch.flatMap((event) => (event.owner === null ? [] : [event.owner])))]
   const stored = () =>
     tx.execute(sql`
       select pseudonym, owner, encode(key, 'base64') as key from ${ownerKeys}
       where not erasing and owner in (select jsonb_array_elements_text(${JSON.stringify(owners)}::jsonb))`)
-  const keys = new Map<string, { pseudonym: string; raw: Uint8Array }>()
+  const keys = new Map<string, StoredKey>()
   const take = (rows: { pseudonym: string; owner: string; key: string }[]) => {
     for (const row of rows) {
-      const raw = keyring.open({ pseudonym: row.pseudonym, wrapped: Buffer.from(row.key, 'base64') })
-      keys.set(row.owner, { pseudonym: row.pseudonym, raw })
+      keys.set(row.owner, { pseudonym: row.pseudonym, wrapped: Buffer.from(row.key, 'base64') })
     }
   }
   take(rowsOf(await stored()))

@@ -57,8 +57,13 @@ for (const kind of STORAGE_KINDS) {
     })
 
     test('a stream read gives a v0 event in the current shape, the id exact, an empty tag kept', async () => {
-      const [fern] = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 9007199254740993n)
-      const [palm] = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 2n)
+      const [fern] = await readPlantStream(
+        storage.db,
+        storage.keyring,
+        await keyOf(storage, 'olivia'),
+        9007199254740993n,
+      )
+      const [palm] = await readPlantStream(storage.db, storage.keyring, await keyOf(storage, 'olivia'), 2n)
       expect([fern?.schemaVersion, fern?.data]).toEqual([
         0,
         { id: '9007199254740993', name: 'Old fern', tag: null },
@@ -100,12 +105,22 @@ for (const kind of STORAGE_KINDS) {
     afterAll(() => storage.close())
 
     test('a version newer than the definition knows stops a stream read with its position', async () => {
-      const refusal = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 7n).catch(causeOf)
+      const refusal = await readPlantStream(
+        storage.db,
+        storage.keyring,
+        await keyOf(storage, 'olivia'),
+        7n,
+      ).catch(causeOf)
       expect(refusal).toMatch(/event PlantCreated v2 at position \d+: unknown schema version 2/)
     })
 
     test('a v0 id that is not an integer is refused, not rounded', async () => {
-      const refusal = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 8n).catch(causeOf)
+      const refusal = await readPlantStream(
+        storage.db,
+        storage.keyring,
+        await keyOf(storage, 'olivia'),
+        8n,
+      ).catch(causeOf)
       expect(refusal).toMatch(/malformed event PlantCreated v0 at position \d+/)
     })
   })
