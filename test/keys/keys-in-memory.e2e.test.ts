@@ -62,9 +62,11 @@ test("given an owner's key in use by the server, when the owner is erased by the
   expect(erased.exitCode).toBe(0)
   await Bun.sleep(1_000)
   // then: a second later not one copy of ada's key is left in the server's memory
-  const [left] = countInProcessMemory(pid, [adaKey])
+  const [left, keks] = countInProcessMemory(pid, [adaKey, kek])
   await stopBob()
   expect(left).toBe(0)
+  // and the key-encryption key is held once, in the keyring's buffer
+  expect(keks).toBe(1)
 }, 120_000)
 
 test('given a running server, when its limits are read, then it can write no core dump', async () => {
