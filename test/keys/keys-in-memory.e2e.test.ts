@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import postgres from 'postgres'
 import { unwrapOwnerKey } from '../../src/keys/envelope.ts'
+import { denoServerCommand } from '../support/deno.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { countInProcessMemory } from '../support/process-memory.ts'
 import { startService } from '../support/service.ts'
@@ -69,9 +70,14 @@ test("given an owner's key in use by the server, when the owner is erased by the
   expect(keks).toBe(1)
 }, 120_000)
 
-test('given a running server, when its limits are read, then it can write no core dump', async () => {
-  const service = await startService({ label: 'no_core_dumps', instances: 1 })
-  cleanups.push(service.stop)
-  const limits = await readFile(`/proc/${service.server.process.pid}/limits`, 'utf8')
-  expect(limits).toMatch(/^Max core file size\s+0\s+0\s+bytes/m)
-}, 60_000)
+for (const [runtime, command] of [
+  ['Bun', undefined],
+  ['Deno, with the permissions the docs give it', denoServerCommand()],
+] as const) {
+  test(`given a server running on ${runtime}, when its limits are read, then it can write no core dump`, async () => {
+    const service = await startService({ label: 'no_core_dumps', command })
+    cleanups.push(service.stop)
+    const limits = await readFile(`/proc/${service.server.process.pid}/limits`, 'utf8')
+    expect(limits).toMatch(/^Max core file size\s+0\s+0\s+bytes/m)
+  }, 60_000)
+}
