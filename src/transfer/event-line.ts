@@ -139,8 +139,7 @@ export async function checkSealedEvent(
         return { ...checked, owner: null, plantId: null, plant: null }
       }
       const plant = openPlant(event, owner)
-      // An event that does not open or fit is named by its position too, as `projection verify` names it.
-      if ('refused' in plant) return { refused: `${plant.refused} (the event at position ${event.position})` }
+      if ('refused' in plant) return plant
       return {
         ...checked,
         owner: owner.owner,
@@ -155,13 +154,16 @@ export async function checkSealedEvent(
   }
 }
 
-// The plant a sealed PlantCreated holds, opened with its owner's key, or the rule broken.
+// The plant a sealed PlantCreated holds, opened with its owner's key, or the rule broken. An event
+// that does not open or fit where it stands is named by its position too, as `projection verify`
+// names it.
 function openPlant(
   event: Envelope,
   owner: Pseudonym & { kind: 'key' },
 ): { id: bigint; name: string; tag: string | null } | Refused {
+  const at = `(the event at position ${event.position})`
   const cannotOpen = (field: string) => ({
-    refused: `${field}: does not open with the key of its pseudonym (line ${owner.line}): a wrong key, or changed bytes`,
+    refused: `${field}: does not open with the key of its pseudonym (line ${owner.line}): a wrong key, changed bytes, or bytes copied from another event ${at}`,
   })
   const data = openJson(owner.key, event, 'data')
   if (data === undefined) return cannotOpen('data')
@@ -176,7 +178,9 @@ function openPlant(
   if (!isRequestMetadata(metadata))
     return { refused: 'metadata: the sealed metadata must be {"requestId": text, "traceparent"?: text}' }
   if (event.streamId !== owner.key.streamId(plant.id)) {
-    return { refused: "streamId must be the plant's own stream, the HMAC of its id under its owner's key" }
+    return {
+      refused: `streamId must be the plant's own stream, the HMAC of its id under its owner's key ${at}`,
+    }
   }
   return plant
 }

@@ -49,16 +49,18 @@ export async function appendSealedText(
   const key = stored
     ? { pseudonym: stored.pseudonym, raw: keyring.open({ pseudonym: stored.pseudonym, wrapped: stored.key }) }
     : keyring.make()
+  // Used after the inserts below: a copy of our own, the keyring's being zeroed once idle.
+  const raw = new Uint8Array(key.raw)
   if (!stored && 'wrapped' in key) {
     await db.insert(ownerKeys).values({ pseudonym: key.pseudonym, owner, key: key.wrapped })
   }
-  const place = { streamId: streamIdOf(event.plantId, key.raw), streamVersion: 1 }
+  const place = { streamId: streamIdOf(event.plantId, raw), streamVersion: 1 }
   await db.insert(events).values({
     ...place,
     type: 'PlantCreated',
     schemaVersion: event.schemaVersion,
-    data: seal(event.data, key.raw, 'data', place),
-    metadata: { pseudonym: key.pseudonym, ...seal('{"requestId":"r"}', key.raw, 'metadata', place) },
+    data: seal(event.data, raw, 'data', place),
+    metadata: { pseudonym: key.pseudonym, ...seal('{"requestId":"r"}', raw, 'metadata', place) },
     recordedAt: new Date(event.recordedAt),
   })
 }

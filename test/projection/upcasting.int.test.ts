@@ -88,7 +88,9 @@ for (const kind of STORAGE_KINDS) {
     beforeAll(async () => {
       storage = await openTestStorage(kind)
       // sealed under olivia's key, as this version stores every event
-      const { pseudonym, raw, wrapped } = storage.keyring.make()
+      const { pseudonym, wrapped, ...made } = storage.keyring.make()
+      // Used after the insert: a copy of our own, the keyring's being zeroed once idle.
+      const raw = new Uint8Array(made.raw)
       await storage.db.execute(
         sql`insert into owner_keys (pseudonym, owner, key) values (${pseudonym}, 'olivia', ${wrapped})`,
       )
