@@ -24,8 +24,9 @@ export class UnfitEvent extends Error {
 // What each stored shape of an event means, in today's shape, opened with the owner's key: a
 // PlantCreated's data is `{id, name, tag}` (the id as decimal text, the tag null when none),
 // whichever version wrote it; an OwnerErased holds nothing of its owner. Data sealed in an earlier
-// form, which does not bind it to its event, must name the plant of the stream it stands in (the
-// HMAC of its id), as the first event of it: a copy of it elsewhere is refused too. A type or
+// form, which does not bind it to its event (or not sealed at all), must name the plant of the
+// stream it stands in (the HMAC of its id), as the first event of it: a copy of it elsewhere is
+// refused too. A type or
 // version this code does not know, data that breaks the plant's rules, or that does not open, is
 // an UnfitEvent.
 export function openedData(event: StoredParts, key: Uint8Array | undefined): Record<string, unknown> {
@@ -41,7 +42,7 @@ export function openedData(event: StoredParts, key: Uint8Array | undefined): Rec
     opened === undefined ? event.data : parseEventData(opened.text),
   )
   if (typeof plant === 'string') throw unfit(`malformed event ${where}: ${plant}`)
-  const unbound = opened?.bound === false
+  const unbound = opened?.bound !== true
   if (unbound && (event.streamVersion !== 1 || streamIdOf(plant.id, key) !== event.streamId)) {
     throw unfit(`the event at position ${event.position} holds a plant that is not its stream's`)
   }
