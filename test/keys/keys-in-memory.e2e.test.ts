@@ -52,7 +52,7 @@ test("given an owner's key in use by the server, when the owner is erased by the
     }
   }
   const stopAda = creating(ada)
-  const [inUse] = countInProcessMemory(pid, [adaKey])
+  const [inUse] = await countInProcessMemory(pid, [adaKey])
   await stopAda()
   // (the search finds what it looks for: ada's key is there while she creates)
   expect(inUse).toBeGreaterThan(0)
@@ -63,7 +63,7 @@ test("given an owner's key in use by the server, when the owner is erased by the
   expect(erased.exitCode).toBe(0)
   await Bun.sleep(1_000)
   // then: a second later not one copy of ada's key is left in the server's memory
-  const [left, keks] = countInProcessMemory(pid, [adaKey, kek])
+  const [left, keks] = await countInProcessMemory(pid, [adaKey, kek])
   await stopBob()
   expect(left).toBe(0)
   // and the key-encryption key is held once, in the keyring's buffer
