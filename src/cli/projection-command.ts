@@ -120,7 +120,7 @@ async function verify(config: Config): Promise<number> {
       )
       if (unfit.count() === 0) return drift
       process.stderr.write(
-        `the log holds ${unfit.count()} event(s) that do not open or fit where they stand (named above): written by something other than this service\n`,
+        `the log holds ${unfit.count()} event(s) that do not open, or do not fit where they stand (named above): the fold passed them by\n`,
       )
       return 1
     },
