@@ -3,6 +3,7 @@ import { loadConfig } from '../config/config.ts'
 import { findUnknownSettings } from '../config/unknown-settings.ts'
 import { unreachableDatabase } from '../shared/database-error.ts'
 import { exitCodeOf, isFailure } from '../shared/errors.ts'
+import { turnOffCoreDumps } from '../start/core-dumps.ts'
 import { asksForHelp } from './arguments.ts'
 import { COMMANDS } from './commands.ts'
 import { helpText } from './help.ts'
@@ -21,6 +22,8 @@ async function run(argv: string[]): Promise<number> {
   if (!command) return usageError(`unknown command "${groupName} ${verb}"\n${helpText(group, groupName)}`)
   const args = argv.slice(2)
   if (asksForHelp(args)) return help(helpText([command]))
+  // A command holds keys as the service does; where the limit cannot be set, the shell's stands.
+  await turnOffCoreDumps()
   try {
     // A misspelt variable would quietly pick another store (DATABSE_URL: the embedded one).
     for (const { message } of findUnknownSettings(process.env)) process.stderr.write(`${message}\n`)

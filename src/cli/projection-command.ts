@@ -1,10 +1,11 @@
 import process from 'node:process'
 import type { Config } from '../config/config.ts'
+import type { UnfitEvent } from '../event-log/opening.ts'
 import { listWorkTables } from '../event-log/work-tables.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import { projectionStatus } from '../projection/projection-status.ts'
 import { type RebuildResult, rebuildProjection } from '../projection/rebuild-projection.ts'
-import { type ProjectionDiff, verifyProjection } from '../projection/verify-projection.ts'
+import { type ProjectionDiff, type Verification, verifyProjection } from '../projection/verify-projection.ts'
 import type { Database } from '../store/database.ts'
 import { command } from './command.ts'
 import { reportDatabaseFailure } from './command-failed.ts'
@@ -67,16 +68,32 @@ export async function rebuildWithProgress(
   dryRun: boolean,
 ): Promise<RebuildResult> {
   const progress = stderrProgress({ label: 'rebuild' })
+  const unfit = unfitReport()
   const result = await rebuildProjection(db, keyring, {
     dryRun,
     onProgress: ({ events, total }) => progress.report({ done: events, total }),
+    onUnfit: unfit.report,
   }).finally(progress.finish)
   const rate = result.seconds > 0 ? Math.round(result.events / result.seconds) : result.events
   process.stdout.write(
     `${dryRun ? 'built (dry run)' : 'rebuilt'} plants: ${result.events} events, ${result.plants} plants, ` +
-      `${result.seconds.toFixed(2)} s (${rate} events/s), up to position ${result.position}\n`,
+      `${result.seconds.toFixed(2)} s (${rate} events/s), up to position ${result.position}` +
+      `${unfit.count() > 0 ? `; ${unfit.count()} event(s) passed by, named above` : ''}\n`,
   )
   return result
+}
+
+// Each event a fold passes by, one line on stderr, once (a rebuild may fold a tail twice).
+function unfitReport() {
+  const seen = new Set<bigint>()
+  return {
+    report: (event: UnfitEvent) => {
+      if (seen.has(event.position)) return
+      seen.add(event.position)
+      process.stderr.write(`${event.message}: passed by, it makes no row\n`)
+    },
+    count: () => seen.size,
+  }
 }
 
 async function verify(config: Config): Promise<number> {
@@ -84,15 +101,28 @@ async function verify(config: Config): Promise<number> {
     config,
     async (db, storage) => {
       const progress = stderrProgress({ label: 'verify' })
-      const { events, diff } = await verifyProjection(db, storage.keyring, {
-        onProgress: ({ events, total }) => progress.report({ done: events, total }),
-        onCompare: () => progress.step('log folded; comparing it with the projection'),
-      }).finally(progress.finish)
-      return reportDrift(
+      const unfit = unfitReport()
+      let verified: Verification
+      try {
+        verified = await verifyProjection(db, storage.keyring, {
+          onProgress: ({ events, total }) => progress.report({ done: events, total }),
+          onCompare: () => progress.step('log folded; comparing it with the projection'),
+          onUnfit: unfit.report,
+        }).finally(progress.finish)
+      } catch (error) {
+        return reportDatabaseFailure(error, 'projection verify failed')
+      }
+      const { events, diff } = verified
+      const drift = reportDrift(
         diff,
         `the projection matches the fold of the log (${events} events)`,
         `the projection differs from the fold of the log (${events} events)`,
       )
+      if (unfit.count() === 0) return drift
+      process.stderr.write(
+        `the log holds ${unfit.count()} event(s) that do not open, or do not fit where they stand (named above): the fold passed them by\n`,
+      )
+      return 1
     },
     { long: true },
   )

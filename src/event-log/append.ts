@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer'
 import { asc, eq, type SQL, sql } from 'drizzle-orm'
 import { readStoredPlant } from '../domain/plant.ts'
-import type { OwnerKey } from '../keys/keyring.ts'
+import type { Keyring, StoredKey } from '../keys/keyring.ts'
 import { seal, streamIdOf } from '../keys/sealing.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import { openedData } from './opening.ts'
@@ -13,7 +13,8 @@ export type NewEvent = { type: string; schemaVersion: number; data: unknown; rec
 // An event of one plant's stream, opened: its data in today's shape.
 export type RecordedEvent = NewEvent & { position: bigint; streamVersion: number }
 
-// One plant's stream, found by its id under its owner's key, opened here.
+// One plant's stream, found by its id under its owner's key, opened here (the raw key opened from
+// the keyring at each use: it is not held across the read, keys/keyring.ts).
 const plantStreamQuery = preparedQuery((db) =>
   db
     .select({
@@ -32,11 +33,13 @@ const plantStreamQuery = preparedQuery((db) =>
 
 export async function readPlantStream(
   db: Executor,
-  key: OwnerKey,
+  keyring: Keyring,
+  key: StoredKey,
   plantId: bigint,
 ): Promise<RecordedEvent[]> {
-  const rows = await plantStreamQuery(db).execute({ streamId: streamIdOf(plantId, key.raw) })
-  return rows.map((row) => ({ ...row, data: openedData(row, key.raw) }))
+  const streamId = streamIdOf(plantId, keyring.open(key))
+  const rows = await plantStreamQuery(db).execute({ streamId })
+  return rows.map((row) => ({ ...row, data: openedData({ ...row, streamId }, keyring.open(key)) }))
 }
 
 // One event for one plant's stream, appended only if the stream is at `expectedVersion`.
@@ -53,7 +56,7 @@ export type StreamAppend = {
 // What became of an append: its event's position; `taken`, the stream was no longer at the
 // expected version and nothing was appended; `rekey`, the owner's key the append was sealed under
 // is no longer live (an erasure began) or another writer stored the owner's first key first.
-export type Appended = { position: bigint } | { taken: OwnerKey } | 'rekey'
+export type Appended = { position: bigint } | { taken: StoredKey } | 'rekey'
 
 // A batch of appends, to as many streams, sealed here, in one prepared statement that also stores
 // new owners' keys and projects the events: one transaction (a GET after a 200 sees the plant),
@@ -160,19 +163,21 @@ const loneAppend = appendStatement(() => {
 function sealedValues(
   { owner, plantId, requestId, traceparent, expectedVersion, event }: StreamAppend,
   key: AppendKey,
+  raw: Uint8Array,
 ) {
   const metadata = JSON.stringify(traceparent === undefined ? { requestId } : { requestId, traceparent })
   const plant = readStoredPlant(event.type, event.schemaVersion, event.data)
+  const place = { streamId: streamIdOf(plantId, raw), streamVersion: expectedVersion + 1 }
   return {
     owner,
     pseudonym: key.pseudonym,
-    newKey: key.made === undefined ? null : Buffer.from(key.made).toString('base64'),
-    streamId: streamIdOf(plantId, key.raw),
-    version: expectedVersion + 1,
+    newKey: key.made ? Buffer.from(key.wrapped).toString('base64') : null,
+    streamId: place.streamId,
+    version: place.streamVersion,
     type: event.type,
     schemaVersion: event.schemaVersion,
-    data: seal(JSON.stringify(event.data), key.raw, 'data'),
-    metadata: { pseudonym: key.pseudonym, ...seal(metadata, key.raw, 'metadata') },
+    data: seal(JSON.stringify(event.data), raw, 'data', place),
+    metadata: { pseudonym: key.pseudonym, ...seal(metadata, raw, 'metadata', place) },
     recordedAt: event.recordedAt.toISOString(),
     plantId: typeof plant === 'string' ? null : plant.id.toString(),
     name: typeof plant === 'string' ? null : plant.name,
@@ -192,7 +197,9 @@ export async function appendEvents(
     appends.map((append) => append.owner),
   )
   const keyOf = (append: StreamAppend) => found.get(append.owner) as AppendKey
-  const values = appends.map((append) => sealedValues(append, keyOf(append)))
+  const values = appends.map((append) =>
+    sealedValues(append, keyOf(append), keys.keyring.open(keyOf(append))),
+  )
   const [lone] = values
   const rows =
     values.length === 1 && lone
@@ -210,8 +217,8 @@ export async function appendEvents(
       keys.drop(append.owner, key.pseudonym)
       return 'rekey'
     }
-    const wrapped = key.made
-    if (wrapped) keys.keep(append.owner, key, wrapped)
-    return row.position === null ? { taken: key } : { position: BigInt(row.position) }
+    if (key.made) keys.keep(append.owner, key)
+    const { pseudonym, wrapped } = key
+    return row.position === null ? { taken: { pseudonym, wrapped } } : { position: BigInt(row.position) }
   })
 }

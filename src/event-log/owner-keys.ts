@@ -1,12 +1,13 @@
 import { Buffer } from 'node:buffer'
 import { and, inArray, not } from 'drizzle-orm'
-import type { Keyring, OwnerKey } from '../keys/keyring.ts'
+import type { Keyring, StoredKey } from '../keys/keyring.ts'
 import type { Executor } from '../store/database.ts'
 import { ownerKeys } from './schema.ts'
 
-// An owner's key for an append: found in the database, or made here (`made`: the wrapped key the
-// append stores, if no other writer stored one first).
-export type AppendKey = OwnerKey & { made?: Uint8Array }
+// An owner's key for an append, wrapped: found in the database, or made here (`made`: the append
+// stores it, if no other writer stored one first). The raw key is opened from the keyring where it
+// is used, at once (keys/keyring.ts).
+export type AppendKey = StoredKey & { made?: true }
 
 // Where creates find their owners' keys: owners' pseudonyms and wrapped keys kept in the process
 // (a bounded number, the least recently used dropped first), so that a create of a known owner
@@ -17,7 +18,7 @@ export type OwnerKeyCache = {
   keyring: Keyring
   find: (db: Executor, owners: string[]) => Promise<Map<string, AppendKey>>
   // The key an append stored or used: kept for the owner's next creates.
-  keep: (owner: string, key: { pseudonym: string }, wrapped: Uint8Array) => void
+  keep: (owner: string, key: StoredKey) => void
   // The owner's key `pseudonym` turned out not to be live: forgotten, unless a newer one is kept.
   drop: (owner: string, pseudonym: string) => void
 }
@@ -25,9 +26,9 @@ export type OwnerKeyCache = {
 const DEFAULT_CAPACITY = 10_000
 
 export function ownerKeyCache(keyring: Keyring, { capacity = DEFAULT_CAPACITY } = {}): OwnerKeyCache {
-  const known = new Map<string, { pseudonym: string; wrapped: Uint8Array }>()
+  const known = new Map<string, StoredKey>()
 
-  const keep = (owner: string, { pseudonym }: { pseudonym: string }, wrapped: Uint8Array) => {
+  const keep = (owner: string, { pseudonym, wrapped }: StoredKey) => {
     known.delete(owner)
     known.set(owner, { pseudonym, wrapped })
     if (known.size > capacity) known.delete(known.keys().next().value as string)
@@ -38,7 +39,7 @@ export function ownerKeyCache(keyring: Keyring, { capacity = DEFAULT_CAPACITY } 
     const missing: string[] = []
     for (const owner of new Set(owners)) {
       const stored = known.get(owner)
-      if (stored) found.set(owner, { pseudonym: stored.pseudonym, raw: keyring.open(stored) })
+      if (stored) found.set(owner, stored)
       else missing.push(owner)
     }
     if (missing.length === 0) return found
@@ -47,17 +48,14 @@ export function ownerKeyCache(keyring: Keyring, { capacity = DEFAULT_CAPACITY } 
       .from(ownerKeys)
       .where(and(inArray(ownerKeys.owner, missing), not(ownerKeys.erasing)))
     for (const row of rows) {
-      const wrapped = new Uint8Array(Buffer.from(row.key))
-      found.set(row.owner, {
-        pseudonym: row.pseudonym,
-        raw: keyring.open({ pseudonym: row.pseudonym, wrapped }),
-      })
-      keep(row.owner, row, wrapped)
+      const stored = { pseudonym: row.pseudonym, wrapped: new Uint8Array(Buffer.from(row.key)) }
+      found.set(row.owner, stored)
+      keep(row.owner, stored)
     }
     for (const owner of missing) {
       if (found.has(owner)) continue
-      const { wrapped, ...key } = keyring.make()
-      found.set(owner, { ...key, made: wrapped })
+      const { pseudonym, wrapped } = keyring.make()
+      found.set(owner, { pseudonym, wrapped, made: true })
     }
     return found
   }

@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Keyring } from '../keys/keyring.ts'
 import type { Executor } from '../store/database.ts'
+import type { UnfitEvent } from './opening.ts'
 import { type FoldedEvent, type LogCursor, readLogBatch } from './reading.ts'
 import { type PlantsTable, plants } from './schema.ts'
 import { liveKeys, pseudonymOf } from './sealing.ts'
@@ -38,15 +39,19 @@ export async function writePlantRows(db: Executor, table: PlantsTable, rows: Pla
 
 export type FoldedBatch = { events: number; highest: bigint; cursor: LogCursor }
 
+// How a fold reads the log (readLogBatch): `settled`, and `onUnfit`, each event that does not
+// open or fit, which the fold passes by.
+export type FoldOptions = { settled?: boolean; onUnfit?: (unfit: UnfitEvent) => void }
+
 // Folds the next `batchSize` events of the log after `after` into `table`: `events` counts every
-// event read, also those that make no row. `settled` as for readLogBatch.
+// event read, also those that make no row.
 export async function foldLogBatch(
   db: Executor,
   keyring: Keyring,
   table: PlantsTable,
   after: LogCursor,
   batchSize: number,
-  options: { settled?: boolean } = {},
+  options: FoldOptions = {},
 ): Promise<FoldedBatch> {
   const batch = await readLogBatch(db, keyring, after, batchSize, options)
   await writePlantRows(db, table, plantRowsOf(batch.events))
@@ -62,7 +67,7 @@ export async function foldLog(
   table: PlantsTable,
   after: LogCursor,
   batchSize: number,
-  options: { settled?: boolean; onBatch?: (batch: FoldedBatch) => void } = {},
+  options: FoldOptions & { onBatch?: (batch: FoldedBatch) => void } = {},
 ): Promise<{ events: number; cursor: LogCursor }> {
   let events = 0
   let writing: Promise<void> = Promise.resolve()

@@ -3,7 +3,7 @@ import { and, count, gt, max, type SQL, sql } from 'drizzle-orm'
 import type { Keyring } from '../keys/keyring.ts'
 import { type Executor, rowsOf } from '../store/database.ts'
 import { type Horizon, settledReader } from './horizon.ts'
-import { openedData, openedMetadata, type StoredParts } from './opening.ts'
+import { openedData, openedMetadata, type StoredParts, UnfitEvent } from './opening.ts'
 import { events } from './schema.ts'
 import { pseudonymOf, readersKeyOf } from './sealing.ts'
 
@@ -47,7 +47,7 @@ const recordedAtText = sql<string>`to_char(${events.recordedAt} at time zone 'UT
 const loggedEventRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
     k.owner, ${recordedAtText}, ${events.data}, ${pseudonymOf(sql`${events}`)}, ${events.metadata},
-    encode(k.key, 'base64'))`
+    encode(k.key, 'base64'), ${events.streamId}, ${events.streamVersion})`
 
 type LoggedEventArray = [
   string,
@@ -60,6 +60,8 @@ type LoggedEventArray = [
   string,
   unknown,
   string | null,
+  string,
+  number,
 ]
 
 // An event of the log opened with its owner's key. An OwnerErased whose erasure has completed has
@@ -77,11 +79,14 @@ function toLoggedEvent(
     pseudonym,
     metadata,
     wrapped,
+    streamId,
+    streamVersion,
   ]: LoggedEventArray,
 ): LoggedEvent {
-  const stored = { position: BigInt(position), type, schemaVersion, data }
+  const stored = { position: BigInt(position), streamId, streamVersion, type, schemaVersion, data }
   const opened = openEvent(keyring, stored, pseudonym, wrapped)
-  const traceparent = opened.key === undefined ? undefined : openedMetadata(metadata, opened.key).traceparent
+  const traceparent =
+    opened.key === undefined ? undefined : openedMetadata(stored, metadata, opened.key).traceparent
   return {
     transactionId: BigInt(transactionId),
     position: stored.position,
@@ -163,21 +168,35 @@ export type FoldedEvent = { position: bigint; type: string; owner: string | null
 // text, parsed at once, as the settled readers take theirs (event-log/horizon.ts).
 const foldRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
-    k.owner, ${events.data}, ${pseudonymOf(sql`${events}`)}, encode(k.key, 'base64'), ${readable})`
+    k.owner, ${events.data}, ${pseudonymOf(sql`${events}`)}, encode(k.key, 'base64'), ${readable},
+    ${events.streamId}, ${events.streamVersion})`
 
-type FoldRowArray = [string, string, string, number, string | null, unknown, string, string | null, boolean]
+type FoldRowArray = [
+  string,
+  string,
+  string,
+  number,
+  string | null,
+  unknown,
+  string,
+  string | null,
+  boolean,
+  string,
+  number,
+]
 
 // The next `batchSize` events of the log after `after`, in log order, opened: what a rebuild
 // folds. `settled` keeps to events whose transaction is older than every transaction still
 // running: nothing can commit before them any more, so the cursor never moves past a late commit.
 // Only a reader that holds the append lock exclusively (see event-log/append-lock.ts) may drop
-// it. A PlantCreated whose owner cannot be read is counted in `read`, not returned.
+// it. A PlantCreated whose owner cannot be read is counted in `read`, not returned; so is an event
+// that does not open or fit (event-log/opening.ts), which is handed to `onUnfit` and makes no row.
 export async function readLogBatch(
   db: Executor,
   keyring: Keyring,
   after: LogCursor,
   batchSize: number,
-  { settled = true } = {},
+  { settled = true, onUnfit }: { settled?: boolean; onUnfit?: (unfit: UnfitEvent) => void } = {},
 ): Promise<{ events: FoldedEvent[]; read: number; highest: bigint; cursor: LogCursor }> {
   const [found] = rowsOf<{ rows: string }>(
     await db.execute(sql`
@@ -195,7 +214,13 @@ export async function readLogBatch(
   for (const row of rows) {
     const position = BigInt(row[1])
     if (position > highest) highest = position
-    if (row[8]) opened.push(toFoldedEvent(keyring, position, row))
+    if (!row[8]) continue
+    try {
+      opened.push(toFoldedEvent(keyring, position, row))
+    } catch (error) {
+      if (!(error instanceof UnfitEvent) || !onUnfit) throw error
+      onUnfit(error)
+    }
   }
   return {
     events: opened,
@@ -208,9 +233,9 @@ export async function readLogBatch(
 function toFoldedEvent(
   keyring: Keyring,
   position: bigint,
-  [, , type, schemaVersion, owner, data, pseudonym, wrapped]: FoldRowArray,
+  [, , type, schemaVersion, owner, data, pseudonym, wrapped, , streamId, streamVersion]: FoldRowArray,
 ): FoldedEvent {
-  const stored = { position, type, schemaVersion, data }
+  const stored = { position, streamId, streamVersion, type, schemaVersion, data }
   return { position, type, owner, data: openEvent(keyring, stored, pseudonym, wrapped).data }
 }
 

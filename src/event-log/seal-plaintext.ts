@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer'
 import { sql } from 'drizzle-orm'
 import { readStoredPlant } from '../domain/plant.ts'
-import type { Keyring } from '../keys/keyring.ts'
+import type { Keyring, StoredKey } from '../keys/keyring.ts'
 import { seal, streamIdOf } from '../keys/sealing.ts'
 import { type Database, rowsOf, type Transaction } from '../store/database.ts'
 import { parseEventData } from './event-data.ts'
@@ -9,6 +9,7 @@ import { events, ownerKeys } from './schema.ts'
 
 type PlainEvent = {
   position: string
+  stream_version: number
   type: string
   schema_version: number
   data: string
@@ -32,7 +33,7 @@ export async function sealPlaintextBatch(
   return db.transaction(async (tx) => {
     const batch = rowsOf<PlainEvent>(
       await tx.execute(sql`
-        select position::text as position, type, schema_version, data::text as data,
+        select position::text as position, stream_version, type, schema_version, data::text as data,
                metadata->>'owner' as owner, metadata->>'requestId' as request_id
         from ${events}
         where position > ${after.toString()}::bigint and not (metadata ? 'pseudonym')
@@ -56,13 +57,15 @@ export async function sealPlaintextBatch(
           `malformed event ${event.type} v${event.schema_version} at position ${event.position}: ${plant}`,
         )
       }
+      const raw = keyring.open(key)
+      const place = { streamId: streamIdOf(plant.id, raw), streamVersion: event.stream_version }
       return {
         position: event.position,
-        stream_id: streamIdOf(plant.id, key.raw),
-        data: seal(event.data, key.raw, 'data'),
+        stream_id: place.streamId,
+        data: seal(event.data, raw, 'data', place),
         metadata: {
           pseudonym: key.pseudonym,
-          ...seal(JSON.stringify({ requestId: event.request_id }), key.raw, 'metadata'),
+          ...seal(JSON.stringify({ requestId: event.request_id }), raw, 'metadata', place),
         },
       }
     })
@@ -77,22 +80,21 @@ export async function sealPlaintextBatch(
   })
 }
 
-// The live key of each owner of `batch`, found, or made and stored when they have none.
+// The live key of each owner of `batch`, wrapped, found, or made and stored when they have none.
 async function ownersKeys(
   tx: Transaction,
   keyring: Keyring,
   batch: PlainEvent[],
-): Promise<Map<string, { pseudonym: string; raw: Uint8Array }>> {
+): Promise<Map<string, StoredKey>> {
   const owners = [...new Set(batch.flatMap((event) => (event.owner === null ? [] : [event.owner])))]
   const stored = () =>
     tx.execute(sql`
       select pseudonym, owner, encode(key, 'base64') as key from ${ownerKeys}
       where not erasing and owner in (select jsonb_array_elements_text(${JSON.stringify(owners)}::jsonb))`)
-  const keys = new Map<string, { pseudonym: string; raw: Uint8Array }>()
+  const keys = new Map<string, StoredKey>()
   const take = (rows: { pseudonym: string; owner: string; key: string }[]) => {
     for (const row of rows) {
-      const raw = keyring.open({ pseudonym: row.pseudonym, wrapped: Buffer.from(row.key, 'base64') })
-      keys.set(row.owner, { pseudonym: row.pseudonym, raw })
+      keys.set(row.owner, { pseudonym: row.pseudonym, wrapped: Buffer.from(row.key, 'base64') })
     }
   }
   take(rowsOf(await stored()))

@@ -58,10 +58,12 @@ async function wrapBatch(db: Database, keyring: Keyring, batchSize: number): Pro
         where length(key) = 32 order by pseudonym limit ${batchSize} for update`),
     )
     if (rows.length === 0) return 0
-    const wrapped = rows.map(({ pseudonym, key }) => ({
-      pseudonym,
-      key: Buffer.from(keyring.wrap({ pseudonym, raw: Buffer.from(key, 'base64') })).toString('base64'),
-    }))
+    const wrapped = rows.map(({ pseudonym, key }) => {
+      const raw = Buffer.from(key, 'base64')
+      const sealed = keyring.wrap({ pseudonym, raw })
+      raw.fill(0)
+      return { pseudonym, key: Buffer.from(sealed).toString('base64') }
+    })
     await tx.execute(sql`
       update ${ownerKeys} as k set key = decode(x.key, 'base64')
       from json_to_recordset(${JSON.stringify(wrapped)}::json) as x(pseudonym text, key text)
@@ -103,7 +105,10 @@ export async function requireKeysCovered(db: Database, keyring: Keyring): Promis
 function openOne(keyring: Keyring, pseudonym: string, key: string): 'opened' | 'missing' | 'wrong' {
   try {
     const raw = unwrapOwnerKey(Buffer.from(key, 'base64'), keyring.keks, pseudonym)
-    return 'missing' in raw ? 'missing' : 'opened'
+    if ('missing' in raw) return 'missing'
+    // Opened only to see that it opens: no copy is left behind (docs/keys.md).
+    raw.fill(0)
+    return 'opened'
   } catch {
     return 'wrong'
   }

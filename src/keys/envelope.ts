@@ -42,7 +42,7 @@ export function unwrapOwnerKey(
   if (wrapped.byteLength === EARLIER_WRAPPED_KEY_BYTES) {
     const iv = wrapped.subarray(ID_BYTES, ID_BYTES + 16)
     const decipher = createDecipheriv('aes-256-cbc', kek, iv).setAutoPadding(false)
-    return new Uint8Array(Buffer.concat([decipher.update(wrapped.subarray(ID_BYTES + 16)), decipher.final()]))
+    return ownOutput(decipher.update(wrapped.subarray(ID_BYTES + 16)), decipher.final())
   }
   if (wrapped.byteLength !== WRAPPED_KEY_BYTES)
     throw new Error(`a wrapped key of ${wrapped.byteLength} bytes`)
@@ -50,11 +50,27 @@ export function unwrapOwnerKey(
   const decipher = createDecipheriv('aes-256-gcm', kek, iv).setAAD(Buffer.from(pseudonym, 'utf8'))
   decipher.setAuthTag(wrapped.subarray(WRAPPED_KEY_BYTES - TAG_BYTES))
   const body = wrapped.subarray(ID_BYTES + IV_BYTES, WRAPPED_KEY_BYTES - TAG_BYTES)
-  return new Uint8Array(Buffer.concat([decipher.update(body), decipher.final()]))
+  const raw = decipher.update(body)
+  try {
+    return ownOutput(raw, decipher.final())
+  } catch (error) {
+    raw.fill(0)
+    throw error
+  }
+}
+
+// A raw key is the decipher's own output, never copied (Buffer.concat would leave a copy behind that
+// nothing overwrites); the final block holds nothing more, the key being whole blocks.
+function ownOutput(raw: Buffer, rest: Buffer): Uint8Array {
+  if (rest.byteLength > 0 || raw.byteLength !== OWNER_KEY_BYTES) {
+    raw.fill(0)
+    throw new Error(`an unwrapped key of ${raw.byteLength + rest.byteLength} bytes`)
+  }
+  return raw
 }
 
 export function newOwnerKey(): Uint8Array {
-  return new Uint8Array(randomBytes(OWNER_KEY_BYTES))
+  return randomBytes(OWNER_KEY_BYTES)
 }
 
 // A new owner's pseudonym: 16 random bytes in hex, by which the log names them.

@@ -26,7 +26,8 @@ export function parseKeyEncryptionKeys(text: string): KeyEncryptionKeys | string
     ) {
       return `entry ${index + 1} is not the base64 of 32 bytes (\`openssl rand -base64 32\` makes one)`
     }
-    keys.push(new Uint8Array(bytes))
+    // The decoded buffer itself: a copy would leave these bytes behind where nothing overwrites them.
+    keys.push(bytes)
   }
   return keys
 }

@@ -10,7 +10,7 @@ import {
 } from '../domain/plant.ts'
 import { type Appended, appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
 import type { OwnerKeyCache } from '../event-log/owner-keys.ts'
-import type { OwnerKey } from '../keys/keyring.ts'
+import type { StoredKey } from '../keys/keyring.ts'
 import { groupCommit } from '../shared/batching.ts'
 import { isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import type { Database } from '../store/database.ts'
@@ -152,7 +152,7 @@ async function appendAndDecide(
       streams.set(
         streamId,
         'taken' in outcome
-          ? await readStoredStream(db, outcome.taken, lead.command)
+          ? await readStoredStream(db, keys, outcome.taken, lead.command)
           : { state: created, position: outcome.position, appendedBy: lead },
       )
     }),
@@ -195,8 +195,13 @@ function firstAppend({ command, requestId, traceparent }: CreateRequest): Stream
   }
 }
 
-async function readStoredStream(db: Database, key: OwnerKey, { plant }: CreatePlant): Promise<Stream> {
-  const history = await readPlantStream(db, key, plant.id)
+async function readStoredStream(
+  db: Database,
+  keys: OwnerKeyCache,
+  key: StoredKey,
+  { plant }: CreatePlant,
+): Promise<Stream> {
+  const history = await readPlantStream(db, keys.keyring, key, plant.id)
   const last = history.at(-1)
   // The append was skipped only because the stream's first event is committed.
   // The error names no plant: it is logged, and logs hold no person's data.

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { GiveWay, whileAppendsBlocked } from '../event-log/append-lock.ts'
 import { holdRebuildLock } from '../event-log/maintenance-lock.ts'
+import type { UnfitEvent } from '../event-log/opening.ts'
 import { foldLog } from '../event-log/projection.ts'
 import { countLogAfter, LOG_START, type LogCursor, logHead } from '../event-log/reading.ts'
 import { plants, plantsTable, projectionCheckpoints } from '../event-log/schema.ts'
@@ -18,6 +19,9 @@ export type RebuildOptions = {
   // Builds and compares with the live projection, then throws the result away.
   dryRun?: boolean
   onProgress?: (progress: { events: number; total: number }) => void
+  // Each event that does not open or fit (event-log/opening.ts): it makes no row, and the
+  // rebuild goes on.
+  onUnfit?: (unfit: UnfitEvent) => void
   clock?: () => number
 }
 
@@ -52,6 +56,7 @@ async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions):
     batchSize = 10_000,
     dryRun = false,
     onProgress = () => {},
+    onUnfit,
     clock = () => performance.now(),
   } = options
   const started = clock()
@@ -66,6 +71,7 @@ async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions):
   const copy = async (tx: Executor, from: LogCursor, settled: boolean) => {
     const folded = await foldLog(tx, keyring, scratch, from, batchSize, {
       settled,
+      onUnfit,
       onBatch: (batch) => {
         if (batch.highest > position) position = batch.highest
         events += batch.events

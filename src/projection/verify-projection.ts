@@ -1,11 +1,14 @@
 import { and, eq, getTableColumns, isNull, sql } from 'drizzle-orm'
+import type { UnfitEvent } from '../event-log/opening.ts'
 import { foldLog } from '../event-log/projection.ts'
 import { LOG_START } from '../event-log/reading.ts'
 import { events as eventsTable, type PlantsTable, plants, plantsTable } from '../event-log/schema.ts'
 import type { Keyring } from '../keys/keyring.ts'
 import type { Database, Executor } from '../store/database.ts'
 
-export type Verification = { events: number; diff: ProjectionDiff }
+// `unfit`: how many events did not open or fit (event-log/opening.ts); each was handed to
+// `onUnfit` and folded into nothing.
+export type Verification = { events: number; unfit: number; diff: ProjectionDiff }
 
 // Folds the log, opened in the service batch by batch (event-log/projection.ts), into a temporary
 // table and compares it with `plants`. One REPEATABLE READ snapshot sees the log and the projection
@@ -18,12 +21,13 @@ export type VerifyOptions = {
   onProgress?: (progress: { events: number; total: number }) => void
   // Once the log is folded, before the comparison with the projection.
   onCompare?: () => void
+  onUnfit?: (unfit: UnfitEvent) => void
 }
 
 export async function verifyProjection(
   db: Database,
   keyring: Keyring,
-  { batchSize = 10_000, onProgress, onCompare }: VerifyOptions = {},
+  { batchSize = 10_000, onProgress, onCompare, onUnfit }: VerifyOptions = {},
 ): Promise<Verification> {
   return db.transaction(
     async (tx) => {
@@ -31,15 +35,20 @@ export async function verifyProjection(
       const expected = plantsTable('plants_expected')
       const total = onProgress ? await tx.$count(eventsTable) : 0
       let folded = 0
+      let unfit = 0
       const { events } = await foldLog(tx, keyring, expected, LOG_START, batchSize, {
         settled: false,
+        onUnfit: (event) => {
+          unfit++
+          onUnfit?.(event)
+        },
         onBatch: (batch) => {
           folded += batch.events
           onProgress?.({ events: folded, total: Math.max(total, folded) })
         },
       })
       onCompare?.()
-      return { events, diff: await diffProjection(tx, expected, plants) }
+      return { events, unfit, diff: await diffProjection(tx, expected, plants) }
     },
     { isolationLevel: 'repeatable read' },
   )

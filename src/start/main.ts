@@ -5,6 +5,7 @@ import { findUnknownSettings } from '../config/unknown-settings.ts'
 import { isFailure } from '../shared/errors.ts'
 import { createLogger, type Logger } from '../shared/logger.ts'
 import { type LogOutput, stdoutLog } from '../shared/logger-output.ts'
+import { turnOffCoreDumps } from './core-dumps.ts'
 import { checkListenable, serve } from './serve.ts'
 import { startServiceParts } from './service-parts.ts'
 import { startFailureLine } from './start-failure.ts'
@@ -16,8 +17,10 @@ const LOG_FLUSH_MS = 1_000
 
 // The service's start: the configuration, the log, the parts, the listener, and the stop.
 async function main(output: LogOutput): Promise<void> {
+  const coreDumps = await turnOffCoreDumps()
   const config = readConfig(process.env)
   const logger = createLogger(config.logLevel, { pretty: prettyLog(config), write: output.write })
+  if (coreDumps) logger.warn(coreDumps)
   const exit = exitAfterLog(output)
   for (const { name, nearest, message } of findUnknownSettings(process.env))
     logger.warn({ variable: name, nearest }, message)

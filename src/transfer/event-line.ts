@@ -154,28 +154,33 @@ export async function checkSealedEvent(
   }
 }
 
-// The plant a sealed PlantCreated holds, opened with its owner's key, or the rule broken.
+// The plant a sealed PlantCreated holds, opened with its owner's key, or the rule broken. An event
+// that does not open or fit where it stands is named by its position too, as `projection verify`
+// names it.
 function openPlant(
   event: Envelope,
   owner: Pseudonym & { kind: 'key' },
 ): { id: bigint; name: string; tag: string | null } | Refused {
+  const at = `(the event at position ${event.position})`
   const cannotOpen = (field: string) => ({
-    refused: `${field}: does not open with the key of its pseudonym (line ${owner.line}): a wrong key, or changed bytes`,
+    refused: `${field}: does not open with the key of its pseudonym (line ${owner.line}): a wrong key, changed bytes, or bytes copied from another event ${at}`,
   })
-  const data = openJson(owner.key, event.data, 'data')
+  const data = openJson(owner.key, event, 'data')
   if (data === undefined) return cannotOpen('data')
   const badData = badTextRefusal(data, '/data')
   if (badData) return badData
   const plant = readStoredPlant(event.type, event.schemaVersion, data)
   if (typeof plant === 'string') return { refused: plant }
-  const metadata = openJson(owner.key, event.metadata, 'metadata')
+  const metadata = openJson(owner.key, event, 'metadata')
   if (metadata === undefined) return cannotOpen('metadata')
   const badMetadata = badTextRefusal(metadata, '/metadata')
   if (badMetadata) return badMetadata
   if (!isRequestMetadata(metadata))
     return { refused: 'metadata: the sealed metadata must be {"requestId": text, "traceparent"?: text}' }
   if (event.streamId !== owner.key.streamId(plant.id)) {
-    return { refused: "streamId must be the plant's own stream, the HMAC of its id under its owner's key" }
+    return {
+      refused: `streamId must be the plant's own stream, the HMAC of its id under its owner's key ${at}`,
+    }
   }
   return plant
 }
@@ -209,11 +214,12 @@ function sealedShapeRule(event: Envelope, pseudonym: string): string | undefined
   return undefined
 }
 
-function openJson(key: ImportedOwnerKey, field: unknown, part: 'data' | 'metadata'): unknown {
-  const text = key.open(field, part)
-  if (text === undefined) return undefined
+// A sealed part of `event` as JSON: undefined when it does not open for this event with this key.
+function openJson(key: ImportedOwnerKey, event: Envelope, part: 'data' | 'metadata'): unknown {
+  const opened = key.open(event[part], part, event)
+  if (opened === undefined) return undefined
   try {
-    return parseJson(text)
+    return parseJson(opened.text)
   } catch {
     return undefined
   }

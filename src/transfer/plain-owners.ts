@@ -38,7 +38,7 @@ export async function sealPlainOwners(
   for (let after = 0; ; ) {
     const rows = rowsOf<PlainRow>(
       await tx.execute(sql`
-        select s.line, s.plant_id::text as plant_id, (s.event->'data')::text as data,
+        select s.line, s.plant_id::text as plant_id, s.stream_version, (s.event->'data')::text as data,
                s.event->'metadata'->>'requestId' as request_id, k.pseudonym, encode(k.key, 'base64') as key
         from ${table} as s join ${ownerKeys} as k on k.owner = s.owner and not k.erasing
         where ${plain(sql`s`)} and s.line > ${after}
@@ -61,6 +61,7 @@ export async function sealPlainOwners(
 type PlainRow = {
   line: number
   plant_id: string
+  stream_version: number
   data: string
   request_id: string
   pseudonym: string
@@ -72,14 +73,15 @@ type PlainRow = {
 function sealedLine(keyring: Keyring) {
   return (row: PlainRow) => {
     const raw = keyring.open({ pseudonym: row.pseudonym, wrapped: Buffer.from(row.key, 'base64') })
+    const place = { streamId: streamIdOf(row.plant_id, raw), streamVersion: row.stream_version }
     return {
       line: row.line,
       pseudonym: row.pseudonym,
-      stream_id: streamIdOf(row.plant_id, raw),
-      data: seal(row.data, raw, 'data'),
+      stream_id: place.streamId,
+      data: seal(row.data, raw, 'data', place),
       metadata: {
         pseudonym: row.pseudonym,
-        ...seal(JSON.stringify({ requestId: row.request_id }), raw, 'metadata'),
+        ...seal(JSON.stringify({ requestId: row.request_id }), raw, 'metadata', place),
       },
     }
   }

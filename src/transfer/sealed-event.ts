@@ -1,13 +1,13 @@
 import { Buffer } from 'node:buffer'
-import { openSealed, type SealedPart, streamIdOf } from '../keys/sealing.ts'
+import { type EventPlace, type Opened, openSealed, type SealedPart, streamIdOf } from '../keys/sealing.ts'
 
 // An owner's key from an export, as an import checks the events sealed under it before it stores
 // them (keys/sealing.ts): a field is opened in either form, today's (AES-256-GCM, authenticated)
 // or the earlier one (AES-256-CBC, which authenticates nothing: a changed byte is caught when it
 // breaks what the opened text must be: JSON, a plant within the API's rules, the stream id).
 export type ImportedOwnerKey = {
-  // The text sealed in `field`, or undefined when it does not open with this key.
-  open: (field: unknown, part: SealedPart) => string | undefined
+  // What `field` of the event at `place` holds, or undefined when it does not open with this key.
+  open: (field: unknown, part: SealedPart, place: EventPlace) => Opened | undefined
   streamId: (plantId: bigint) => string
 }
 
@@ -38,9 +38,9 @@ export function isSealedField(field: Record<string, unknown>, besides: string[] 
 
 export function ownerKey(raw: Uint8Array): ImportedOwnerKey {
   return {
-    open: (field, part) => {
+    open: (field, part, place) => {
       try {
-        return openSealed(field, raw, part)
+        return openSealed(field, raw, part, place)
       } catch {
         // A wrong key, a changed byte, bad padding.
         return undefined

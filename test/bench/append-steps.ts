@@ -92,9 +92,10 @@ try {
   for (let id = 0; id < rounds; id++) {
     const key = (await keys.find(db, [`owner ${id % OWNERS}`])).get(`owner ${id % OWNERS}`)
     if (!key) throw new Error('no key')
-    seal(JSON.stringify({ id: String(id), name: `plant ${id}`, tag: 'bench' }), key.raw, 'data')
-    seal(JSON.stringify({ requestId: `request ${id}` }), key.raw, 'metadata')
-    streamIdOf(BigInt(id), key.raw)
+    const raw = keys.keyring.open(key)
+    const place = { streamId: streamIdOf(BigInt(id), raw), streamVersion: 1 }
+    seal(JSON.stringify({ id: String(id), name: `plant ${id}`, tag: 'bench' }), raw, 'data', place)
+    seal(JSON.stringify({ requestId: `request ${id}` }), raw, 'metadata', place)
   }
   console.log(
     `service, per create: key, seal data and metadata, stream id: ${(((performance.now() - started) / rounds) * 1000).toFixed(1)} µs`,

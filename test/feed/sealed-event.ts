@@ -25,13 +25,18 @@ export async function insertSealedEvent(
   const key = (await ownerKeyCache(keyring).find(db, [owner])).get(owner) as AppendKey
   if (key.made) {
     await db.execute(
-      sql`insert into owner_keys (pseudonym, owner, key) values (${key.pseudonym}, ${owner}, ${key.made})`,
+      sql`insert into owner_keys (pseudonym, owner, key) values (${key.pseudonym}, ${owner}, ${key.wrapped})`,
     )
   }
-  const metadata = { pseudonym: key.pseudonym, ...seal('{"requestId":"by-hand"}', key.raw, 'metadata') }
+  const raw = keyring.open(key)
+  const place = { streamId: streamIdOf(plantId, raw), streamVersion: 1 }
+  const metadata = {
+    pseudonym: key.pseudonym,
+    ...seal('{"requestId":"by-hand"}', raw, 'metadata', place),
+  }
   await db.execute(sql`
     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-    values (${streamIdOf(plantId, key.raw)}, 1, ${type}, ${schemaVersion},
-            ${JSON.stringify(seal(data, key.raw, 'data'))}::jsonb, ${JSON.stringify(metadata)}::jsonb,
+    values (${place.streamId}, 1, ${type}, ${schemaVersion},
+            ${JSON.stringify(seal(data, raw, 'data', place))}::jsonb, ${JSON.stringify(metadata)}::jsonb,
             ${recordedAt}::timestamptz)`)
 }

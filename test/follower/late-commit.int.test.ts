@@ -53,7 +53,7 @@ const append = async (connection: postgres.ReservedSql, name: string) => {
   const raw = storage.keyring.open({ pseudonym: stored.pseudonym, wrapped: stored.key })
   return connection`
     insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-    values (${streamIdOf(id, raw)}, 1, 'PlantCreated', 1, ${JSON.stringify(seal(data, raw, 'data'))}::text::jsonb,
+    values (${streamIdOf(id, raw)}, 1, 'PlantCreated', 1, ${JSON.stringify(seal(data, raw, 'data', { streamId: streamIdOf(id, raw), streamVersion: 1 }))}::text::jsonb,
             ${JSON.stringify({ pseudonym: stored.pseudonym })}::text::jsonb, now())
     returning position`
 }

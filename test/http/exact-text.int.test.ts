@@ -10,6 +10,8 @@ import { withRawKeys } from '../support/test-keys.ts'
 // The lines of an export this test reads: key lines, and events sealed under those keys.
 type ExportLine = {
   key?: { pseudonym: string; key: string }
+  streamId: string
+  streamVersion: number
   data?: { gcm?: string; sealed?: string }
   metadata?: { pseudonym: string }
 }
@@ -95,8 +97,8 @@ for (const kind of STORAGE_KINDS) {
       const exported: { name: string; tag: string | null }[] = []
       for (const line of lines) {
         if (!line.data || !line.metadata) continue
-        const opened = keys.get(line.metadata.pseudonym)?.open(line.data, 'data')
-        exported.push(JSON.parse(opened ?? 'null'))
+        const opened = keys.get(line.metadata.pseudonym)?.open(line.data, 'data', line)
+        exported.push(JSON.parse(opened?.text ?? 'null'))
       }
       expect(exported.map((data) => [utf8(data.name), data.tag === null ? null : utf8(data.tag)])).toEqual(
         PLANTS.map((plant) => [utf8(plant.name), plant.tag === undefined ? null : utf8(plant.tag)]),

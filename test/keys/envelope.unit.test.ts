@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
+import { createCipheriv, randomBytes } from 'node:crypto'
 import {
   newOwnerKey,
   newPseudonym,
@@ -51,16 +52,34 @@ describe("an owner's key, wrapped", () => {
 describe('a sealed text', () => {
   const key = newOwnerKey()
 
+  const place = { streamId: `plant:${'a'.repeat(64)}`, streamVersion: 1 }
+  const text = '{"id":"1","name":"Fern","tag":null}'
+
   test('given a text sealed as data, when it is opened, then the text comes back, and not as metadata', () => {
-    const sealed = seal('{"id":"1","name":"Fern","tag":null}', key, 'data')
-    expect(openSealed(sealed, key, 'data')).toBe('{"id":"1","name":"Fern","tag":null}')
-    expect(() => openSealed(sealed, key, 'metadata')).toThrow()
-    expect(() => openSealed(sealed, newOwnerKey(), 'data')).toThrow()
+    const sealed = seal(text, key, 'data', place)
+    expect(openSealed(sealed, key, 'data', place)).toEqual({ text, bound: true })
+    expect(() => openSealed(sealed, key, 'metadata', place)).toThrow()
+    expect(() => openSealed(sealed, newOwnerKey(), 'data', place)).toThrow()
+  })
+
+  test('given a text sealed for one event, when it is opened for another stream or version, then it does not open', () => {
+    const sealed = seal(text, key, 'data', place)
+    expect(() => openSealed(sealed, key, 'data', { ...place, streamId: `plant:${'b'.repeat(64)}` })).toThrow()
+    expect(() => openSealed(sealed, key, 'data', { ...place, streamVersion: 2 })).toThrow()
+  })
+
+  test('given a text sealed in the earlier form, bound to its part alone, when it is opened, then it comes back as not bound', () => {
+    const iv = randomBytes(12)
+    const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(Buffer.from('data'))
+    const body = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()])
+    const earlier = { gcm: Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64') }
+    expect(openSealed(earlier, key, 'data', place)).toEqual({ text, bound: false })
+    expect(() => openSealed(earlier, key, 'metadata', place)).toThrow()
   })
 
   test('given something that is no sealed form, when it is opened, then nothing is', () => {
-    expect(openSealed({ id: '1' }, key, 'data')).toBeUndefined()
-    expect(openSealed(null, key, 'data')).toBeUndefined()
+    expect(openSealed({ id: '1' }, key, 'data', place)).toBeUndefined()
+    expect(openSealed(null, key, 'data', place)).toBeUndefined()
   })
 
   test('given a plant id, when its stream is named, then it is the HMAC of the decimal id, the same for a bigint and its text', () => {

@@ -137,11 +137,12 @@ async function previousVersionStore(dataDir: string): Promise<void> {
       await db.execute(
         sql`insert into owner_keys (pseudonym, owner, key) values (${pseudonym}, ${`old-${i}`}, ${Buffer.from(raw)})`,
       )
+      const place = { streamId: streamIdOf('1', raw), streamVersion: 1 }
       await db.execute(sql`
         insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        values (${streamIdOf('1', raw)}, 1, 'PlantCreated', 1,
-                ${JSON.stringify(seal('{"id": "1", "name": "Old", "tag": null}', raw, 'data'))}::jsonb,
-                ${JSON.stringify({ pseudonym, ...seal('{"requestId": "r"}', raw, 'metadata') })}::jsonb, now())`)
+        values (${place.streamId}, 1, 'PlantCreated', 1,
+                ${JSON.stringify(seal('{"id": "1", "name": "Old", "tag": null}', raw, 'data', place))}::jsonb,
+                ${JSON.stringify({ pseudonym, ...seal('{"requestId": "r"}', raw, 'metadata', place) })}::jsonb, now())`)
     }
     await db.execute(
       sql`insert into plants (owner, id, name, tag, position) select 'old-' || i, 1, 'Old', null, i from generate_series(1, 50) as i`,

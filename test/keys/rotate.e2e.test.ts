@@ -38,8 +38,10 @@ function keysOf(text: string) {
 async function openedWith(table: string, owner: string, keys: string): Promise<number | string> {
   const sql = postgres(String(storage.databaseUrl), { max: 1, onnotice: () => {} })
   try {
-    const rows = await sql.unsafe<{ pseudonym: string; key: Uint8Array; data: unknown }[]>(
-      `select b.pseudonym, b.key, e.data from events e join ${table} b on b.pseudonym = e.metadata->>'pseudonym'
+    const rows = await sql.unsafe<
+      { pseudonym: string; key: Uint8Array; data: unknown; streamId: string; streamVersion: number }[]
+    >(
+      `select b.pseudonym, b.key, e.data, e.stream_id as "streamId", e.stream_version as "streamVersion" from events e join ${table} b on b.pseudonym = e.metadata->>'pseudonym'
        where b.owner = $1 and e.type = 'PlantCreated'`,
       [owner],
     )
@@ -47,7 +49,7 @@ async function openedWith(table: string, owner: string, keys: string): Promise<n
     for (const row of rows) {
       const raw = unwrapOwnerKey(new Uint8Array(row.key), keysOf(keys), row.pseudonym)
       if ('missing' in raw) return `missing ${raw.missing}`
-      if (openSealed(row.data, raw, 'data') !== undefined) opened++
+      if (openSealed(row.data, raw, 'data', row) !== undefined) opened++
     }
     return opened
   } finally {

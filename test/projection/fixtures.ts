@@ -49,16 +49,18 @@ export async function appendSealedText(
   const key = stored
     ? { pseudonym: stored.pseudonym, raw: keyring.open({ pseudonym: stored.pseudonym, wrapped: stored.key }) }
     : keyring.make()
+  // Used after the inserts below: a copy of our own, the keyring's being zeroed once idle.
+  const raw = new Uint8Array(key.raw)
   if (!stored && 'wrapped' in key) {
     await db.insert(ownerKeys).values({ pseudonym: key.pseudonym, owner, key: key.wrapped })
   }
+  const place = { streamId: streamIdOf(event.plantId, raw), streamVersion: 1 }
   await db.insert(events).values({
-    streamId: streamIdOf(event.plantId, key.raw),
-    streamVersion: 1,
+    ...place,
     type: 'PlantCreated',
     schemaVersion: event.schemaVersion,
-    data: seal(event.data, key.raw, 'data'),
-    metadata: { pseudonym: key.pseudonym, ...seal('{"requestId":"r"}', key.raw, 'metadata') },
+    data: seal(event.data, raw, 'data', place),
+    metadata: { pseudonym: key.pseudonym, ...seal('{"requestId":"r"}', raw, 'metadata', place) },
     recordedAt: new Date(event.recordedAt),
   })
 }
@@ -66,12 +68,20 @@ export async function appendSealedText(
 // The sealed data text of the events of `schemaVersion`, opened with their owners' live keys.
 export async function openedTexts({ db, keyring }: KeyedStore, schemaVersion: number): Promise<string[]> {
   const rows = await db
-    .select({ data: events.data, pseudonym: ownerKeys.pseudonym, key: ownerKeys.key })
+    .select({
+      data: events.data,
+      streamId: events.streamId,
+      streamVersion: events.streamVersion,
+      pseudonym: ownerKeys.pseudonym,
+      key: ownerKeys.key,
+    })
     .from(events)
     .innerJoin(ownerKeys, sql`${ownerKeys.pseudonym} = ${events.metadata}->>'pseudonym'`)
     .where(eq(events.schemaVersion, schemaVersion))
     .orderBy(events.position)
   return rows.map(
-    (row) => openSealed(row.data, keyring.open({ pseudonym: row.pseudonym, wrapped: row.key }), 'data') ?? '',
+    (row) =>
+      openSealed(row.data, keyring.open({ pseudonym: row.pseudonym, wrapped: row.key }), 'data', row)?.text ??
+      '',
   )
 }

@@ -57,8 +57,13 @@ for (const kind of STORAGE_KINDS) {
     })
 
     test('a stream read gives a v0 event in the current shape, the id exact, an empty tag kept', async () => {
-      const [fern] = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 9007199254740993n)
-      const [palm] = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 2n)
+      const [fern] = await readPlantStream(
+        storage.db,
+        storage.keyring,
+        await keyOf(storage, 'olivia'),
+        9007199254740993n,
+      )
+      const [palm] = await readPlantStream(storage.db, storage.keyring, await keyOf(storage, 'olivia'), 2n)
       expect([fern?.schemaVersion, fern?.data]).toEqual([
         0,
         { id: '9007199254740993', name: 'Old fern', tag: null },
@@ -83,7 +88,9 @@ for (const kind of STORAGE_KINDS) {
     beforeAll(async () => {
       storage = await openTestStorage(kind)
       // sealed under olivia's key, as this version stores every event
-      const { pseudonym, raw, wrapped } = storage.keyring.make()
+      const { pseudonym, wrapped, ...made } = storage.keyring.make()
+      // Used after the insert: a copy of our own, the keyring's being zeroed once idle.
+      const raw = new Uint8Array(made.raw)
       await storage.db.execute(
         sql`insert into owner_keys (pseudonym, owner, key) values (${pseudonym}, 'olivia', ${wrapped})`,
       )
@@ -93,19 +100,29 @@ for (const kind of STORAGE_KINDS) {
       ] as const) {
         await storage.db.execute(sql`
           insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-          values (${streamIdOf(id, raw)}, 1, 'PlantCreated', ${version}, ${JSON.stringify(seal(data, raw, 'data'))}::jsonb,
+          values (${streamIdOf(id, raw)}, 1, 'PlantCreated', ${version}, ${JSON.stringify(seal(data, raw, 'data', { streamId: streamIdOf(id, raw), streamVersion: 1 }))}::jsonb,
                   ${JSON.stringify({ pseudonym })}::jsonb, now())`)
       }
     })
     afterAll(() => storage.close())
 
     test('a version newer than the definition knows stops a stream read with its position', async () => {
-      const refusal = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 7n).catch(causeOf)
+      const refusal = await readPlantStream(
+        storage.db,
+        storage.keyring,
+        await keyOf(storage, 'olivia'),
+        7n,
+      ).catch(causeOf)
       expect(refusal).toMatch(/event PlantCreated v2 at position \d+: unknown schema version 2/)
     })
 
     test('a v0 id that is not an integer is refused, not rounded', async () => {
-      const refusal = await readPlantStream(storage.db, await keyOf(storage, 'olivia'), 8n).catch(causeOf)
+      const refusal = await readPlantStream(
+        storage.db,
+        storage.keyring,
+        await keyOf(storage, 'olivia'),
+        8n,
+      ).catch(causeOf)
       expect(refusal).toMatch(/malformed event PlantCreated v0 at position \d+/)
     })
   })

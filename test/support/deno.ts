@@ -6,7 +6,8 @@ export const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pat
 // The server under Deno with the permissions docs/operating.md documents: the network, the environment,
 // the hostname for log lines, the project's files; and for the embedded server, the user id (root
 // runs PostgreSQL as another user), its programs (a watchdog shell, initdb, postgres, id), /proc
-// (to tell a postmaster left running by a killed service) and the data directory.
+// (to tell a postmaster left running by a killed service) and the data directory; and the C
+// library, through which it turns its core dumps off.
 export function denoServerCommand(dataDir?: string): string[] {
   const embedded = dataDir
     ? [
@@ -16,5 +17,5 @@ export function denoServerCommand(dataDir?: string): string[] {
         `--allow-write=${dataDir}`,
       ]
     : ['--allow-sys=hostname', '--allow-read=.']
-  return [DENO, 'run', '--allow-net', '--allow-env', ...embedded, 'src/start/main.ts']
+  return [DENO, 'run', '--allow-net', '--allow-env', '--allow-ffi', ...embedded, 'src/start/main.ts']
 }

@@ -56,7 +56,14 @@ export async function openedLog(
       row.key === null || row.pseudonym === null
         ? undefined
         : keyring.open({ pseudonym: row.pseudonym, wrapped: Buffer.from(row.key, 'base64') })
-    const stored = { position, type: row.type, schemaVersion: row.schema_version, data: JSON.parse(row.data) }
+    const stored = {
+      position,
+      streamId: row.stream_id,
+      streamVersion: row.stream_version,
+      type: row.type,
+      schemaVersion: row.schema_version,
+      data: JSON.parse(row.data),
+    }
     const metadata = JSON.parse(row.metadata) as Record<string, unknown>
     return {
       position,
@@ -69,7 +76,7 @@ export async function openedLog(
       erasing: row.erasing === true,
       data: raw === undefined ? null : openedData(stored, raw),
       metadata,
-      opened: raw === undefined ? null : openedMetadata(metadata, raw),
+      opened: raw === undefined ? null : openedMetadata(stored, metadata, raw),
     }
   })
 }

@@ -30,10 +30,16 @@ export async function seedSealed(
       for (const row of stored) {
         keys.set(row.owner, {
           pseudonym: row.pseudonym,
-          raw: keyring.open({ pseudonym: row.pseudonym, wrapped: row.key }),
+          // The seed's own copy: the keyring's is zeroed once idle (src/keys/keyring.ts).
+          raw: new Uint8Array(keyring.open({ pseudonym: row.pseudonym, wrapped: row.key })),
         })
       }
-      const made = fresh.filter((owner) => !keys.has(owner)).map((owner) => ({ owner, ...keyring.make() }))
+      const made = fresh
+        .filter((owner) => !keys.has(owner))
+        .map((owner) => {
+          const key = keyring.make()
+          return { owner, ...key, raw: new Uint8Array(key.raw) }
+        })
       if (made.length > 0) {
         await sql`insert into owner_keys (pseudonym, owner, key)
           select pseudonym, owner, decode(wrapped, 'hex')
@@ -45,13 +51,14 @@ export async function seedSealed(
     const sealed = rows.map((row) => {
       const key = keys.get(row.owner) as { pseudonym: string; raw: Uint8Array }
       const data = JSON.stringify({ id: row.id, name: row.name, tag: row.tag })
+      const place = { streamId: streamIdOf(row.id, key.raw), streamVersion: 1 }
       return {
         ...row,
-        streamId: streamIdOf(row.id, key.raw),
-        data: JSON.stringify(seal(data, key.raw, 'data')),
+        streamId: place.streamId,
+        data: JSON.stringify(seal(data, key.raw, 'data', place)),
         metadata: JSON.stringify({
           pseudonym: key.pseudonym,
-          ...seal('{"requestId":"seed"}', key.raw, 'metadata'),
+          ...seal('{"requestId":"seed"}', key.raw, 'metadata', place),
         }),
       }
     })

@@ -97,12 +97,14 @@ export async function appendAround(
   const keys = ownerKeyCache(keyring)
   const key = (await keys.find(db, [owner])).get(owner) as AppendKey
   if (key.made) {
-    await db.insert(ownerKeys).values({ pseudonym: key.pseudonym, owner, key: key.made })
+    await db.insert(ownerKeys).values({ pseudonym: key.pseudonym, owner, key: key.wrapped })
   }
   const streamId =
     type === 'PlantCreated' && typeof data.id === 'string'
-      ? streamIdOf(data.id, key.raw)
+      ? streamIdOf(data.id, keyring.open(key))
       : `other:${crypto.randomUUID()}`
+  // Opened again after the insert: a raw key is not held across an await (keys/keyring.ts).
+  const raw = keyring.open(key)
   const [row] = await db
     .insert(events)
     .values({
@@ -110,8 +112,11 @@ export async function appendAround(
       streamVersion: 1,
       type,
       schemaVersion,
-      data: seal(JSON.stringify(data), key.raw, 'data'),
-      metadata: { pseudonym: key.pseudonym, ...seal('{"requestId":"by hand"}', key.raw, 'metadata') },
+      data: seal(JSON.stringify(data), raw, 'data', { streamId, streamVersion: 1 }),
+      metadata: {
+        pseudonym: key.pseudonym,
+        ...seal('{"requestId":"by hand"}', raw, 'metadata', { streamId, streamVersion: 1 }),
+      },
       recordedAt: new Date(),
     })
     .returning({ position: events.position })
