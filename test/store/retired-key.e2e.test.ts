@@ -52,7 +52,7 @@ test('given an embedded store whose generated key-encryption key was retired, wh
     expect(await keyFile(dataDir)).toBe('none')
     const start = await runServerToExit(store.env)
     expect({ exitCode: start.exitCode, stderr: start.stderr }).toEqual({
-      exitCode: 1,
+      exitCode: 2,
       stderr: `plant store cannot start: ${refusal}\n`,
     })
     expect(await keyFile(dataDir)).toBe('none')
