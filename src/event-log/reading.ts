@@ -121,7 +121,7 @@ const readLoggedEvents = settledReader<LoggedEventArray>('read_settled_events', 
   keep: readable,
 })
 
-// The settled log (log/horizon.ts) after `after`, in position order, as the feed and the change
+// The settled log (event-log/horizon.ts) after `after`, in position order, as the feed and the change
 // streams take it, with the horizon it was read up to.
 export async function readSettledEvents(
   db: Executor,

@@ -10,7 +10,7 @@ import { snapshotsPassed, type UpgradeOptions } from './upgrade.ts'
 const DEFAULT_BATCH_SIZE = 5000
 
 // Wraps the owners' keys that a version before key-encryption keys stored raw, once, then rewrites
-// the table so that the raw copies leave its live files, as the log's upgrade does (log/upgrade.ts),
+// the table so that the raw copies leave its live files, as the log's upgrade does (event-log/upgrade.ts),
 // and closes the fence (owner_keys_wrapped, migration 0008, NOT VALID until then: it already
 // refuses a raw key from an earlier version still running). Each key is wrapped in the service,
 // in today's form, under the keyring's first key-encryption key. Run after the migrations by the

@@ -21,7 +21,7 @@ export type ReadersHeldDeps = {
 }
 
 // The feed, the change streams and `events export` read only events of transactions older than
-// every transaction still running on the whole server (log/reading.ts, `isSettled`): the horizon is
+// every transaction still running on the whole server (event-log/reading.ts, `isSettled`): the horizon is
 // the oldest transaction id in flight, in any database. A transaction left open (an idle session in
 // a migration tool, a report in another database) holds them all, and nothing else says why.
 // This check finds that transaction: its age is how long events committed since have waited, at

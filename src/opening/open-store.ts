@@ -23,7 +23,7 @@ export type OpenOptions = UpgradeOptions & {
 }
 
 // Opens the configured storage with every migration applied and the log in today's form: a log
-// written before erasure is sealed first (log/upgrade.ts; `onProgress` reports its progress). The
+// written before erasure is sealed first (event-log/upgrade.ts; `onProgress` reports its progress). The
 // embedded kinds are PostgreSQL servers the service runs itself (store/embedded/), used from here
 // on as any PostgreSQL is.
 export async function openStorage(

@@ -21,7 +21,7 @@ import { startReplicaReads } from './replica-reads.ts'
 // Group commit: a second batch goes in while one is in the database, which measured best
 // (docs/architecture.md, Design notes).
 const BATCHES_IN_FLIGHT = 2
-// Listings that arrive together share a statement (plants/page-reads.ts); a few such statements
+// Listings that arrive together share a statement (plants/page-groups.ts); a few such statements
 // run side by side, so that a listing seldom waits for a batch ahead of it.
 const READS_IN_FLIGHT = 4
 // The log is read only while the feed publishes or a change stream is open, and this long after

@@ -18,7 +18,7 @@ export type Exported = { events: number; keys: number; erased: number }
 // Writes an export (transfer/export-format.ts): the header, the owners' keys and the erased
 // pseudonyms, then the settled log after `afterPosition`, one event per line, in position order.
 // It first waits for the transactions that may still commit a position at or below the last one
-// handed out (log/horizon.ts), then reads everything in one snapshot (REPEATABLE READ): every event
+// handed out (event-log/horizon.ts), then reads everything in one snapshot (REPEATABLE READ): every event
 // up to that horizon and none above it, and the keys as they stood then, an owner whose erasure
 // has begun among the erased. So the next export, after this one's last position, misses nothing
 // that commits meanwhile, and no export taken after an erasure holds the owner's key. Values are

@@ -95,7 +95,7 @@ export async function openAsIs({ storage }: LegacyStore): Promise<DatabaseHandle
 
 export const LEGACY_LOG = new URL('../erasure/fixtures/legacy-log.json', import.meta.url)
 
-// Loads the fixture written by the previous version (fixtures/README.md) as it was: positions,
+// Loads the fixture written by the previous version (test/erasure/fixtures/README.md) as it was: positions,
 // plants rows, generations and checkpoint. Handed to the database as text, so ids stay exact.
 export async function loadLegacyLog(db: Database): Promise<void> {
   const dump = await readFile(LEGACY_LOG, 'utf8')

@@ -36,7 +36,7 @@ async function refusal(db: Database, statement: SQL): Promise<string> {
 }
 
 // The upgrade of a log written by the previous version (docs/erasure.md, src/event-log/upgrade.ts),
-// on its own fixture (fixtures/README.md): several owners, int64 extremes, 1,024-code-point names
+// on its own fixture (test/erasure/fixtures/README.md): several owners, int64 extremes, 1,024-code-point names
 // and tags, null and empty tags, PlantCreated v0.
 for (const kind of KINDS) {
   describe(`a log of the previous version opened by this one, on ${kind}`, () => {

@@ -4,7 +4,7 @@ import { createHarness, type Harness, testApp } from '../support/harness.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Several app instances with their own pools on one database stand in for several processes
-// here; test/e2e runs the real multi-process case.
+// here; test/start/scale-out.e2e.test.ts runs several real processes.
 let h: Harness
 let token: string
 const others: { close: () => Promise<void> }[] = []
