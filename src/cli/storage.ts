@@ -1,10 +1,8 @@
 import process from 'node:process'
 import { type Config, IN_MEMORY } from '../config/config.ts'
-import { describeUpgrade } from '../event-log/upgrade.ts'
 import { openStorage } from '../opening/open-store.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
-import { describeMove, moveFromPglite } from '../transfer/pglite-move.ts'
 
 // The store a command works on, opened (which applies the migrations) for the length of `run`.
 // On an embedded DATA_DIR that a service holds, the command works beside it, on its server.
@@ -24,15 +22,11 @@ export async function withStorage(
     )
   }
   const storage = await openStorage(config.storage, {
-    onProgress: (progress) => process.stderr.write(`${describeUpgrade(progress)}\n`),
+    tell: (line) => process.stderr.write(`${line}\n`),
     beside: true,
   })
   const untimed = long ? openPostgres({ ...storage.settings, statementTimeoutMs: 0 }) : undefined
   try {
-    const moved = storage.dataDir
-      ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
-      : undefined
-    if (moved) process.stderr.write(`${describeMove(moved)}\n`)
     if (!untimed) return await run(storage.db, storage)
     return await run(untimed.db, { ...storage, db: untimed.db, keyring: untimed.keyring })
   } finally {

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config/config.ts'
-import { type UpgradeOptions, upgradeLog } from '../event-log/upgrade.ts'
+import { describeUpgrade, type UpgradeOptions } from '../event-log/fenced-rewrite.ts'
+import { upgradeLog } from '../event-log/upgrade.ts'
 import { requireKeysCovered, wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
 import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../keys/key-encryption-keys.ts'
 import { Failure } from '../shared/errors.ts'
@@ -10,6 +11,7 @@ import { throwawayServer } from '../store/embedded/throwaway-server.ts'
 import { removeUnplacedCopies } from '../store/local-file.ts'
 import { loadOrCreateLocalKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
+import { holdsPgliteStore } from '../store/pglite-folder.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
 // connection is a PostgreSQL process of its own: docs/operating.md (The embedded default) has the
@@ -20,16 +22,27 @@ const THROWAWAY_POOL = { poolSize: 4, statementTimeoutMs: 10_000 }
 export type OpenOptions = UpgradeOptions & {
   // A command of the CLI: on a DATA_DIR that a service holds, it works beside it, on its server.
   beside?: boolean
+  // What the opening did that an operator should hear of, in one line and with its figures: the
+  // upgrade's progress, a move from the previous engine.
+  tell?: (line: string, detail: object) => void
 }
 
 // Opens the configured storage with every migration applied and the log in today's form: a log
-// written before erasure is sealed first (event-log/upgrade.ts; `onProgress` reports its progress). The
-// embedded kinds are PostgreSQL servers the service runs itself (store/embedded/), used from here
-// on as any PostgreSQL is.
+// written before erasure is sealed first (event-log/upgrade.ts; `onProgress` reports its
+// progress), and a store the previous engine left in DATA_DIR is moved in. The embedded kinds are
+// PostgreSQL servers the service runs itself (store/embedded/), used from here on as any
+// PostgreSQL is. The service, the CLI and the test store all open their storage here.
 export async function openStorage(
   storage: Config['storage'],
-  options: OpenOptions = {},
+  { tell, ...given }: OpenOptions = {},
 ): Promise<DatabaseHandle> {
+  const options: UpgradeOptions = {
+    ...given,
+    onProgress: (progress) => {
+      given.onProgress?.(progress)
+      tell?.(describeUpgrade(progress), progress)
+    },
+  }
   // Keys stored raw by an earlier version are wrapped before the log's upgrade, which makes keys.
   const prepareWith = (keys: KeyEncryptionKeys) => (url: string) =>
     migratePostgresDatabase(
@@ -67,7 +80,7 @@ export async function openStorage(
       },
     }
   }
-  const server = await openDataDirServer(storage.dataDir, { beside: options.beside })
+  const server = await openDataDirServer(storage.dataDir, { beside: given.beside })
   let keys: KeyEncryptionKeys
   try {
     if (server.own) await removeUnplacedCopies(storage.dataDir)
@@ -78,6 +91,13 @@ export async function openStorage(
     throw error
   }
   const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL, keys })
+  try {
+    if (server.own) await moveEarlierStore(handle, storage.dataDir, keys, tell)
+  } catch (error) {
+    await handle.close()
+    await server.close()
+    throw error
+  }
   return {
     ...handle,
     kind: 'embedded',
@@ -89,6 +109,20 @@ export async function openStorage(
       await server.close()
     },
   }
+}
+
+// The store of the previous engine, moved in once (transfer/pglite-move.ts). The move's code, which
+// exports and imports the log, is loaded only when DATA_DIR holds such a store.
+async function moveEarlierStore(
+  handle: DatabaseHandle,
+  dataDir: string,
+  keys: KeyEncryptionKeys,
+  tell: OpenOptions['tell'],
+): Promise<void> {
+  if (!(await holdsPgliteStore(dataDir))) return
+  const { describeMove, moveFromPglite } = await import('../transfer/pglite-move.ts')
+  const moved = await moveFromPglite(handle.db, dataDir, keys)
+  if (moved) tell?.(describeMove(moved), moved)
 }
 
 // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.

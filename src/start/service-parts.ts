@@ -2,7 +2,6 @@ import { Registry } from 'prom-client'
 import { verifierFromConfig } from '../auth/verifier-from-config.ts'
 import { type Changes, runChanges } from '../changes/changes-service.ts'
 import type { Config } from '../config/config.ts'
-import { describeUpgrade } from '../event-log/upgrade.ts'
 import { runFeed } from '../feed/feed-service.ts'
 import { followLog } from '../follower/follower.ts'
 import { BODY_TIMEOUT_MS } from '../http/json-body.ts'
@@ -13,7 +12,6 @@ import type { Logger } from '../shared/logger.ts'
 import type { DatabaseHandle } from '../store/database.ts'
 import { describeSettingsNotApplied, settingsNotApplied } from '../store/settings-applied.ts'
 import { createTracing } from '../tracing/otel-tracing.ts'
-import { describeMove, moveFromPglite } from '../transfer/pglite-move.ts'
 import { type App, createApp } from './app.ts'
 import { countDroppedLogLines } from './logger-metrics.ts'
 import { startReplicaReads } from './replica-reads.ts'
@@ -45,13 +43,7 @@ export async function startServiceParts(
   logger: Logger,
   droppedLogLines: () => number,
 ): Promise<ServiceParts> {
-  const storage = await openStorage(config.storage, {
-    onProgress: (progress) => logger.info(progress, describeUpgrade(progress)),
-  })
-  const moved = storage.dataDir
-    ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
-    : undefined
-  if (moved) logger.info(moved, describeMove(moved))
+  const storage = await openStorage(config.storage, { tell: (line, detail) => logger.info(detail, line) })
   const dropped = await settingsNotApplied(storage.db, storage.settings.statementTimeoutMs)
   if (dropped.length > 0) logger.warn({ settings: dropped }, describeSettingsNotApplied(dropped))
   // The embedded server is reached like any PostgreSQL, through its URL.
