@@ -1,6 +1,6 @@
 import process from 'node:process'
 import { type Config, IN_MEMORY } from '../config/config.ts'
-import { openStorage } from '../opening/open-store.ts'
+import { type EarlierStoreMove, openStorage } from '../opening/open-store.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
 
@@ -9,10 +9,11 @@ import { type Database, type DatabaseHandle, openPostgres } from '../store/datab
 // `long`: the long work of the CLI (an import, an export, a rebuild, a verification, a rotation)
 // runs on connections of its own without the service's statement timeout
 // (DATABASE_STATEMENT_TIMEOUT_MS, sized for requests): one statement of it may rightly take longer.
+// `moveEarlierStore`: `db migrate` moves a DATA_DIR of the previous engine; other commands refuse one.
 export async function withStorage(
   config: Config,
   run: (db: Database, storage: DatabaseHandle) => Promise<number>,
-  { long = false } = {},
+  { long = false, moveEarlierStore }: { long?: boolean; moveEarlierStore?: EarlierStoreMove } = {},
 ): Promise<number> {
   // A store in memory lives inside its server process: a command would only see an empty one of its own.
   if (config.storage.kind === 'memory') {
@@ -24,6 +25,7 @@ export async function withStorage(
   const storage = await openStorage(config.storage, {
     tell: (line) => process.stderr.write(`${line}\n`),
     beside: true,
+    moveEarlierStore,
   })
   const untimed = long ? openPostgres({ ...storage.settings, statementTimeoutMs: 0 }) : undefined
   try {

@@ -5,13 +5,13 @@ import { upgradeLog } from '../event-log/upgrade.ts'
 import { requireKeysCovered, wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
 import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../keys/key-encryption-keys.ts'
 import { Failure } from '../shared/errors.ts'
-import { type DatabaseHandle, openPostgres } from '../store/database.ts'
+import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
 import { removeUnplacedCopies } from '../store/local-file.ts'
 import { loadOrCreateLocalKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
-import { holdsPgliteStore } from '../store/pglite-folder.ts'
+import { describeMove, holdsPgliteStore, type Moved } from '../store/pglite-folder.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
 // connection is a PostgreSQL process of its own: docs/operating.md (The embedded default) has the
@@ -25,7 +25,17 @@ export type OpenOptions = UpgradeOptions & {
   // What the opening did that an operator should hear of, in one line and with its figures: the
   // upgrade's progress, a move from the previous engine.
   tell?: (line: string, detail: object) => void
+  // The move of a store the previous engine left in DATA_DIR (transfer/pglite-move.ts), handed in
+  // by the two that move one: the service's start and `db migrate`. Without it such a DATA_DIR is
+  // refused, for a command would work on a store that does not hold the log yet.
+  moveEarlierStore?: EarlierStoreMove
 }
+
+export type EarlierStoreMove = (
+  db: Database,
+  dataDir: string,
+  keys: KeyEncryptionKeys,
+) => Promise<Moved | undefined>
 
 // Opens the configured storage with every migration applied and the log in today's form: a log
 // written before erasure is sealed first (event-log/upgrade.ts; `onProgress` reports its
@@ -34,7 +44,7 @@ export type OpenOptions = UpgradeOptions & {
 // PostgreSQL is. The service, the CLI and the test store all open their storage here.
 export async function openStorage(
   storage: Config['storage'],
-  { tell, ...given }: OpenOptions = {},
+  { tell, moveEarlierStore, ...given }: OpenOptions = {},
 ): Promise<DatabaseHandle> {
   const options: UpgradeOptions = {
     ...given,
@@ -92,7 +102,10 @@ export async function openStorage(
   }
   const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL, keys })
   try {
-    if (server.own) await moveEarlierStore(handle, storage.dataDir, keys, tell)
+    if (server.own && (await holdsPgliteStore(storage.dataDir))) {
+      const moved = await moveIn(storage.dataDir, moveEarlierStore)(handle.db, storage.dataDir, keys)
+      if (moved) tell?.(describeMove(moved), moved)
+    }
   } catch (error) {
     await handle.close()
     await server.close()
@@ -111,18 +124,12 @@ export async function openStorage(
   }
 }
 
-// The store of the previous engine, moved in once (transfer/pglite-move.ts). The move's code, which
-// exports and imports the log, is loaded only when DATA_DIR holds such a store.
-async function moveEarlierStore(
-  handle: DatabaseHandle,
-  dataDir: string,
-  keys: KeyEncryptionKeys,
-  tell: OpenOptions['tell'],
-): Promise<void> {
-  if (!(await holdsPgliteStore(dataDir))) return
-  const { describeMove, moveFromPglite } = await import('../transfer/pglite-move.ts')
-  const moved = await moveFromPglite(handle.db, dataDir, keys)
-  if (moved) tell?.(describeMove(moved), moved)
+function moveIn(dataDir: string, move: EarlierStoreMove | undefined): EarlierStoreMove {
+  if (move) return move
+  throw new Failure(
+    'STORE_NOT_MOVED',
+    `DATA_DIR ${dataDir} holds a store of the previous engine (PGlite) that is not moved yet: starting the service or \`bun run cli db migrate\` moves it`,
+  )
 }
 
 // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.

@@ -12,6 +12,7 @@ import type { Logger } from '../shared/logger.ts'
 import type { DatabaseHandle } from '../store/database.ts'
 import { describeSettingsNotApplied, settingsNotApplied } from '../store/settings-applied.ts'
 import { createTracing } from '../tracing/otel-tracing.ts'
+import { moveFromPglite } from '../transfer/pglite-move.ts'
 import { type App, createApp } from './app.ts'
 import { countDroppedLogLines } from './logger-metrics.ts'
 import { startReplicaReads } from './replica-reads.ts'
@@ -43,7 +44,10 @@ export async function startServiceParts(
   logger: Logger,
   droppedLogLines: () => number,
 ): Promise<ServiceParts> {
-  const storage = await openStorage(config.storage, { tell: (line, detail) => logger.info(detail, line) })
+  const storage = await openStorage(config.storage, {
+    tell: (line, detail) => logger.info(detail, line),
+    moveEarlierStore: moveFromPglite,
+  })
   const dropped = await settingsNotApplied(storage.db, storage.settings.statementTimeoutMs)
   if (dropped.length > 0) logger.warn({ settings: dropped }, describeSettingsNotApplied(dropped))
   // The embedded server is reached like any PostgreSQL, through its URL.

@@ -12,3 +12,11 @@ export async function holdsPgliteStore(dataDir: string): Promise<boolean> {
     () => false,
   )
 }
+
+// What a move of such a store into this engine's server did: how many events, and where the old
+// folder and its export are kept.
+export type Moved = { events: number; keptIn: string }
+
+export function describeMove({ events, keptIn }: Moved): string {
+  return `moved the store of the previous engine (PGlite) into PostgreSQL: ${events} events; the old folder and its export are kept in ${keptIn} (delete it once no longer needed: the export holds keys)`
+}

@@ -9,11 +9,9 @@ import { createKeyring, type Keyring } from '../keys/keyring.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { migrationsFolder } from '../store/migrate.ts'
-import { holdsPgliteStore, PGLITE_FOLDER } from '../store/pglite-folder.ts'
+import { holdsPgliteStore, type Moved, PGLITE_FOLDER } from '../store/pglite-folder.ts'
 import { type Exported, exportEvents } from './export-events.ts'
 import { importEvents, readLines } from './import-events.ts'
-
-export type Moved = { events: number; keptIn: string }
 
 // Moves the store the previous engine left in DATA_DIR into this one's server (`db`), with the
 // log's own tools: PGlite opens the old folder (its migrations and the log's upgrade applied, as
@@ -52,10 +50,6 @@ export async function moveFromPglite(
       `DATA_DIR ${dataDir} holds a store of the previous engine (PGlite, in ${old}) that could not be moved, and nothing was changed: ${causeOf(error)}; \`bun run cli db migrate\` tries again`,
     )
   }
-}
-
-export function describeMove({ events, keptIn }: Moved): string {
-  return `moved the store of the previous engine (PGlite) into PostgreSQL: ${events} events; the old folder and its export are kept in ${keptIn} (delete it once no longer needed: the export holds keys)`
 }
 
 // The old store's keys are wrapped, in this process, under the new store's key-encryption keys

@@ -97,6 +97,30 @@ describe('a DATA_DIR of the previous engine (PGlite)', () => {
     expect(await copied.stop('SIGTERM')).toBe(0)
   }, 120_000)
 
+  test('another command than db migrate refuses it in one line, and the owner it would erase is still there', async () => {
+    // given a DATA_DIR of the previous engine
+    const dataDir = await oldDataDir()
+    const [owner = ''] = Object.keys(FIXTURE_OWNERS)
+    // when an owner of it is erased before it was moved
+    const refused = await runCli(['owners', 'erase', owner], { DATA_DIR: dataDir })
+    // then the command refuses in one line and the old folder stays where it was
+    expect({ code: refused.exitCode, lines: refused.stderr.trim().split('\n') }).toEqual({
+      code: 1,
+      lines: [
+        expect.stringContaining(
+          `DATA_DIR ${dataDir} holds a store of the previous engine (PGlite) that is not moved yet: starting the service or \`bun run cli db migrate\` moves it`,
+        ),
+      ],
+    })
+    expect((await readdir(dataDir)).filter((name) => name.startsWith('pglite') || name === 'pgdata')).toEqual(
+      ['pgdata'],
+    )
+    // and the start moves it with every owner's plants
+    const server = await started(dataDir)
+    expect(await listings(server.url, dataDir)).toEqual(EXPECTED)
+    expect(await server.stop('SIGTERM')).toBe(0)
+  }, 120_000)
+
   test('a start that cannot move it stops in one line, changes nothing, and the CLI moves it once the cause is gone', async () => {
     // given the old folder beside a store of this engine that already holds another event
     const dataDir = await oldDataDir()
