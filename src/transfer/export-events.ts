@@ -39,7 +39,7 @@ export async function exportEvents(
       let events = 0
       const total = onProgress ? await countUpTo(tx, afterPosition, horizon) : 0
       for (;;) {
-        const { lines } = await readSettledText(tx, after, horizon, [], batchSize)
+        const { rows: lines } = await readSettledText(tx, after, horizon, [], batchSize)
         const last = lines.at(-1)
         if (!last) return { events, keys, erased }
         await write(lines.map(toLine).join(''))
