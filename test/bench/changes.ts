@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net'
 import type postgres from 'postgres'
+import { tokenHeader } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
@@ -173,7 +174,7 @@ async function steadyCreates(
     pending.push(
       fetch(`${service.url}/plants`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: `{"id":${id},"name":"followed ${id}"}`,
       }).then((response) => response.arrayBuffer()),
     )

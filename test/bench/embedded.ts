@@ -1,7 +1,6 @@
 import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { makeDataDirSync } from '../support/data-dir.ts'
-import { plainEnv } from '../support/server-process.ts'
+import { startCli } from '../support/server-process.ts'
 import { processCpuMs } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { type Bench, startEmbeddedService } from './services.ts'
@@ -78,12 +77,11 @@ async function importReaders(bench: Bench, dataDir: string): Promise<void> {
     )
   }
   const root = bench.serviceRoot ?? new URL('../..', import.meta.url).pathname
-  const child = Bun.spawn(['bun', join(root, 'src/cli/main.ts'), 'events', 'import'], {
-    env: plainEnv({ DATA_DIR: dataDir }),
-    stdin: new TextEncoder().encode(`${lines.join('\n')}\n`),
-    stdout: 'ignore',
-    stderr: 'pipe',
-  })
+  const child = startCli(
+    ['events', 'import'],
+    { DATA_DIR: dataDir },
+    { input: `${lines.join('\n')}\n`, cwd: root },
+  )
   if ((await child.exited) !== 0)
     throw new Error(`events import failed: ${await new Response(child.stderr).text()}`)
 }

@@ -2,8 +2,7 @@ import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { runWrk } from './load.ts'
-import { median } from './memory.ts'
+import { type Load, medianLoad, runWrk } from './load.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -13,8 +12,6 @@ import { writeFixture } from './tokens.ts'
 // same servers and service. Both servers are on this machine with fsync off: the figure is the
 // standby's round trip, without a disk flush on either side.
 export type FailoverOptions = { rounds: number; seconds: number; connections: number }
-
-type Load = { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number }
 
 export async function measureSynchronousCommit(bench: Bench, options: FailoverOptions) {
   const pair = await startPrimaryWithReplica()
@@ -77,14 +74,5 @@ export async function measureSynchronousCommit(bench: Bench, options: FailoverOp
   } finally {
     await sql.end()
     pair.stop()
-  }
-}
-
-function medianLoad(loads: Load[]): Load {
-  return {
-    requestsPerSecond: median(loads.map((load) => load.requestsPerSecond)),
-    p50Ms: median(loads.map((load) => load.p50Ms)),
-    p99Ms: median(loads.map((load) => load.p99Ms)),
-    errors: loads.reduce((sum, load) => sum + load.errors, 0),
   }
 }

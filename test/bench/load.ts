@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { sampleMemory } from './memory.ts'
+import { median, sampleMemory } from './memory.ts'
 
 // One load run: throughput, latency percentiles and the target's resident memory meanwhile.
 export type LoadResult = {
@@ -84,5 +84,18 @@ export async function runWrk(run: WrkRun): Promise<LoadResult> {
     p99Ms: summary.p99Us / 1000,
     rssMb,
     errors: summary.errors + summary.non2xx,
+  }
+}
+
+// A scenario's load in short: its rate, latencies and errors.
+export type Load = { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number }
+
+// The median round of several, each figure on its own; the errors of all rounds summed.
+export function medianLoad(loads: Load[]): Load {
+  return {
+    requestsPerSecond: median(loads.map((load) => load.requestsPerSecond)),
+    p50Ms: median(loads.map((load) => load.p50Ms)),
+    p99Ms: median(loads.map((load) => load.p99Ms)),
+    errors: loads.reduce((sum, load) => sum + load.errors, 0),
   }
 }

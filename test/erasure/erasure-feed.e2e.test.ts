@@ -9,7 +9,7 @@ import {
   positionsOf,
   type TestFeed,
 } from '../support/nats.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { runCli } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { changesRequest, openSse, type SseReader } from '../support/sse-client.ts'
@@ -49,7 +49,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     }
   }
   const listing = async (url: string, token: string) =>
-    (await fetch(`${url}/plants`, { headers: { authorization: `Bearer ${token}` } })).json()
+    (await fetch(`${url}/plants`, { headers: tokenHeader(token) })).json()
   const keyOf = async (owner: string) =>
     sql<{ erasing: boolean }[]>`select erasing from owner_keys where owner = ${owner}`.then((rows) => [
       ...rows,

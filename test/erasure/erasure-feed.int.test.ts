@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { jetstreamManager } from '@nats-io/jetstream'
+import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream'
 import { headers } from '@nats-io/transport-node'
 import { sql } from 'drizzle-orm'
 import type { Config, FeedConfig } from '../../src/config/config.ts'
@@ -83,6 +83,14 @@ for (const kind of STORAGE_KINDS) {
         const other = BOB[index]
         if (other) await create(storage, 'bob', other)
       }
+    }
+    // The same, published to a stream created with `settings`.
+    const givenPublishedTo = async (settings: Partial<StreamConfig>) => {
+      await feed.create(settings)
+      await given()
+      const publishing = relay()
+      await feed.waitFor(5)
+      await publishing.stop()
     }
 
     beforeEach(async () => {
@@ -188,11 +196,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('a stream that refuses purges: the command fails naming it, the erasure pending', async () => {
       // given
-      await feed.create({ deny_purge: true })
-      await given()
-      const publishing = relay()
-      await feed.waitFor(5)
-      await publishing.stop()
+      await givenPublishedTo({ deny_purge: true })
       // when
       const failed = eraseOwner(storage.db, 'ann', { feed: erasure() })
       // then
@@ -274,11 +278,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('a stream that refuses deletes: the command fails naming it, the erasure pending', async () => {
       // given
-      await feed.create({ deny_delete: true })
-      await given()
-      const publishing = relay()
-      await feed.waitFor(5)
-      await publishing.stop()
+      await givenPublishedTo({ deny_delete: true })
       // when
       const failed = eraseOwner(storage.db, 'ann', { feed: erasure() })
       // then

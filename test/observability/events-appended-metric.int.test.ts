@@ -3,6 +3,7 @@ import postgres from 'postgres'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -33,7 +34,7 @@ test('plant_store_events_appended_total counts appended events, whatever retries
     const response = await app.handle(
       new Request('http://localhost/plants', {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: JSON.stringify({ id, name }),
       }),
     )

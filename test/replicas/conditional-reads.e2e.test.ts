@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { tokenHeader } from '../support/plant-client.ts'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import type { ReplicatedService } from '../support/service.ts'
@@ -21,7 +22,7 @@ afterAll(async () => {
 
 async function get(token: string, headers: Record<string, string> = {}) {
   const response = await fetch(`${server.url}/plants?limit=20`, {
-    headers: { authorization: `Bearer ${token}`, ...headers },
+    headers: { ...tokenHeader(token), ...headers },
   })
   const body = await response.text()
   return {

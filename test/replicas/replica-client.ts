@@ -1,5 +1,5 @@
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { stopOnExit } from '../support/server-cleanup.ts'
 import { type Env, type ServerProcess, startServer } from '../support/server-process.ts'
 import { type ReplicatedService, startService } from '../support/service.ts'
@@ -47,7 +47,7 @@ export async function create(baseUrl: string, token: string, id: number, name = 
 }
 
 export async function list(baseUrl: string, token: string, position?: bigint | string, query = '') {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+  const headers: Record<string, string> = tokenHeader(token)
   if (position !== undefined) headers['plant-store-position'] = String(position)
   const response = await fetch(`${baseUrl}/plants${query}`, { headers })
   const body = (await response.json()) as unknown

@@ -1,4 +1,4 @@
-import type { Subprocess } from 'bun'
+import type { SpawnOptions, Subprocess } from 'bun'
 import { withTestKeys } from './test-keys.ts'
 
 export type Env = Record<string, string>
@@ -107,12 +107,30 @@ async function listeningPort(
   throw new Error(`the server did not start: ${buffered}${await new Response(child.stderr).text()}`)
 }
 
-// Starts a command of the CLI; the caller waits for it, or stops it on the way.
-export function startCli(args: string[], env: Env, stdin?: string) {
-  return Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
-    cwd: ROOT,
+// The CLI as `bun run cli` runs it, from the repository's root.
+export const CLI_COMMAND = ['bun', 'src/cli/main.ts']
+
+// Starts a command of the CLI; the caller waits for it, or stops it on the way. Its stdin is
+// `input`, or a pipe the caller writes to (`pipe`), or nothing. `cwd`: another checkout's root.
+export function startCli(
+  args: string[],
+  env: Env,
+  options: { pipe: true; cwd?: string },
+): Subprocess<'pipe', 'pipe', 'pipe'>
+export function startCli(
+  args: string[],
+  env: Env,
+  options?: { input?: string; cwd?: string },
+): Subprocess<'ignore', 'pipe', 'pipe'>
+export function startCli(
+  args: string[],
+  env: Env,
+  { input, pipe = false, cwd = ROOT }: { input?: string; pipe?: boolean; cwd?: string } = {},
+): Subprocess<SpawnOptions.Writable, 'pipe', 'pipe'> {
+  return Bun.spawn([...CLI_COMMAND, ...args], {
+    cwd,
     env: childEnv(env),
-    stdin: stdin === undefined ? 'ignore' : new TextEncoder().encode(stdin),
+    stdin: pipe ? 'pipe' : input === undefined ? 'ignore' : new TextEncoder().encode(input),
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -120,7 +138,7 @@ export function startCli(args: string[], env: Env, stdin?: string) {
 
 // Runs a command of the CLI to completion.
 export async function runCli(args: string[], env: Env, stdin?: string) {
-  const child = startCli(args, env, stdin)
+  const child = startCli(args, env, { input: stdin })
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
@@ -134,11 +152,16 @@ export async function runServerToExit(env: Env, command = SERVER_COMMAND) {
   const child = Bun.spawn(command, {
     cwd: ROOT,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
+    stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
   })
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
-  const [stderr, exitCode] = await Promise.all([new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   clearTimeout(timer)
-  return { stderr, exitCode }
+  return { stdout, stderr, exitCode }
 }

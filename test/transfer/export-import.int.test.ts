@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
-import type { Database } from '../../src/store/database.ts'
-import { exportEvents } from '../../src/transfer/export-events.ts'
 import { importEvents, readLines } from '../../src/transfer/import-events.ts'
 import {
   appendSealedText,
@@ -22,18 +20,7 @@ import {
   type TestStorage,
 } from '../support/storage.ts'
 import { withRawKeys } from '../support/test-keys.ts'
-
-async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
-  let text = ''
-  await exportEvents(
-    db,
-    async (chunk) => {
-      text += chunk
-    },
-    { afterPosition, batchSize: 4 },
-  )
-  return text
-}
+import { exportText } from './export-text.ts'
 
 // Chunks cut at awkward places (inside a line, inside a multi-byte character) as a pipe may.
 async function* chunked(text: string) {
