@@ -2,7 +2,7 @@ import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { type Load, medianLoad, runWrk } from './load.ts'
+import { createRuns, type Load, medianLoad } from './load.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -30,19 +30,7 @@ export async function measureSynchronousCommit(bench: Bench, options: FailoverOp
     await migratePostgresDatabase(pair.primaryUrl, undefined, TEST_KEYS)
     const writers = await writeFixture(bench.secret, 'failover-writer', 1000)
     const service = await startService(bench, pair.primaryUrl)
-    let idBase = 0
-    const creates = async (seconds: number) => {
-      idBase += 10_000_000_000
-      return runWrk({
-        url: service.url,
-        pid: service.process.pid,
-        mode: 'create',
-        tokensFile: writers.tokensFile,
-        idBase,
-        connections: options.connections,
-        seconds,
-      })
-    }
+    const creates = createRuns(service, writers.tokensFile, options.connections)
     try {
       await creates(2)
       const rounds: { asynchronous: Load; synchronous: Load }[] = []

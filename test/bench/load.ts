@@ -99,3 +99,36 @@ export function medianLoad(loads: Load[]): Load {
     errors: loads.reduce((sum, load) => sum + load.errors, 0),
   }
 }
+
+// Runs of wrk against a server, in a mode as the owners of that mode's tokens file: each run's ids
+// above the last's, so that no create repeats one.
+export function runsAgainst(
+  server: { url: string; process: { pid: number } },
+  tokensFiles: Partial<Record<WrkRun['mode'], { tokensFile: string }>>,
+  connections: number,
+): (mode: WrkRun['mode'], seconds: number) => Promise<LoadResult> {
+  let idBase = 0
+  return (mode, seconds) => {
+    idBase += 10_000_000_000
+    const tokensFile = tokensFiles[mode]?.tokensFile ?? ''
+    return runWrk({
+      url: server.url,
+      pid: server.process.pid,
+      mode,
+      tokensFile,
+      idBase,
+      connections,
+      seconds,
+    })
+  }
+}
+
+// Runs of creates against a server, as the owners of `tokensFile`.
+export function createRuns(
+  server: { url: string; process: { pid: number } },
+  tokensFile: string,
+  connections: number,
+): (seconds: number) => Promise<LoadResult> {
+  const run = runsAgainst(server, { create: { tokensFile } }, connections)
+  return (seconds) => run('create', seconds)
+}

@@ -51,8 +51,7 @@ try {
     `${root} tracing ${mode}: per create, server ${(processMs / CREATES).toFixed(3)} ms CPU, PostgreSQL ${(databaseMs / CREATES).toFixed(3)} ms CPU; ${Math.round(CREATES / seconds)} creates/s (${CREATES} creates, ${CLIENTS} clients, ${receiver.spans().length} spans received before the end)`,
   )
 } finally {
-  server.process.kill('SIGKILL')
-  await server.process.exited
+  await server.stop('SIGKILL')
   await sql.end()
   await database.drop()
   await receiver.stop()

@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/shared/logger.ts'
 import { rowsOf } from '../../src/store/database.ts'
 import { createTestFeed, type FeedMessageSeen, positionsOf, type TestFeed } from '../support/nats.ts'
 import { create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
-import { runTestRelay } from '../support/test-relay.ts'
+import { relayToFeed } from '../support/test-relay.ts'
 
 const logger = silentLogger()
 const ANN = [
@@ -44,13 +44,7 @@ for (const kind of STORAGE_KINDS) {
     const stops: (() => Promise<unknown>)[] = []
 
     const relay = (target: TestFeed = feed) => {
-      const started = runTestRelay(storage, {
-        stream: feedStream(target.nc, { stream: target.stream, subjectPrefix: target.prefix }),
-        leadership: soleLeadership,
-        messages: { subjectPrefix: target.prefix, source: 'plant-store' },
-        logger,
-        pollMs: 50,
-      })
+      const started = relayToFeed(storage, target, { pollMs: 50 })
       stops.push(started.stop)
       return started
     }
@@ -339,11 +333,8 @@ for (const kind of STORAGE_KINDS) {
         let published = 0
         const leadership = advisoryLockLeadership(storage.url as string, feed.stream)
         stops.push(leadership.close)
-        const leading = runTestRelay(storage, {
-          stream: feedStream(feed.nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
+        const leading = relayToFeed(storage, feed, {
           leadership,
-          messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
-          logger,
           pollMs: 50,
           onPublished: (count) => {
             published += count

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { tokenHeader } from '../support/plant-client.ts'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
@@ -10,8 +10,8 @@ import {
   list,
   metric,
   readsFrom,
-  startReplicatedService,
   tokenFor,
+  withReplicatedService,
 } from './replica-client.ts'
 
 // A real primary and streaming replica, and the server reading from the replica (docs/operating.md, Scaling out).
@@ -19,14 +19,10 @@ const READ_WAIT_MS = 1500
 let service: ReplicatedService
 let pair: PrimaryWithReplica
 let server: ServerProcess
-
-beforeAll(async () => {
-  service = await startReplicatedService(READ_WAIT_MS)
-  ;({ pair, server } = service)
-}, 60_000)
-afterAll(async () => {
-  await service?.stop()
-}, 30_000)
+withReplicatedService(READ_WAIT_MS, (started) => {
+  service = started
+  ;({ pair, server } = started)
+})
 
 const countEvents = async () => {
   const sql = postgres(pair.primaryUrl, { max: 1, onnotice: () => {} })

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'bun:test'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { stopOnExit } from '../support/server-cleanup.ts'
@@ -10,14 +11,25 @@ export const SECRET = 'read-replica-secret-of-at-least-32-bytes'
 export const tokenFor = (subject: string) =>
   issueToken(new TextEncoder().encode(SECRET), { subject, ttlSeconds: 3600, now: new Date() })
 
-// A service reading from a streaming replica of its primary, as the end-to-end files test it.
-export function startReplicatedService(readWaitMs: number): Promise<ReplicatedService> {
-  return startService({
-    label: 'replicas',
-    replicas: true,
-    secret: SECRET,
-    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(readWaitMs) },
-  })
+// A service reading from a streaming replica of its primary, for the tests of one end-to-end file:
+// started before them and handed to `started`, stopped after them.
+export function withReplicatedService(
+  readWaitMs: number,
+  started: (service: ReplicatedService) => void,
+): void {
+  let service: ReplicatedService | undefined
+  beforeAll(async () => {
+    service = await startService({
+      label: 'replicas',
+      replicas: true,
+      secret: SECRET,
+      env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(readWaitMs) },
+    })
+    started(service)
+  }, 60_000)
+  afterAll(async () => {
+    await service?.stop()
+  }, 30_000)
 }
 
 // The server, killed with the test process if afterAll never runs.

@@ -7,7 +7,12 @@ import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
-import { SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
+import {
+  runServerToExit,
+  SERVER_COMMAND,
+  type ServerProcess,
+  startServer,
+} from '../support/server-process.ts'
 
 // Who the embedded PostgreSQL runs as, and who else can reach it. These tests run as root, as this
 // project's machines do; the system's `postgres` user and `nobody` play the other local users.
@@ -190,13 +195,10 @@ describe('as root, a start that cannot go on says what to do in one line', () =>
     const withoutUser =
       'mount --bind "$0" /etc/passwd && mount --bind /dev/null /usr/sbin/useradd && exec "$@"'
     // when the service starts there
-    const child = Bun.spawn(['unshare', '-m', 'sh', '-c', withoutUser, passwd, ...SERVER_COMMAND], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: '/tmp', DATA_DIR: join(folder, 'data'), PORT: '0' },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
+    const { stderr, exitCode: code } = await runServerToExit(
+      { HOME: '/tmp', DATA_DIR: join(folder, 'data') },
+      ['unshare', '-m', 'sh', '-c', withoutUser, passwd, ...SERVER_COMMAND],
+    )
     // then it says in one line how to make the user, or what else to do, and starts nothing
     expect(code).toBe(1)
     expect(stderr.trim().split('\n')).toHaveLength(1)
@@ -213,13 +215,7 @@ describe('as root, a start that cannot go on says what to do in one line', () =>
     const folder = await dataDir()
     const closed = join(folder, 'private')
     await mkdir(closed, { mode: 0o700 })
-    const child = Bun.spawn(SERVER_COMMAND, {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: '/tmp', DATA_DIR: join(closed, 'data'), PORT: '0' },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
+    const { stderr, exitCode: code } = await runServerToExit({ HOME: '/tmp', DATA_DIR: join(closed, 'data') })
     expect(code).toBe(1)
     expect(stderr.trim().split('\n')).toEqual([
       `plant store cannot start: DATA_DIR ${join(closed, 'data')}: PostgreSQL runs as the user plant-store-postgres (it refuses root), who cannot enter ${closed}: let it (chmod o+x ${closed}), choose a folder it can reach, or set DATABASE_URL`,
