@@ -11,12 +11,12 @@ import {
   runServerToExit,
   SERVER_COMMAND,
   type ServerProcess,
+  spawnServer,
   startServer,
 } from '../support/server-process.ts'
 
 // Who the embedded PostgreSQL runs as, and who else can reach it. These tests run as root, as this
 // project's machines do; the system's `postgres` user and `nobody` play the other local users.
-const ROOT = new URL('../..', import.meta.url).pathname
 const POSTGRES_UID = Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim())
 const OTHERS = ['nobody', 'postgres']
 
@@ -121,19 +121,11 @@ describe('as root', () => {
     const secret = `secret-${randomBytes(24).toString('hex')}`
     const kek = randomBytes(32).toString('base64')
     // when it starts for the first time (initdb, the reach check, the server)
-    const child = Bun.spawn(SERVER_COMMAND, {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: '/tmp',
-        DATA_DIR: folder,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        AUTH_JWT_SECRET: secret,
-        KEY_ENCRYPTION_KEYS: kek,
-      },
-      stdout: 'pipe',
-      stderr: 'pipe',
+    const child = spawnServer({
+      HOME: '/tmp',
+      DATA_DIR: folder,
+      AUTH_JWT_SECRET: secret,
+      KEY_ENCRYPTION_KEYS: kek,
     })
     servers.push({ process: child } as unknown as ServerProcess)
     const seen = new Map<number, string>()

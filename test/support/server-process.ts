@@ -31,21 +31,41 @@ export function childEnv(env: Env): Env {
 // limit is 16 KiB, answered with a bare 431), so an oversized token still gets the 401 Error body.
 export const SERVER_COMMAND = ['bun', '--max-http-header-size=131072', 'src/start/main.ts']
 
-// Starts the server on a free port and waits until it logs that it listens. `ownGroup` puts it in a
-// process group of its own (the child leads it), as a supervisor does, so `-pid` signals all of it.
+// The server's process as every test starts it: from the repository's root (or `cwd`, another
+// checkout's), on a free port, with a child's environment, its stdin closed and its stdout and
+// stderr piped unless the test hands them elsewhere (a file descriptor, or 'ignore'). `ownGroup`
+// puts it in a process group of its own (the child leads it), as a supervisor does, so `-pid`
+// signals all of it.
+export function spawnServer<
+  Out extends SpawnOptions.Readable = 'pipe',
+  Err extends SpawnOptions.Readable = 'pipe',
+>(
+  env: Env,
+  {
+    command = SERVER_COMMAND,
+    cwd = ROOT,
+    ownGroup = false,
+    stdout = 'pipe' as Out,
+    stderr = 'pipe' as Err,
+  }: { command?: string[]; cwd?: string; ownGroup?: boolean; stdout?: Out; stderr?: Err } = {},
+): Subprocess<'ignore', Out, Err> {
+  return Bun.spawn(command, {
+    cwd,
+    detached: ownGroup,
+    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
+    stdin: 'ignore',
+    stdout,
+    stderr,
+  })
+}
+
+// Starts the server and waits until it logs that it listens.
 export async function startServer(
   env: Env,
   command = SERVER_COMMAND,
   { ownGroup = false, cwd = ROOT }: { ownGroup?: boolean; cwd?: string } = {},
 ): Promise<ServerProcess> {
-  const child = Bun.spawn(command, {
-    cwd,
-    detached: ownGroup,
-    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const child = spawnServer(env, { command, cwd, ownGroup })
   const { port, startLines, logLines } = await listeningPort(child)
   return {
     url: `http://127.0.0.1:${port}`,
@@ -149,13 +169,7 @@ export async function runCli(args: string[], env: Env, stdin?: string) {
 
 // Runs the server entry expecting it to refuse to start.
 export async function runServerToExit(env: Env, command = SERVER_COMMAND) {
-  const child = Bun.spawn(command, {
-    cwd: ROOT,
-    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const child = spawnServer(env, { command })
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(child.stdout).text(),
