@@ -30,7 +30,7 @@ export type ChangesDeps = {
   // The process's follower of the log, shared with the feed. Absent: one of its own, on `db`,
   // closed with the streams.
   follower?: FollowedLog
-  // That follower's `idleAfterMs` (log/follower.ts): it reads only while a stream is open, and
+  // That follower's `idleAfterMs` (follower/follower.ts): it reads only while a stream is open, and
   // this long after.
   idleAfterMs?: number
   now?: () => number
@@ -76,7 +76,7 @@ export async function runChanges({
   const unsubscribe = follower.subscribe(hub.deliver)
   const position = () => follower.position() ?? 0n
   // The follower stays on the primary: it is one read per wake-up for the whole process, and its
-  // horizon (log/horizon.ts) is read from the primary's locks, which a replica does not have.
+  // horizon (event-log/horizon.ts) is read from the primary's locks, which a replica does not have.
   const reads: ChangeReads = replicas
     ? replicaChangeReads({
         primary: db,

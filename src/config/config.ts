@@ -245,7 +245,7 @@ function requireSetting(config: Config, env: Env, need: Need): void {
 }
 
 // KEY_ENCRYPTION_KEYS, or the file KEY_ENCRYPTION_KEYS_FILE names; whether a command needs them is
-// left to what opens the store (log/open-store.ts). No message holds a key's text.
+// left to what opens the store (opening/open-store.ts). No message holds a key's text.
 function keyEncryptionKeys(env: Env): KeyEncryptionKeys | undefined {
   const given = text(env, 'KEY_ENCRYPTION_KEYS')
   const file = text(env, 'KEY_ENCRYPTION_KEYS_FILE')

@@ -90,7 +90,7 @@ function countCodePoints(text: string, stopAt: number): number {
   return count
 }
 
-// An event as the log stores it (log/append.ts).
+// An event as the log stores it (event-log/append.ts).
 export type StoredEvent = { type: string; schemaVersion: number; data: unknown; recordedAt: Date }
 
 // The stored shape of PlantCreated v1. The id is a decimal string: JSON numbers beyond 2^53 do

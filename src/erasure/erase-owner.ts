@@ -84,7 +84,7 @@ export async function eraseOwner(
   }
 }
 
-// Step 1. Excludes a projection rebuild (log/maintenance-lock.ts): a rebuild's table filled
+// Step 1. Excludes a projection rebuild (event-log/maintenance-lock.ts): a rebuild's table filled
 // before it would bring the owner's rows back at its swap.
 async function beginErasure(
   db: Database,

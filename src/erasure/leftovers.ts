@@ -8,7 +8,7 @@ const CHECK_MS = 200
 // An import's staging table holds what it has read so far in the clear: subjects and keys, and a
 // plaintext export's names. The import drops it when it ends, but one killed later would leave it
 // holding the owner after the erasure: so the erasure's last steps wait for the imports running to
-// end (at most `waitMs`), and a dead one's table is dropped (log/work-tables.ts clearDeadWorkTables).
+// end (at most `waitMs`), and a dead one's table is dropped (event-log/work-tables.ts clearDeadWorkTables).
 export async function awaitImports(
   db: Executor,
   { waitMs, onWait }: { waitMs: number; onWait: (what: string) => void },

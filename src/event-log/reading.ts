@@ -126,7 +126,7 @@ const readLoggedEvents = settledReader<LoggedEventArray>('read_settled_events', 
   keep: readable,
 })
 
-// The settled log (log/horizon.ts) after `after`, in position order, as the feed and the change
+// The settled log (event-log/horizon.ts) after `after`, in position order, as the feed and the change
 // streams take it, with the horizon it was read up to.
 export async function readSettledEvents(
   db: Executor,
@@ -140,23 +140,12 @@ export async function readSettledEvents(
   return { events: read.rows.map((row) => toLoggedEvent(keyring, row)), settled: read.settled }
 }
 
-const readExportedText = settledReader<ExportedText>('read_settled_text', {
+// The settled log as exact text for export: jsonb as PostgreSQL prints it (numbers keep every
+// digit), the timestamp to the microsecond in UTC. One JSON text per event, in position order.
+export const readSettledText = settledReader<ExportedText>('read_settled_text', {
   row: sql`json_build_array(${events.position}::text, ${events.streamId}, ${events.streamVersion},
     ${events.type}, ${events.schemaVersion}, ${events.data}::text, ${events.metadata}::text, ${recordedAtText})`,
 })
-
-// The settled log as exact text for export: jsonb as PostgreSQL prints it (numbers keep every
-// digit), the timestamp to the microsecond in UTC. One JSON text per event, in position order.
-export async function readSettledText(
-  db: Executor,
-  after: bigint,
-  settled: bigint,
-  horizons: Horizon[],
-  batchSize: number,
-): Promise<{ lines: ExportedText[]; settled: bigint }> {
-  const read = await readExportedText(db, after, settled, horizons, batchSize)
-  return { lines: read.rows, settled: read.settled }
-}
 
 // position, stream id, stream version, type, schema version, data and metadata as JSON text, time.
 export type ExportedText = [string, string, number, string, number, string, string, string]

@@ -4,49 +4,40 @@ import { EARLIER_WRAPPED_KEY_BYTES, unwrapOwnerKey, WRAPPED_KEY_BYTES } from '..
 import type { Keyring } from '../keys/keyring.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
+import { rewriteBehindFence, type UpgradeOptions } from './fenced-rewrite.ts'
 import { ownerKeys } from './schema.ts'
-import { snapshotsPassed, type UpgradeOptions } from './upgrade.ts'
 
-const DEFAULT_BATCH_SIZE = 5000
-
-// Wraps the owners' keys that a version before key-encryption keys stored raw, once, then rewrites
-// the table so that the raw copies leave its live files, as the log's upgrade does (log/upgrade.ts),
-// and closes the fence (owner_keys_wrapped, migration 0008, NOT VALID until then: it already
-// refuses a raw key from an earlier version still running). Each key is wrapped in the service,
-// in today's form, under the keyring's first key-encryption key. Run after the migrations by the
-// caller holding the migration lock. A run stopped anywhere before the validation is completed by
-// the next. Returns whether there was anything to do.
+// Wraps the owners' keys that a version before key-encryption keys stored raw, once, behind the
+// fence owner_keys_wrapped (migration 0008: it already refuses a raw key from an earlier version
+// still running), as the log's upgrade seals its events (upgrade.ts). Each key is wrapped in the
+// service, in today's form, under the keyring's first key-encryption key. Returns whether there
+// was anything to do.
 export async function wrapStoredKeys(
   db: Database,
   keyring: Keyring,
   options: UpgradeOptions = {},
 ): Promise<boolean> {
-  if (!(await fenceOpen(db))) return false
-  const { batchSize = DEFAULT_BATCH_SIZE, snapshotWaitMs = 30_000 } = options
+  return rewriteBehindFence(
+    db,
+    {
+      table: ownerKeys,
+      constraint: 'owner_keys_wrapped',
+      count: countRawKeys,
+      batch: (db, size) => wrapBatch(db, keyring, size),
+      steps: { batch: 'wrap', held: 'held keys', vacuum: 'vacuum keys', done: 'wrapped' },
+    },
+    options,
+  )
+}
+
+async function countRawKeys(db: Database): Promise<{ total: number; quiet: boolean }> {
   const [counted] = rowsOf<{ total: number }>(
     await db.execute(
       sql`select count(*)::int as total from ${ownerKeys} where length(${ownerKeys.key}) = 32`,
     ),
   )
   const total = counted?.total ?? 0
-  const onProgress = (total === 0 ? undefined : options.onProgress) ?? (() => {})
-  let sealed = 0
-  for (;;) {
-    const wrapped = await wrapBatch(db, keyring, batchSize)
-    if (wrapped === 0) break
-    sealed += wrapped
-    onProgress({ step: 'wrap', sealed, total })
-  }
-  if (total > 0) {
-    if (!(await snapshotsPassed(db, snapshotWaitMs, () => {})))
-      onProgress({ step: 'held keys', sealed, total })
-    onProgress({ step: 'vacuum keys', sealed, total })
-    await db.execute(sql`vacuum full ${ownerKeys}`)
-    await db.execute(sql`analyze ${ownerKeys}`)
-  }
-  await db.execute(sql`alter table ${ownerKeys} validate constraint owner_keys_wrapped`)
-  onProgress({ step: 'wrapped', sealed, total })
-  return true
+  return { total, quiet: total === 0 }
 }
 
 // A batch of raw keys, locked, wrapped here, written back: how many.
@@ -112,12 +103,4 @@ function openOne(keyring: Keyring, pseudonym: string, key: string): 'opened' | '
   } catch {
     return 'wrong'
   }
-}
-
-async function fenceOpen(db: Database): Promise<boolean> {
-  const [row] = rowsOf<{ open: boolean }>(
-    await db.execute(sql`select exists (select 1 from pg_constraint
-      where conrelid = 'owner_keys'::regclass and conname = 'owner_keys_wrapped' and not convalidated) as open`),
-  )
-  return row?.open === true
 }

@@ -52,20 +52,16 @@ export function buildAsyncApiDocument() {
       },
     },
     operations: {
-      sendPlantCreated: {
-        action: 'send',
-        title: 'Publish a created plant',
-        summary: 'A PlantCreated event of the log, published after its transaction commits',
-        channel: { $ref: '#/channels/plantCreated' },
-        messages: [{ $ref: '#/channels/plantCreated/messages/plantCreated' }],
-      },
-      sendOwnerErased: {
-        action: 'send',
-        title: 'Publish an erasure',
-        summary: "An OwnerErased event of the log, published before the owner's messages are purged",
-        channel: { $ref: '#/channels/ownerErased' },
-        messages: [{ $ref: '#/channels/ownerErased/messages/ownerErased' }],
-      },
+      sendPlantCreated: send(
+        'plantCreated',
+        'Publish a created plant',
+        'A PlantCreated event of the log, published after its transaction commits',
+      ),
+      sendOwnerErased: send(
+        'ownerErased',
+        'Publish an erasure',
+        "An OwnerErased event of the log, published before the owner's messages are purged",
+      ),
     },
     components: {
       messages: {
@@ -79,6 +75,17 @@ export function buildAsyncApiDocument() {
       schemas: { PlantCreatedEvent, OwnerErasedEvent, FeedHeaders },
     },
   })
+}
+
+// The service's operation on a channel: it sends the channel's one message.
+function send(channel: string, title: string, summary: string) {
+  return {
+    action: 'send',
+    title,
+    summary,
+    channel: { $ref: `#/channels/${channel}` },
+    messages: [{ $ref: `#/channels/${channel}/messages/${channel}` }],
+  }
 }
 
 function message(name: string, title: string, payload: string) {

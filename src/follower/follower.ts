@@ -21,7 +21,7 @@ export type LogFollowerDeps = {
   // How many of the latest events are kept for a consumer a little behind (the feed after a
   // publish round), so that it need not read the log again. One batch: events of long names are
   // large in memory (docs/architecture.md, Design notes).
-  // What is kept is handed out only as a read would give it then (event-log/kept-events.ts).
+  // What is kept is handed out only as a read would give it then (follower/kept-events.ts).
   recentEvents?: number
   // Read only while held (`hold`), and for this long after the last hold ends: with nobody to
   // hand events to, the log is not read at all. Undefined: read always.

@@ -22,7 +22,7 @@ const ownersNow = preparedQuery((db) => {
 // Events read from the log a while ago, as a read of the log would give them now (docs/erasure.md:
 // nothing opened is reused past its owner's erasure): an erased owner's PlantCreated is left out,
 // and an OwnerErased whose erasure has completed names no one, by the rule every read of the log
-// applies (log/sealing.ts readersKeyOf). Only the keys are read again, not the events.
+// applies (event-log/sealing.ts readersKeyOf). Only the keys are read again, not the events.
 export async function asReadNow(db: Executor, events: LoggedEvent[]): Promise<LoggedEvent[]> {
   if (events.length === 0) return events
   const asked = new Map<string, { type: string; metadata: { pseudonym: string } }>()

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { Gauge, type Registry } from 'prom-client'
 import type { Logger } from '../shared/logger.ts'
+import { repeatEvery } from '../shared/repeat.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 
 // The transaction that holds the log's readers back, as pg_stat_activity shows it.
@@ -21,7 +22,7 @@ export type ReadersHeldDeps = {
 }
 
 // The feed, the change streams and `events export` read only events of transactions older than
-// every transaction still running on the whole server (log/reading.ts, `isSettled`): the horizon is
+// every transaction still running on the whole server (event-log/reading.ts, `isSettled`): the horizon is
 // the oldest transaction id in flight, in any database. A transaction left open (an idle session in
 // a migration tool, a report in another database) holds them all, and nothing else says why.
 // This check finds that transaction: its age is how long events committed since have waited, at
@@ -58,21 +59,7 @@ export function watchEventLogReadersHeld({
       "a long transaction holds the log's readers back (feed, change streams, export): end it",
     )
   }
-  let stopped = false
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const loop = () => {
-    timer = setTimeout(async () => {
-      await check().catch((error: unknown) => logger.debug({ err: error }, 'log readers check failed'))
-      if (!stopped) loop()
-    }, checkEveryMs)
-  }
-  loop()
-  return {
-    stop: () => {
-      stopped = true
-      clearTimeout(timer)
-    },
-  }
+  return repeatEvery(checkEveryMs, check, (error) => logger.debug({ err: error }, 'log readers check failed'))
 }
 
 async function oldestTransaction(db: Database): Promise<(HoldingBackend & { xid: string }) | undefined> {

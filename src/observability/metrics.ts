@@ -16,6 +16,7 @@ export type Metrics = ReturnType<typeof createMetrics>
 // Every metric lives in the registry handed in: two apps in one process never share counters.
 export function createMetrics(registry: Registry) {
   const registers = [registry]
+  const gauge = (name: string, help: string) => new Gauge({ name, help, registers })
   const requests = new Counter({
     name: 'plant_store_http_requests_total',
     help: 'HTTP requests answered, by method, route pattern and status',
@@ -29,36 +30,22 @@ export function createMetrics(registry: Registry) {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   })
-  const inFlight = new Gauge({
-    name: 'plant_store_http_requests_in_flight',
-    help: 'Requests received and not yet answered',
-    registers,
-  })
+  const inFlight = gauge('plant_store_http_requests_in_flight', 'Requests received and not yet answered')
   const eventsAppended = new Counter({
     name: 'plant_store_events_appended_total',
     help: 'Events this process appended to the log (sum over instances for the service)',
     registers,
   })
-  const head = new Gauge({
-    name: 'plant_store_events_head_position',
-    help: 'Position of the newest event in the log',
-    registers,
-  })
-  const projected = new Gauge({
-    name: 'plant_store_projection_position',
-    help: 'Position of the newest event reflected in the plants projection',
-    registers,
-  })
-  const lag = new Gauge({
-    name: 'plant_store_projection_lag_events',
-    help: "Events after the projection's newest row that make a row and lack it (of the newest 100,000); above 0 only while the projection catches up",
-    registers,
-  })
-  const databaseUp = new Gauge({
-    name: 'plant_store_database_up',
-    help: '1 when the database answered the last scrape, else 0',
-    registers,
-  })
+  const head = gauge('plant_store_events_head_position', 'Position of the newest event in the log')
+  const projected = gauge(
+    'plant_store_projection_position',
+    'Position of the newest event reflected in the plants projection',
+  )
+  const lag = gauge(
+    'plant_store_projection_lag_events',
+    "Events after the projection's newest row that make a row and lack it (of the newest 100,000); above 0 only while the projection catches up",
+  )
+  const databaseUp = gauge('plant_store_database_up', '1 when the database answered the last scrape, else 0')
   const connections = new Gauge({
     name: 'plant_store_database_connections',
     help: 'PostgreSQL connections held by plant-store processes on this database, by state (active = running a query), not counting the one answering the scrape; none for the embedded store',

@@ -1,16 +1,18 @@
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config/config.ts'
-import { type UpgradeOptions, upgradeLog } from '../event-log/upgrade.ts'
+import { describeUpgrade, type UpgradeOptions } from '../event-log/fenced-rewrite.ts'
+import { upgradeLog } from '../event-log/upgrade.ts'
 import { requireKeysCovered, wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
 import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../keys/key-encryption-keys.ts'
 import { Failure } from '../shared/errors.ts'
-import { type DatabaseHandle, openPostgres } from '../store/database.ts'
+import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
 import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
 import { throwawayServer } from '../store/embedded/throwaway-server.ts'
 import { fullDataDir } from '../store/full-data-dir.ts'
 import { removeUnplacedCopies } from '../store/local-file.ts'
 import { generatedKeys } from '../store/local-keys.ts'
 import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
+import { describeMove, holdsPgliteStore, type Moved } from '../store/pglite-folder.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
 // connection is a PostgreSQL process of its own: docs/operating.md (The embedded default) has the
@@ -21,16 +23,37 @@ const THROWAWAY_POOL = { poolSize: 4, statementTimeoutMs: 10_000 }
 export type OpenOptions = UpgradeOptions & {
   // A command of the CLI: on a DATA_DIR that a service holds, it works beside it, on its server.
   beside?: boolean
+  // What the opening did that an operator should hear of, in one line and with its figures: the
+  // upgrade's progress, a move from the previous engine.
+  tell?: (line: string, detail: object) => void
+  // The move of a store the previous engine left in DATA_DIR (transfer/pglite-move.ts), handed in
+  // by the two that move one: the service's start and `db migrate`. Without it such a DATA_DIR is
+  // refused, for a command would work on a store that does not hold the log yet.
+  moveEarlierStore?: EarlierStoreMove
 }
 
+export type EarlierStoreMove = (
+  db: Database,
+  dataDir: string,
+  keys: KeyEncryptionKeys,
+) => Promise<Moved | undefined>
+
 // Opens the configured storage with every migration applied and the log in today's form: a log
-// written before erasure is sealed first (log/upgrade.ts; `onProgress` reports its progress). The
-// embedded kinds are PostgreSQL servers the service runs itself (store/embedded/), used from here
-// on as any PostgreSQL is.
+// written before erasure is sealed first (event-log/upgrade.ts; `onProgress` reports its
+// progress), and a store the previous engine left in DATA_DIR is moved in. The embedded kinds are
+// PostgreSQL servers the service runs itself (store/embedded/), used from here on as any
+// PostgreSQL is. The service, the CLI and the test store all open their storage here.
 export async function openStorage(
   storage: Config['storage'],
-  options: OpenOptions = {},
+  { tell, moveEarlierStore, ...given }: OpenOptions = {},
 ): Promise<DatabaseHandle> {
+  const options: UpgradeOptions = {
+    ...given,
+    onProgress: (progress) => {
+      given.onProgress?.(progress)
+      tell?.(describeUpgrade(progress), progress)
+    },
+  }
   // Keys stored raw by an earlier version are wrapped before the log's upgrade, which makes keys.
   const prepareWith = (keys: KeyEncryptionKeys) => (url: string) =>
     migratePostgresDatabase(
@@ -68,7 +91,7 @@ export async function openStorage(
       },
     }
   }
-  const server = await openDataDirServer(storage.dataDir, { beside: options.beside })
+  const server = await openDataDirServer(storage.dataDir, { beside: given.beside })
   let keys: KeyEncryptionKeys
   try {
     if (server.own) await removeUnplacedCopies(storage.dataDir)
@@ -79,6 +102,16 @@ export async function openStorage(
     throw fullDataDir(storage.dataDir, error) ?? error
   }
   const handle = openPostgres({ url: server.url, ...EMBEDDED_POOL, keys })
+  try {
+    if (server.own && (await holdsPgliteStore(storage.dataDir))) {
+      const moved = await moveIn(storage.dataDir, moveEarlierStore)(handle.db, storage.dataDir, keys)
+      if (moved) tell?.(describeMove(moved), moved)
+    }
+  } catch (error) {
+    await handle.close()
+    await server.close()
+    throw error
+  }
   return {
     ...handle,
     kind: 'embedded',
@@ -90,6 +123,14 @@ export async function openStorage(
       await server.close()
     },
   }
+}
+
+function moveIn(dataDir: string, move: EarlierStoreMove | undefined): EarlierStoreMove {
+  if (move) return move
+  throw new Failure(
+    'STORE_NOT_MOVED',
+    `DATA_DIR ${dataDir} holds a store of the previous engine (PGlite) that is not moved yet: starting the service or \`bun run cli db migrate\` moves it`,
+  )
 }
 
 // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.

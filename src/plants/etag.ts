@@ -1,7 +1,7 @@
 // The entity tag of a listing (docs/api.md). A listing's body and headers are a function of the
 // caller's rows and the request's `limit` and `after`; its tag is a function of what names them:
 // - the owner's head (the position of their latest plant). One owner's creates commit in position
-//   order (log/append.ts), so a new plant always moves it and no plant ever appears below it;
+//   order (event-log/append.ts), so a new plant always moves it and no plant ever appears below it;
 //   another owner's creates never touch it. An erasure would delete the owner's rows, bringing it
 //   back to 0, and a later plant of the same `sub` gets a position above any it had: a tag never
 //   comes back for other rows.

@@ -50,7 +50,7 @@ export function rebuildProjection(
   return holdRebuildLock(db, () => rebuild(db, keyring, options))
 }
 
-// Under the lock that keeps an erasure's first step out (log/maintenance-lock.ts).
+// Under the lock that keeps an erasure's first step out (event-log/maintenance-lock.ts).
 async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions): Promise<RebuildResult> {
   const {
     batchSize = 10_000,

@@ -2,7 +2,6 @@ import { Registry } from 'prom-client'
 import { verifierFromConfig } from '../auth/verifier-from-config.ts'
 import { type Changes, runChanges } from '../changes/changes-service.ts'
 import type { Config } from '../config/config.ts'
-import { describeUpgrade } from '../event-log/upgrade.ts'
 import { runFeed } from '../feed/feed-service.ts'
 import { followLog } from '../follower/follower.ts'
 import { BODY_TIMEOUT_MS } from '../http/json-body.ts'
@@ -18,7 +17,7 @@ import {
   settingsNotApplied,
 } from '../store/settings-applied.ts'
 import { createTracing } from '../tracing/otel-tracing.ts'
-import { describeMove, moveFromPglite } from '../transfer/pglite-move.ts'
+import { moveFromPglite } from '../transfer/pglite-move.ts'
 import { type App, createApp } from './app.ts'
 import { countDroppedLogLines } from './logger-metrics.ts'
 import { startReplicaReads } from './replica-reads.ts'
@@ -26,7 +25,7 @@ import { startReplicaReads } from './replica-reads.ts'
 // Group commit: a second batch goes in while one is in the database, which measured best
 // (docs/architecture.md, Design notes).
 const BATCHES_IN_FLIGHT = 2
-// Listings that arrive together share a statement (plants/page-reads.ts); a few such statements
+// Listings that arrive together share a statement (plants/page-groups.ts); a few such statements
 // run side by side, so that a listing seldom waits for a batch ahead of it.
 const READS_IN_FLIGHT = 4
 // The log is read only while the feed publishes or a change stream is open, and this long after
@@ -51,12 +50,9 @@ export async function startServiceParts(
   droppedLogLines: () => number,
 ): Promise<ServiceParts> {
   const storage = await openStorage(config.storage, {
-    onProgress: (progress) => logger.info(progress, describeUpgrade(progress)),
+    tell: (line, detail) => logger.info(detail, line),
+    moveEarlierStore: moveFromPglite,
   })
-  const moved = storage.dataDir
-    ? await moveFromPglite(storage.db, storage.dataDir, storage.settings.keys ?? [])
-    : undefined
-  if (moved) logger.info(moved, describeMove(moved))
   await checkSessionSettings(storage, logger)
   // The embedded server is reached like any PostgreSQL, through its URL.
   const database = { kind: 'postgres' as const, ...storage.settings }

@@ -27,7 +27,7 @@ const LOCK_POLL_MS = 100
 // transaction mode included), and ends with it, by a crash too. This is the first connection a
 // start makes: a database that cannot be used fails it as DatabaseUnreachable, one line naming
 // DATABASE_URL (docs/configuration.md). The migrations, then `then`, run on a second connection,
-// still under the lock and outside any transaction of the lock's (log/upgrade.ts).
+// still under the lock and outside any transaction of the lock's (event-log/upgrade.ts).
 // The lock is tried, not waited for in one statement: a statement that waits holds a snapshot, and
 // the upgrade's VACUUM FULL would keep every row version it sealed for the instances waiting. The
 // transaction that holds it is READ COMMITTED, so idle in it holds no snapshot either.

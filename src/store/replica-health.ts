@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Logger } from '../shared/logger.ts'
+import { repeatEvery } from '../shared/repeat.ts'
 import { within } from '../shared/time-limit.ts'
 import { type Database, type DatabaseHandle, rowsOf } from './database.ts'
 
@@ -37,7 +38,6 @@ export function watchReplicas({ primary, replicas, maxLagMs, logger }: ReplicaSe
     lagMs: undefined as number | undefined,
   }))
   let turn = 0
-  let closed = false
 
   const check = async () => {
     const lsn = await probe(primaryLsn(primary))
@@ -57,14 +57,9 @@ export function watchReplicas({ primary, replicas, maxLagMs, logger }: ReplicaSe
   }
 
   const firstCheck = check()
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const loop = () => {
-    timer = setTimeout(async () => {
-      await check().catch((error: unknown) => logger.warn({ err: error }, 'read replica check failed'))
-      if (!closed) loop()
-    }, CHECK_INTERVAL_MS)
-  }
-  loop()
+  const checks = repeatEvery(CHECK_INTERVAL_MS, check, (error) =>
+    logger.warn({ err: error }, 'read replica check failed'),
+  )
 
   return {
     // Replicas that may serve a read now (up, and no further behind than allowed), rotated so that
@@ -84,8 +79,7 @@ export function watchReplicas({ primary, replicas, maxLagMs, logger }: ReplicaSe
     // Resolves after the first round of checks.
     firstCheck: firstCheck.catch(() => {}),
     close: async () => {
-      closed = true
-      clearTimeout(timer)
+      checks.stop()
       await Promise.all(replicas.map(({ handle }) => handle.close()))
     },
   }

@@ -1,7 +1,7 @@
 // libpq's `target_session_attrs`, as postgres.js should read it.
 //
 // libpq's `read-write` refuses a server in hot standby as well as one whose
-// `default_transaction_read_only` is on. postgres.js 3.4.9 (src/connection.js, `tryNext`) checks
+// `default_transaction_read_only` is on. postgres.js 3.4.9 (node_modules/postgres/src/connection.js, `tryNext`) checks
 // only `default_transaction_read_only`, which a PostgreSQL 14+ standby reports as `off`: with the
 // URL pg_auto_failover hands out (`…?target_session_attrs=read-write`) it would connect to a standby
 // and every write would fail. Its `primary` checks `in_hot_standby` (or `pg_is_in_recovery()` on
@@ -10,7 +10,7 @@
 // apart is a primary with `default_transaction_read_only = on`, which libpq would skip: the service
 // connects to it and its writes fail as unavailable (503), which is also what libpq gives when no
 // other host qualifies. `any`, libpq's default, postgres.js does not accept: it is dropped.
-// test/failover/target-session-attrs.int.test.ts fails once postgres.js's `read-write` skips a
+// test/failover/target-session-attrs.e2e.test.ts fails once postgres.js's `read-write` skips a
 // standby by itself, and then this mapping can go.
 const TO_POSTGRES_JS: Record<string, string | undefined> = {
   any: undefined,

@@ -24,7 +24,7 @@ export type Exported = {
 // Writes an export (transfer/export-format.ts): the header, the owners' keys and the erased
 // pseudonyms, then the settled log after `afterPosition`, one event per line, in position order.
 // It first waits for the transactions that may still commit a position at or below the last one
-// handed out (log/horizon.ts), then reads everything in one snapshot (REPEATABLE READ): every event
+// handed out (event-log/horizon.ts), then reads everything in one snapshot (REPEATABLE READ): every event
 // up to that horizon and none above it, and the keys as they stood then, an owner whose erasure
 // has begun among the erased. So the next export, after this one's last position, misses nothing
 // that commits meanwhile, and no export taken after an erasure holds the owner's key. Values are
@@ -46,7 +46,7 @@ export async function exportEvents(
       let events = 0
       const total = onProgress ? await countUpTo(tx, afterPosition, horizon) : 0
       for (;;) {
-        const { lines } = await readSettledText(tx, after, horizon, [], batchSize)
+        const { rows: lines } = await readSettledText(tx, after, horizon, [], batchSize)
         const last = lines.at(-1)
         if (!last) return { events, keys, erased, keyEncryptionKeyIds }
         await write(lines.map(toLine).join(''))

@@ -36,7 +36,7 @@ export function erasedLine([pseudonym, erasedAt]: [string, string]): string {
   return `${JSON.stringify({ erased: { pseudonym, erasedAt } })}\n`
 }
 
-// As the append statement makes them (log/append.ts): 16 random bytes in hex.
+// As the append statement makes them (event-log/append.ts): 16 random bytes in hex.
 export const PSEUDONYM = '^[0-9a-f]{32}$'
 export const TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?Z$'
 

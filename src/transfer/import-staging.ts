@@ -216,7 +216,7 @@ export async function countStagedOwners(db: Executor, { table }: Staging): Promi
 }
 
 // The staged owners' append locks, taken as the live path takes them (appendStatement in
-// log/append.ts), in key order: their creates wait for the import, so each owner's positions
+// event-log/append.ts), in key order: their creates wait for the import, so each owner's positions
 // still commit in order; every other owner's carry on.
 export function lockStagedOwners({ table }: Staging) {
   return async (tx: Transaction): Promise<void> => {

@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
-import { access, mkdir, rename, rm } from 'node:fs/promises'
+import { mkdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { upgradeLog } from '../event-log/upgrade.ts'
@@ -9,14 +9,9 @@ import { createKeyring, type Keyring } from '../keys/keyring.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from '../store/database.ts'
 import { migrationsFolder } from '../store/migrate.ts'
+import { holdsPgliteStore, type Moved, PGLITE_FOLDER } from '../store/pglite-folder.ts'
 import { type Exported, exportEvents } from './export-events.ts'
 import { importEvents, readLines } from './import-events.ts'
-
-// Where the previous engine, PGlite (PostgreSQL compiled to WebAssembly, in process), kept a
-// DATA_DIR's database.
-export const PGLITE_FOLDER = 'pgdata'
-
-export type Moved = { events: number; keptIn: string }
 
 // Moves the store the previous engine left in DATA_DIR into this one's server (`db`), with the
 // log's own tools: PGlite opens the old folder (its migrations and the log's upgrade applied, as
@@ -33,7 +28,7 @@ export async function moveFromPglite(
   now = new Date(),
 ): Promise<Moved | undefined> {
   const old = join(dataDir, PGLITE_FOLDER)
-  if (!(await exists(join(old, 'PG_VERSION')))) return undefined
+  if (!(await holdsPgliteStore(dataDir))) return undefined
   const keptIn = join(dataDir, `pglite-${now.toISOString().replace(/[:.]/g, '-')}`)
   try {
     await mkdir(keptIn, { mode: 0o700 })
@@ -55,10 +50,6 @@ export async function moveFromPglite(
       `DATA_DIR ${dataDir} holds a store of the previous engine (PGlite, in ${old}) that could not be moved, and nothing was changed: ${causeOf(error)}; \`bun run cli db migrate\` tries again`,
     )
   }
-}
-
-export function describeMove({ events, keptIn }: Moved): string {
-  return `moved the store of the previous engine (PGlite) into PostgreSQL: ${events} events; the old folder and its export are kept in ${keptIn} (delete it once no longer needed: the export holds keys)`
 }
 
 // The old store's keys are wrapped, in this process, under the new store's key-encryption keys
@@ -102,11 +93,4 @@ function causeOf(error: unknown): string {
   let root = error as { cause?: unknown; message?: string }
   while (root.cause) root = root.cause as typeof root
   return String(root.message ?? root).split('\n')[0] ?? ''
-}
-
-async function exists(path: string): Promise<boolean> {
-  return access(path).then(
-    () => true,
-    () => false,
-  )
 }

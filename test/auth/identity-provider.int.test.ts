@@ -13,6 +13,7 @@ import {
   signToken,
   startIdentityProvider,
 } from '../support/identity-provider.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 
 const ISSUER = 'https://id.example.test/'
 const AUDIENCE = 'plant-store'
@@ -178,24 +179,22 @@ describe('the HTTP API behind an identity provider', () => {
   })
 
   test('given a provider-signed token, when the caller creates and lists plants, then they are its own', async () => {
-    const authorization = `Bearer ${await signToken(key, { ...claims, subject: 'carol' })}`
+    const auth = tokenHeader(await signToken(key, { ...claims, subject: 'carol' }))
     const created = await app.handle(
       new Request('http://localhost/plants', {
         method: 'POST',
-        headers: { authorization, 'content-type': 'application/json' },
+        headers: { ...auth, 'content-type': 'application/json' },
         body: '{"id": 1, "name": "Fern"}',
       }),
     )
     expect(created.status).toBe(200)
-    const listed = await app.handle(new Request('http://localhost/plants', { headers: { authorization } }))
+    const listed = await app.handle(new Request('http://localhost/plants', { headers: auth }))
     expect(await listed.json()).toEqual([{ name: 'Fern' }])
   })
 
   test('given a token with the wrong audience, when it is sent, then the answer is 401 invalid_token', async () => {
     const token = await signToken(key, { issuer: ISSUER, audience: 'someone-else' })
-    const response = await app.handle(
-      new Request('http://localhost/plants', { headers: { authorization: `Bearer ${token}` } }),
-    )
+    const response = await app.handle(new Request('http://localhost/plants', { headers: tokenHeader(token) }))
     expect(response.status).toBe(401)
     expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"')
     const body = (await response.json()) as { error: number; message: string }

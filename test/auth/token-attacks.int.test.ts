@@ -13,6 +13,7 @@ import { createTokenVerifier, type VerifierSettings } from '../../src/auth/token
 import { openStorage } from '../../src/opening/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { checkProjection } from '../support/projection-check.ts'
 
 type Keys = Awaited<ReturnType<typeof generateKeyPair>>
@@ -74,7 +75,7 @@ const createWith = (kind: VerifierKind, token: string) =>
   (apps.get(kind) as App).handle(
     new Request('http://localhost/plants', {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      headers: { ...tokenHeader(token), 'content-type': 'application/json' },
       body: '{"id": 1, "name": "Stolen"}',
     }),
   )

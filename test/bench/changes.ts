@@ -1,8 +1,9 @@
 import { connect, type Socket } from 'node:net'
 import type postgres from 'postgres'
+import { tokenHeader } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { meterCpu } from './cpu.ts'
-import { runWrk } from './load.ts'
+import { createRuns } from './load.ts'
 import { percentile, residentMb } from './memory.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
@@ -49,19 +50,9 @@ export async function measureChanges(
   const latencies: number[] = []
   const sockets: Socket[] = []
   const database = new URL(databaseUrl).pathname.slice(1)
+  const wrk = createRuns(service, writers.tokensFile, options.connections)
+  // The followers' own plants: ids of their own (a plant's id is its owner's).
   let nextId = 0
-  const wrk = async (seconds: number) => {
-    nextId += 1_000_000_000
-    return runWrk({
-      url: service.url,
-      pid: service.process.pid,
-      mode: 'create',
-      tokensFile: writers.tokensFile,
-      idBase: 10_000_000_000 + nextId,
-      connections: options.connections,
-      seconds,
-    })
-  }
   try {
     await wrk(3)
     const without = await wrk(options.seconds)
@@ -173,7 +164,7 @@ async function steadyCreates(
     pending.push(
       fetch(`${service.url}/plants`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: `{"id":${id},"name":"followed ${id}"}`,
       }).then((response) => response.arrayBuffer()),
     )

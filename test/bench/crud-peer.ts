@@ -3,10 +3,10 @@ import { Elysia } from 'elysia'
 import postgres from 'postgres'
 import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { readJsonBody } from '../../src/http/json-body.ts'
 import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
-import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
-import { Failure, isFailure } from '../../src/shared/errors.ts'
+import { ListQuery, PlantView } from '../../src/plants/schemas.ts'
+import { Failure } from '../../src/shared/errors.ts'
+import { createChecks } from './create-checks.ts'
 
 // The CRUD peer: the create a user would write instead of the service, with the same framework,
 // body reading, schema, token check, driver and pool size, and no events: one prepared
@@ -37,14 +37,7 @@ const app = new Elysia()
       }
       return tag === null ? { name: body.name } : { name: body.name, tag }
     },
-    {
-      parse: ({ request }) => readJsonBody(request),
-      transform: ({ body }) => {
-        if (isFailure(body)) throw body
-      },
-      body: NewPlant,
-      response: { 200: PlantView },
-    },
+    createChecks,
   )
   .get(
     '/plants',

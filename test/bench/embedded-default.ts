@@ -18,7 +18,7 @@ import { createTestDatabase } from '../support/postgres.ts'
 import { processTree, sampleTreePss, treePssMb } from '../support/pss.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 import { meterCpu, processCpuMs } from './cpu.ts'
-import { ensureWrk, runWrk } from './load.ts'
+import { ensureWrk, runsAgainst } from './load.ts'
 import { median } from './memory.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -180,7 +180,10 @@ async function measureService(): Promise<void> {
     page: await writeFixture(SECRET, 'reader', READERS),
   }
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
-  let idBase = 0
+  const wrk = {
+    embedded: runsAgainst(embedded, fixtures, Number(flags.connections)),
+    postgres: runsAgainst(onPostgres, fixtures, Number(flags.connections)),
+  }
   const treeCpuMs = (pids: number[]) =>
     pids.reduce((sum, pid) => {
       try {
@@ -192,20 +195,11 @@ async function measureService(): Promise<void> {
 
   async function load(side: 'embedded' | 'postgres', mode: 'create' | 'page', seconds: number) {
     const server = side === 'embedded' ? embedded : onPostgres
-    idBase += 10_000_000_000
     const tree = side === 'embedded' ? processTree(server.process.pid) : []
     const treeBefore = treeCpuMs(tree)
     const meter = side === 'postgres' ? await meterCpu(sql, database.name, server.process.pid) : undefined
     const pss = side === 'embedded' ? sampleTreePss(server.process.pid) : undefined
-    const result = await runWrk({
-      url: server.url,
-      pid: server.process.pid,
-      mode,
-      tokensFile: fixtures[mode].tokensFile,
-      idBase,
-      connections: Number(flags.connections),
-      seconds,
-    })
+    const result = await wrk[side](mode, seconds)
     const cpuMs = meter
       ? await meter.stop().then(({ processMs, databaseMs }) => processMs + databaseMs)
       : treeCpuMs(tree) - treeBefore

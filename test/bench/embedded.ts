@@ -1,9 +1,8 @@
 import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { makeDataDirSync } from '../support/data-dir.ts'
-import { plainEnv } from '../support/server-process.ts'
+import { startCli } from '../support/server-process.ts'
 import { processCpuMs } from './cpu.ts'
-import { runWrk } from './load.ts'
+import { runsAgainst } from './load.ts'
 import { type Bench, startEmbeddedService } from './services.ts'
 import { summarise, withCpu } from './throughput.ts'
 import { writeFixture } from './tokens.ts'
@@ -25,19 +24,10 @@ export async function measureEmbedded(
       page: await writeFixture(bench.secret, 'reader', READERS),
     }
     const service = await startEmbeddedService(bench, dataDir)
-    let idBase = 0
+    const wrk = runsAgainst(service, fixtures, options.connections)
     const run = async (mode: 'create' | 'page', seconds: number) => {
       const before = processCpuMs(service.process.pid)
-      idBase += 10_000_000_000
-      const load = await runWrk({
-        url: service.url,
-        pid: service.process.pid,
-        mode,
-        tokensFile: fixtures[mode].tokensFile,
-        idBase,
-        connections: options.connections,
-        seconds,
-      })
+      const load = await wrk(mode, seconds)
       return withCpu(load, { processMs: processCpuMs(service.process.pid) - before, databaseMs: 0 })
     }
     try {
@@ -78,12 +68,11 @@ async function importReaders(bench: Bench, dataDir: string): Promise<void> {
     )
   }
   const root = bench.serviceRoot ?? new URL('../..', import.meta.url).pathname
-  const child = Bun.spawn(['bun', join(root, 'src/cli/main.ts'), 'events', 'import'], {
-    env: plainEnv({ DATA_DIR: dataDir }),
-    stdin: new TextEncoder().encode(`${lines.join('\n')}\n`),
-    stdout: 'ignore',
-    stderr: 'pipe',
-  })
+  const child = startCli(
+    ['events', 'import'],
+    { DATA_DIR: dataDir },
+    { input: `${lines.join('\n')}\n`, cwd: root },
+  )
   if ((await child.exited) !== 0)
     throw new Error(`events import failed: ${await new Response(child.stderr).text()}`)
 }

@@ -2,8 +2,7 @@ import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { runWrk } from './load.ts'
-import { median } from './memory.ts'
+import { createRuns, type Load, medianLoad } from './load.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -13,8 +12,6 @@ import { writeFixture } from './tokens.ts'
 // same servers and service. Both servers are on this machine with fsync off: the figure is the
 // standby's round trip, without a disk flush on either side.
 export type FailoverOptions = { rounds: number; seconds: number; connections: number }
-
-type Load = { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number }
 
 export async function measureSynchronousCommit(bench: Bench, options: FailoverOptions) {
   const pair = await startPrimaryWithReplica()
@@ -33,19 +30,7 @@ export async function measureSynchronousCommit(bench: Bench, options: FailoverOp
     await migratePostgresDatabase(pair.primaryUrl, undefined, TEST_KEYS)
     const writers = await writeFixture(bench.secret, 'failover-writer', 1000)
     const service = await startService(bench, pair.primaryUrl)
-    let idBase = 0
-    const creates = async (seconds: number) => {
-      idBase += 10_000_000_000
-      return runWrk({
-        url: service.url,
-        pid: service.process.pid,
-        mode: 'create',
-        tokensFile: writers.tokensFile,
-        idBase,
-        connections: options.connections,
-        seconds,
-      })
-    }
+    const creates = createRuns(service, writers.tokensFile, options.connections)
     try {
       await creates(2)
       const rounds: { asynchronous: Load; synchronous: Load }[] = []
@@ -77,14 +62,5 @@ export async function measureSynchronousCommit(bench: Bench, options: FailoverOp
   } finally {
     await sql.end()
     pair.stop()
-  }
-}
-
-function medianLoad(loads: Load[]): Load {
-  return {
-    requestsPerSecond: median(loads.map((load) => load.requestsPerSecond)),
-    p50Ms: median(loads.map((load) => load.p50Ms)),
-    p99Ms: median(loads.map((load) => load.p99Ms)),
-    errors: loads.reduce((sum, load) => sum + load.errors, 0),
   }
 }

@@ -33,8 +33,7 @@ try {
     `per create, published: server ${(processMs / CREATES).toFixed(3)} ms CPU, PostgreSQL ${(databaseMs / CREATES).toFixed(3)} ms CPU (${CREATES} creates, ${CLIENTS} clients)`,
   )
 } finally {
-  server.process.kill('SIGKILL')
-  await server.process.exited
+  await server.stop('SIGKILL')
   await sql.end()
   await feed.drop()
   await database.drop()

@@ -11,6 +11,7 @@ import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { metricValue } from '../support/feed-load.ts'
 import { createTestFeed, TEST_NATS_URL } from '../support/nats.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -142,7 +143,7 @@ async function probeDelays(server: ServerProcess, stream: string, everyMs: numbe
       const id = String(next++)
       const response = await fetch(`${server.url}/plants`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: `{"id": ${id}, "name": "probe"}`,
       })
       await response.arrayBuffer()

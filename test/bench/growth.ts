@@ -1,5 +1,6 @@
 import type postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { runWrk } from './load.ts'
 import { median, residentMb, sampleMemory } from './memory.ts'
@@ -91,7 +92,7 @@ export async function measureGrowth(
 async function streamListing(bench: Bench, databaseUrl: string, token: string, expected: number) {
   const service = await startService(bench, databaseUrl)
   try {
-    const headers = { authorization: `Bearer ${token}` }
+    const headers = tokenHeader(token)
     for (let warm = 0; warm < 20; warm++)
       await (await fetch(`${service.url}/plants?limit=100`, { headers })).text()
     Bun.gc(true)

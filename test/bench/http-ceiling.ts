@@ -2,10 +2,9 @@ import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import { authentication } from '../../src/auth/authentication.ts'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { readJsonBody } from '../../src/http/json-body.ts'
 import { registerSchemaKinds } from '../../src/http/schema-kinds.ts'
-import { ListQuery, NewPlant, PlantView } from '../../src/plants/schemas.ts'
-import { isFailure } from '../../src/shared/errors.ts'
+import { ListQuery, PlantView } from '../../src/plants/schemas.ts'
+import { createChecks } from './create-checks.ts'
 
 // The HTTP ceiling: the service's routes with the same body reading, TypeBox schemas and JWT
 // check, and no database. Whatever the service does beyond this is storage and bookkeeping.
@@ -22,14 +21,7 @@ const app = new Elysia()
   .post(
     '/plants',
     ({ body }) => (typeof body.tag === 'string' ? { name: body.name, tag: body.tag } : { name: body.name }),
-    {
-      parse: ({ request }) => readJsonBody(request),
-      transform: ({ body }) => {
-        if (isFailure(body)) throw body
-      },
-      body: NewPlant,
-      response: { 200: PlantView },
-    },
+    createChecks,
   )
   // A page carries the service's validators; a request that sends an ETag gets a 304, as if the
   // tag were current.

@@ -3,7 +3,7 @@ import { treaty } from '@elysiajs/eden'
 import { createInMemoryStore, type InMemoryStore } from 'plant-store/test-store'
 
 // A user's test file of six tests on createInMemoryStore, written like the example in docs/testing.md, for
-// test/bench/embedded-default.ts to time and weigh (`bun test ./test/bench/in-memory-suite.ts`;
+// test/bench/embedded-default.ts to time and weigh (`bun test test/bench/in-memory-suite.ts`;
 // not part of `bun run test`, whose files end in .test.ts).
 let store: InMemoryStore
 beforeEach(async () => {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { sampleMemory } from './memory.ts'
+import { median, sampleMemory } from './memory.ts'
 
 // One load run: throughput, latency percentiles and the target's resident memory meanwhile.
 export type LoadResult = {
@@ -85,4 +85,50 @@ export async function runWrk(run: WrkRun): Promise<LoadResult> {
     rssMb,
     errors: summary.errors + summary.non2xx,
   }
+}
+
+// A scenario's load in short: its rate, latencies and errors.
+export type Load = { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number }
+
+// The median round of several, each figure on its own; the errors of all rounds summed.
+export function medianLoad(loads: Load[]): Load {
+  return {
+    requestsPerSecond: median(loads.map((load) => load.requestsPerSecond)),
+    p50Ms: median(loads.map((load) => load.p50Ms)),
+    p99Ms: median(loads.map((load) => load.p99Ms)),
+    errors: loads.reduce((sum, load) => sum + load.errors, 0),
+  }
+}
+
+// Runs of wrk against a server, in a mode as the owners of that mode's tokens file: each run's ids
+// above the last's, so that no create repeats one.
+export function runsAgainst(
+  server: { url: string; process: { pid: number } },
+  tokensFiles: Partial<Record<WrkRun['mode'], { tokensFile: string }>>,
+  connections: number,
+): (mode: WrkRun['mode'], seconds: number) => Promise<LoadResult> {
+  let idBase = 0
+  return (mode, seconds) => {
+    idBase += 10_000_000_000
+    const tokensFile = tokensFiles[mode]?.tokensFile ?? ''
+    return runWrk({
+      url: server.url,
+      pid: server.process.pid,
+      mode,
+      tokensFile,
+      idBase,
+      connections,
+      seconds,
+    })
+  }
+}
+
+// Runs of creates against a server, as the owners of `tokensFile`.
+export function createRuns(
+  server: { url: string; process: { pid: number } },
+  tokensFile: string,
+  connections: number,
+): (seconds: number) => Promise<LoadResult> {
+  const run = runsAgainst(server, { create: { tokensFile } }, connections)
+  return (seconds) => run('create', seconds)
 }

@@ -7,7 +7,7 @@ import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { seedEvents } from './seed.ts'
 import { startService } from './services.ts'
-import { writeFixture } from './tokens.ts'
+import { writeFixture, writeTagsFile } from './tokens.ts'
 
 // Where a request's CPU goes: the service under Bun's CPU profiler, one load of creates, pages or
 // 304s (`--mode create|page|revalidate`), and what PostgreSQL's backends spent, per statement when
@@ -36,14 +36,7 @@ try {
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', 200)
   const writers = await writeFixture(secret, 'writer', 1000)
-  const heads = await sql<{ owner: string; head: string }[]>`
-    select owner, max(position)::text as head from plants group by owner`
-  const headOf = new Map(heads.map((row) => [row.owner, row.head]))
-  const tagsFile = `${readers.tokensFile}.tags`
-  await Bun.write(
-    tagsFile,
-    `${readers.owners.map((owner) => `"${headOf.get(owner) ?? 0}.0.20.0"`).join('\n')}\n`,
-  )
+  const tagsFile = await writeTagsFile(sql, readers)
   const extra = Object.fromEntries((flags.env ?? []).map((pair) => pair.split('=', 2) as [string, string]))
   const profile = flags.profile ? ['--cpu-prof-md', `--cpu-prof-dir=${flags.profile}`] : []
   const bench = { secret, poolSize: 10, logLevel: 'info' }

@@ -9,7 +9,7 @@ import { runWrk } from './load.ts'
 import { median } from './memory.ts'
 import { seedEvents } from './seed.ts'
 import { startService } from './services.ts'
-import { writeFixture } from './tokens.ts'
+import { writeFixture, writeTagsFile } from './tokens.ts'
 
 // Pages and 304s of checkouts of the service side by side, on one store, round after round:
 // `bun test/bench/reads-before-after.ts [--rounds 3] [--seconds 5] <checkout> <checkout> …` (each
@@ -39,14 +39,7 @@ try {
   await seedEvents(sql, createKeyring(TEST_KEYS), 1, READERS * 50, `'reader-' || (i % ${READERS})`)
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', READERS)
-  const heads = await sql<{ owner: string; head: string }[]>`
-    select owner, max(position)::text as head from plants group by owner`
-  const headOf = new Map(heads.map((row) => [row.owner, row.head]))
-  const tagsFile = `${readers.tokensFile}.tags`
-  await Bun.write(
-    tagsFile,
-    `${readers.owners.map((owner) => `"${headOf.get(owner) ?? 0}.0.20.0"`).join('\n')}\n`,
-  )
+  const tagsFile = await writeTagsFile(sql, readers)
   for (let round = 1; round <= Number(flags.rounds); round++) {
     for (const load of LOADS) {
       for (const root of roots) {

@@ -2,10 +2,10 @@ import postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { encodeCursor } from '../../src/plants/cursor.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { runWrk } from './load.ts'
-import { median } from './memory.ts'
+import { type Load, medianLoad, runWrk } from './load.ts'
 import { seedEvents } from './seed.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
@@ -16,8 +16,6 @@ import { writeFixture } from './tokens.ts'
 // create, against another checkout (`compareRoot`, the service before the change) on the same
 // primary.
 export type ReplicaOptions = { rounds: number; seconds: number; connections: number; compareRoot?: string }
-
-type Load = { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number }
 
 const READERS = 200
 const PLANTS_PER_READER = 50
@@ -126,18 +124,18 @@ async function probeReadYourWrites(url: string, probeToken: string, writerTokens
   let writing = true
   const writes = Promise.all(
     Array.from({ length: WRITERS }, async (_, writer) => {
-      const authorization = `Bearer ${writerTokens[writer % writerTokens.length]}`
+      const auth = tokenHeader(writerTokens[writer % writerTokens.length] ?? '')
       for (let id = 1; writing; id++) {
         await fetch(`${url}/plants`, {
           method: 'POST',
-          headers: { authorization, 'content-type': 'application/json' },
+          headers: { ...auth, 'content-type': 'application/json' },
           body: JSON.stringify({ id: 9_000_000_000 + writer * 1_000_000 + id, name: 'background' }),
         }).then((response) => response.arrayBuffer())
       }
     }),
   )
   await Bun.sleep(1000)
-  const authorization = `Bearer ${probeToken}`
+  const auth = tokenHeader(probeToken)
   const withPosition: number[] = []
   const plain: number[] = []
   const before = await readSources(url)
@@ -146,13 +144,13 @@ async function probeReadYourWrites(url: string, probeToken: string, writerTokens
     for (let probe = 1; probe <= PROBES; probe++) {
       const created = await fetch(`${url}/plants`, {
         method: 'POST',
-        headers: { authorization, 'content-type': 'application/json' },
+        headers: { ...auth, 'content-type': 'application/json' },
         body: JSON.stringify({ id: 8_000_000_000 + probe, name: `probe ${probe}` }),
       })
       const position = created.headers.get('plant-store-position') ?? '0'
       let started = performance.now()
       const response = await fetch(`${url}/plants?limit=20&after=${encodeCursor(BigInt(position))}`, {
-        headers: { authorization, 'plant-store-position': position },
+        headers: { ...auth, 'plant-store-position': position },
       })
       const seen = (await response.json()) as { name: string }[]
       withPosition.push(performance.now() - started)
@@ -160,7 +158,7 @@ async function probeReadYourWrites(url: string, probeToken: string, writerTokens
         throw new Error(`probe ${probe}: the read with its position did not list it`)
       }
       started = performance.now()
-      await (await fetch(`${url}/plants?limit=20`, { headers: { authorization } })).arrayBuffer()
+      await (await fetch(`${url}/plants?limit=20`, { headers: auth })).arrayBuffer()
       plain.push(performance.now() - started)
     }
   } finally {
@@ -217,15 +215,6 @@ function percentiles(values: number[]) {
   const at = (fraction: number) =>
     sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? 0
   return { p50: at(0.5), p99: at(0.99) }
-}
-
-function medianLoad(loads: Load[]): Load {
-  return {
-    requestsPerSecond: median(loads.map((load) => load.requestsPerSecond)),
-    p50Ms: median(loads.map((load) => load.p50Ms)),
-    p99Ms: median(loads.map((load) => load.p99Ms)),
-    errors: loads.reduce((sum, load) => sum + load.errors, 0),
-  }
 }
 
 type Figures = {

@@ -88,19 +88,13 @@ if (flags['failover-only']) {
     seconds,
     connections: Number(flags.connections),
   })
-  const file = `${new URL('./results/', import.meta.url).pathname}failover-${new Date().toISOString().replaceAll(':', '-')}.json`
-  mkdirSync(new URL('./results/', import.meta.url).pathname, { recursive: true })
-  await Bun.write(file, `${JSON.stringify({ at: new Date().toISOString(), flags, failover }, null, 2)}\n`)
-  console.log(`\nfigures written to ${file}`)
+  await writeResults('failover-', { at: new Date().toISOString(), flags, failover })
   process.exit(0)
 }
 
 if (flags['changes-only']) {
   const changes = await runChangesBench()
-  const file = `${new URL('./results/', import.meta.url).pathname}changes-${new Date().toISOString().replaceAll(':', '-')}.json`
-  mkdirSync(new URL('./results/', import.meta.url).pathname, { recursive: true })
-  await Bun.write(file, `${JSON.stringify({ at: new Date().toISOString(), flags, changes }, null, 2)}\n`)
-  console.log(`\nfigures written to ${file}`)
+  await writeResults('changes-', { at: new Date().toISOString(), flags, changes })
   process.exit(0)
 }
 
@@ -219,7 +213,7 @@ async function describeMachine() {
   }
 }
 
-async function writeResults(prefix: string, results: { at: string }) {
+async function writeResults(prefix: string, results: { at: string } & Record<string, unknown>) {
   const directory = new URL('./results/', import.meta.url).pathname
   mkdirSync(directory, { recursive: true })
   const file = `${directory}${prefix}${results.at.replaceAll(':', '-')}.json`

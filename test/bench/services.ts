@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import { type Env, SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
 
 // The processes under test, started the way an operator would start them.
@@ -32,14 +31,12 @@ export async function startEmbeddedService(bench: Bench, dataDir: string): Promi
 }
 
 async function startServiceWith(bench: Bench, env: Env, runtimeFlags: string[] = []): Promise<ServerProcess> {
-  const [runtime = 'bun', ...rest] = bench.serviceRoot
-    ? SERVER_COMMAND.map((part) =>
-        part === 'src/start/main.ts' ? join(bench.serviceRoot ?? '', part) : part,
-      )
-    : SERVER_COMMAND
+  const [runtime = 'bun', ...rest] = SERVER_COMMAND
   const command = [runtime, ...runtimeFlags, ...rest]
   return drained(
-    await startServer({ AUTH_JWT_SECRET: bench.secret, LOG_LEVEL: bench.logLevel, ...env }, command),
+    await startServer({ AUTH_JWT_SECRET: bench.secret, LOG_LEVEL: bench.logLevel, ...env }, command, {
+      cwd: bench.serviceRoot,
+    }),
   )
 }
 

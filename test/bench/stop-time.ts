@@ -3,14 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createTestDatabase } from '../support/postgres.ts'
-import { SERVER_COMMAND } from '../support/server-process.ts'
-import { withTestKeys } from '../support/test-keys.ts'
+import { spawnServer } from '../support/server-process.ts'
 
 // How long SIGTERM takes to end the service on PostgreSQL, by what its stdout does: read, a
 // reader that has gone, a reader that stalls after the start (a pipe filled by 150 logged
 // requests). `bun test/bench/stop-time.ts [runs]`; prints the median and the slowest of each.
 const RUNS = Number(process.argv[2] ?? 5)
-const ROOT = new URL('../..', import.meta.url).pathname
 type Mode = 'read' | 'gone' | 'stalled'
 
 const database = await createTestDatabase('stop-time')
@@ -21,20 +19,13 @@ async function stopOnce(mode: Mode, run: number): Promise<number> {
   Bun.spawnSync(['mkfifo', path])
   const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
   const writer = openSync(path, constants.O_WRONLY)
-  const child = Bun.spawn(SERVER_COMMAND, {
-    cwd: ROOT,
-    env: withTestKeys({
-      PATH: process.env.PATH ?? '',
-      HOME: '/tmp',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DATABASE_URL: database.url,
-      AUTH_JWT_SECRET: 'stop-time-secret-of-at-least-32-bytes-long',
-      LOG_FORMAT: 'json',
-    }),
-    stdout: writer,
-    stderr: 'ignore',
-  })
+  const env = {
+    HOME: '/tmp',
+    DATABASE_URL: database.url,
+    AUTH_JWT_SECRET: 'stop-time-secret-of-at-least-32-bytes-long',
+    LOG_FORMAT: 'json',
+  }
+  const child = spawnServer(env, { stdout: writer, stderr: 'ignore' })
   closeSync(writer)
   const buffer = Buffer.alloc(65_536)
   let text = ''

@@ -7,7 +7,7 @@ import { median } from './memory.ts'
 import { runPgbench, seedCeilingOwners } from './pgbench.ts'
 import { seedEvents } from './seed.ts'
 import { type Bench, startCrudPeer, startHttpCeiling, startService } from './services.ts'
-import { writeFixture } from './tokens.ts'
+import { writeFixture, writeTagsFile } from './tokens.ts'
 
 export type ThroughputOptions = {
   rounds: number
@@ -81,15 +81,7 @@ export async function measureThroughput(
   await sql`insert into crud_plants select owner, id, name, tag from plants on conflict do nothing`
   await sql`analyze`
   const readers = await writeFixture(bench.secret, 'reader', READERS)
-  // Each reader's current ETag (plants/etag.ts): their head, generation 0, limit 20, no cursor.
-  const heads = await sql<{ owner: string; head: string }[]>`
-    select owner, max(position)::text as head from plants group by owner`
-  const headOf = new Map(heads.map((row) => [row.owner, row.head]))
-  const tagsFile = `${readers.tokensFile}.tags`
-  await Bun.write(
-    tagsFile,
-    `${readers.owners.map((owner) => `"${headOf.get(owner) ?? 0}.0.20.0"`).join('\n')}\n`,
-  )
+  const tagsFile = await writeTagsFile(sql, readers)
   const fixtures = {
     create: await writeFixture(bench.secret, 'writer', 1000),
     page: readers,

@@ -20,7 +20,7 @@ import postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { childEnv } from '../support/server-process.ts'
+import { CLI_COMMAND, childEnv } from '../support/server-process.ts'
 import { TEST_KEY_ENCRYPTION_KEYS, TEST_KEYS } from '../support/test-keys.ts'
 import { seedEvents } from './seed.ts'
 
@@ -94,7 +94,7 @@ async function runTool(
   const command = `bun run cli ${args.join(' ')}${stdin ? ' < export.ndjson' : ''}${stdout ? ' > export.ndjson' : ''}`
   say(`${tool}: ${command} (load ${load()})`)
   const started = performance.now()
-  const child = Bun.spawn(['/usr/bin/time', '-f', '%M', '-o', timeFile, 'bun', 'src/cli/main.ts', ...args], {
+  const child = Bun.spawn(['/usr/bin/time', '-f', '%M', '-o', timeFile, ...CLI_COMMAND, ...args], {
     cwd: ROOT,
     env: childEnv(env),
     stdin: stdin ? Bun.file(stdin) : 'ignore',

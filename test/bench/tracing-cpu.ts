@@ -3,10 +3,10 @@
 // commit before tracing) to see what tracing costs when it is off, and when it is on.
 // Run: bun test/bench/tracing-cpu.ts <root> off|on [creates]   (needs the PostgreSQL of the tests)
 // With `on`, spans go to an OTLP receiver inside this script: its CPU is not the server's.
-import { join } from 'node:path'
 import process from 'node:process'
 import postgres from 'postgres'
 import { startOtlpReceiver } from '../support/otlp-receiver.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { SERVER_COMMAND, startServer } from '../support/server-process.ts'
 import { concurrentCreates } from './concurrent-creates.ts'
@@ -23,8 +23,8 @@ const receiver = startOtlpReceiver()
 const database = await createTestDatabase('bench_tracing_cpu')
 const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 const tracing: Record<string, string> = mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : {}
-const command = SERVER_COMMAND.map((part) => (part === 'src/start/main.ts' ? join(root, part) : part))
-const server = await startServer({ DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...tracing }, command)
+const env = { DATABASE_URL: database.url, AUTH_JWT_SECRET: SECRET, ...tracing }
+const server = await startServer(env, SERVER_COMMAND, { cwd: root })
 void server.process.stderr.pipeTo(new WritableStream()).catch(() => {})
 try {
   // Every create comes with a caller's traceparent, as from a traced client; off, it is ignored.
@@ -33,7 +33,7 @@ try {
     const response = await fetch(`${server.url}/plants`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${token}`,
+        ...tokenHeader(token),
         'content-type': 'application/json',
         traceparent: `00-${trace}-${trace.slice(0, 16)}-01`,
       },
@@ -51,8 +51,7 @@ try {
     `${root} tracing ${mode}: per create, server ${(processMs / CREATES).toFixed(3)} ms CPU, PostgreSQL ${(databaseMs / CREATES).toFixed(3)} ms CPU; ${Math.round(CREATES / seconds)} creates/s (${CREATES} creates, ${CLIENTS} clients, ${receiver.spans().length} spans received before the end)`,
   )
 } finally {
-  server.process.kill('SIGKILL')
-  await server.process.exited
+  await server.stop('SIGKILL')
   await sql.end()
   await database.drop()
   await receiver.stop()

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { readmeBlock } from '../support/readme.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
@@ -50,7 +51,7 @@ test("a page's fetch-based SSE client receives a plant created after it connecte
   // when a plant is created
   const created = await fetch(`${server.url}/plants`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    headers: { ...tokenHeader(token), 'content-type': 'application/json' },
     body: '{"id":9007199254740993,"name":"Seen in Chromium","tag":""}',
   })
   expect(created.status).toBe(200)

@@ -3,6 +3,7 @@ import fc from 'fast-check'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { createHarness, type Harness, STORAGE_KINDS, TEST_SECRET } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { changesRequest, openSse, plantOf, type SseEvent, type SseReader } from '../support/sse-client.ts'
 
 const BOM = '\uFEFF'
@@ -386,7 +387,7 @@ for (const kind of STORAGE_KINDS) {
 
       test('after given twice', async () => {
         const request = new Request('http://localhost/plants/changes?after=1&after=2', {
-          headers: { authorization: `Bearer ${await h.tokenFor('bad')}` },
+          headers: tokenHeader(await h.tokenFor('bad')),
         })
         expect((await h.app.handle(request)).status).toBe(400)
       })

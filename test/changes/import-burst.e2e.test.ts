@@ -85,7 +85,7 @@ describe("an import's commit releasing a burst into a stream that catches up (a 
     const signal = await openSse(changesRequest(server.url, signalOwner))
     readers.push(signal)
     // and an import stopped inside its final transaction, which holds the log's horizon
-    const importing = startCli(['events', 'import', '--append'], env(), await importFile())
+    const importing = startCli(['events', 'import', '--append'], env(), { input: await importFile() })
     children.push(importing)
     await until('the import inserts its events', () =>
       locks("relation = 'events'::regclass and mode = 'RowExclusiveLock' and granted"),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { runCli, type ServerProcess } from '../support/server-process.ts'
 import { type Service, type ServiceStorage, startService } from '../support/service.ts'
 
@@ -38,7 +38,7 @@ function tokenFor(subject: string): Promise<string> {
 
 async function listing(owner: string): Promise<unknown> {
   const response = await fetch(`${server.url}/plants`, {
-    headers: { authorization: `Bearer ${await tokenFor(owner)}` },
+    headers: tokenHeader(await tokenFor(owner)),
   })
   return response.json()
 }

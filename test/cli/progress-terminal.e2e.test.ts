@@ -6,7 +6,7 @@ import postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
-import { childEnv, type Env, runCli } from '../support/server-process.ts'
+import { CLI_COMMAND, childEnv, type Env, runCli } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -57,9 +57,14 @@ async function openedStore(url: string): Promise<void> {
   await sql.end()
 }
 
-// Runs `shell` (a command of the CLI, with its redirections) with a pseudo-terminal for its
-// terminal: what it wrote there, and its exit code.
-async function onTerminal(shell: string, env: Env): Promise<{ terminal: string; exitCode: number }> {
+// Runs a command of the CLI, with its redirections, with a pseudo-terminal for its terminal: what
+// it wrote there, and its exit code.
+async function onTerminal(
+  args: string[],
+  redirections: string,
+  env: Env,
+): Promise<{ terminal: string; exitCode: number }> {
+  const shell = `${[...CLI_COMMAND, ...args].join(' ')} ${redirections}`
   const child = Bun.spawn(['script', '-qfec', shell, '/dev/null'], {
     cwd: ROOT,
     env: childEnv(env),
@@ -76,7 +81,7 @@ const BAR = String.raw`\[[#-]{30}\] +\d{1,3}%`
 test('on a terminal, export draws a bar on stderr and writes only the export to stdout; import of it draws one too, and the store verifies', async () => {
   // when: the export, stdout to a file, stderr the terminal
   const file = join(dir, 'export.ndjson')
-  const exported = await onTerminal(`bun src/cli/main.ts events export > ${file}`, source.env)
+  const exported = await onTerminal(['events', 'export'], `> ${file}`, source.env)
   // then: the bar, redrawn in place, then the summary on a line of its own
   expect(exported.exitCode).toBe(0)
   expect(exported.terminal).toMatch(new RegExp(`\\rexport ${BAR} \\d+/${EVENTS} events, \\d+ events/s, ETA`))
@@ -90,7 +95,7 @@ test('on a terminal, export draws a bar on stderr and writes only the export to 
   expect(lines.map((line) => typeof JSON.parse(line))).toEqual(lines.map(() => 'object'))
 
   // when: that file imported into an empty store, stdin the file, stderr the terminal
-  const imported = await onTerminal(`bun src/cli/main.ts events import < ${file}`, target.env)
+  const imported = await onTerminal(['events', 'import'], `< ${file}`, target.env)
   // then: a bar of the input read, and every event imported
   expect(imported.exitCode).toBe(0)
   expect(imported.terminal).toMatch(

@@ -6,13 +6,12 @@ import { upgradeLog } from '../../src/event-log/upgrade.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { plainEnv, runCli } from '../support/server-process.ts'
+import { runCli, startCli } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
-import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { plainLine } from '../transfer/sealed-lines.ts'
 import { findTraces } from './traces.ts'
 
-const ROOT = new URL('../..', import.meta.url).pathname
 const CAROL = ['CarolName1', 'CarolName2', 'CarolName3']
 
 // Erasure (docs/erasure.md) when commands die: real CLI processes on PostgreSQL, SIGKILLed at a chosen step.
@@ -24,13 +23,7 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
   const children: Subprocess[] = []
   const env = () => storage.env
   const spawnCli = (args: string[], stdin: 'ignore' | 'pipe' = 'ignore') => {
-    const child = Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
-      cwd: ROOT,
-      env: withTestKeys(plainEnv(env())),
-      stdin,
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
+    const child = stdin === 'pipe' ? startCli(args, env(), { pipe: true }) : startCli(args, env())
     children.push(child)
     return child
   }

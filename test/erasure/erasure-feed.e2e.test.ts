@@ -1,7 +1,6 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { jetstreamManager } from '@nats-io/jetstream'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import {
   createTestFeed,
   type FeedMessageSeen,
@@ -9,7 +8,7 @@ import {
   positionsOf,
   type TestFeed,
 } from '../support/nats.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader, tokensFor } from '../support/plant-client.ts'
 import { runCli } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { changesRequest, openSse, type SseReader } from '../support/sse-client.ts'
@@ -49,7 +48,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
     }
   }
   const listing = async (url: string, token: string) =>
-    (await fetch(`${url}/plants`, { headers: { authorization: `Bearer ${token}` } })).json()
+    (await fetch(`${url}/plants`, { headers: tokenHeader(token) })).json()
   const keyOf = async (owner: string) =>
     sql<{ erasing: boolean }[]>`select erasing from owner_keys where owner = ${owner}`.then((rows) => [
       ...rows,
@@ -78,12 +77,7 @@ describe('owners erase with a service publishing the feed (PostgreSQL, NATS)', (
   }
 
   beforeAll(async () => {
-    const secret = new TextEncoder().encode(SECRET)
-    const now = new Date()
-    tokens = {
-      ann: await issueToken(secret, { subject: 'ann', ttlSeconds: 3600, now }),
-      bob: await issueToken(secret, { subject: 'bob', ttlSeconds: 3600, now }),
-    }
+    tokens = await tokensFor(SECRET, ['ann', 'bob'])
   })
   beforeEach(async () => {
     storage = await startService({ label: 'erasure_feed', secret: SECRET, instances: 0 })

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { jetstreamManager } from '@nats-io/jetstream'
+import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream'
 import { headers } from '@nats-io/transport-node'
 import { sql } from 'drizzle-orm'
 import type { Config, FeedConfig } from '../../src/config/config.ts'
@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/shared/logger.ts'
 import { rowsOf } from '../../src/store/database.ts'
 import { createTestFeed, type FeedMessageSeen, positionsOf, type TestFeed } from '../support/nats.ts'
 import { create, listing, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
-import { runTestRelay } from '../support/test-relay.ts'
+import { relayToFeed } from '../support/test-relay.ts'
 
 const logger = silentLogger()
 const ANN = [
@@ -44,13 +44,7 @@ for (const kind of STORAGE_KINDS) {
     const stops: (() => Promise<unknown>)[] = []
 
     const relay = (target: TestFeed = feed) => {
-      const started = runTestRelay(storage, {
-        stream: feedStream(target.nc, { stream: target.stream, subjectPrefix: target.prefix }),
-        leadership: soleLeadership,
-        messages: { subjectPrefix: target.prefix, source: 'plant-store' },
-        logger,
-        pollMs: 50,
-      })
+      const started = relayToFeed(storage, target, { pollMs: 50 })
       stops.push(started.stop)
       return started
     }
@@ -83,6 +77,14 @@ for (const kind of STORAGE_KINDS) {
         const other = BOB[index]
         if (other) await create(storage, 'bob', other)
       }
+    }
+    // The same, published to a stream created with `settings`.
+    const givenPublishedTo = async (settings: Partial<StreamConfig>) => {
+      await feed.create(settings)
+      await given()
+      const publishing = relay()
+      await feed.waitFor(5)
+      await publishing.stop()
     }
 
     beforeEach(async () => {
@@ -188,11 +190,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('a stream that refuses purges: the command fails naming it, the erasure pending', async () => {
       // given
-      await feed.create({ deny_purge: true })
-      await given()
-      const publishing = relay()
-      await feed.waitFor(5)
-      await publishing.stop()
+      await givenPublishedTo({ deny_purge: true })
       // when
       const failed = eraseOwner(storage.db, 'ann', { feed: erasure() })
       // then
@@ -274,11 +272,7 @@ for (const kind of STORAGE_KINDS) {
 
     test('a stream that refuses deletes: the command fails naming it, the erasure pending', async () => {
       // given
-      await feed.create({ deny_delete: true })
-      await given()
-      const publishing = relay()
-      await feed.waitFor(5)
-      await publishing.stop()
+      await givenPublishedTo({ deny_delete: true })
       // when
       const failed = eraseOwner(storage.db, 'ann', { feed: erasure() })
       // then
@@ -339,11 +333,8 @@ for (const kind of STORAGE_KINDS) {
         let published = 0
         const leadership = advisoryLockLeadership(storage.url as string, feed.stream)
         stops.push(leadership.close)
-        const leading = runTestRelay(storage, {
-          stream: feedStream(feed.nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
+        const leading = relayToFeed(storage, feed, {
           leadership,
-          messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
-          logger,
           pollMs: 50,
           onPublished: (count) => {
             published += count

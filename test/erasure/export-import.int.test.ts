@@ -5,7 +5,6 @@ import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import { exportEvents } from '../../src/transfer/export-events.ts'
 import { importEvents, readLines } from '../../src/transfer/import-events.ts'
 import { createTrickyPlants, listingsByOwner, openedTexts } from '../projection/fixtures.ts'
 import {
@@ -19,6 +18,7 @@ import {
   type TestStorage,
 } from '../support/storage.ts'
 import { withRawKeys } from '../support/test-keys.ts'
+import { exportText } from '../transfer/export-text.ts'
 import { erasedLine, HEADER, keyLine, plainLine, sealedLine, testKey } from '../transfer/sealed-lines.ts'
 
 // Erasure (docs/erasure.md): an export carries the keys of its owners and the record of erased pseudonyms, so
@@ -41,18 +41,6 @@ const PENDING = {
 const UNREACHABLE_FEED: ErasureFeed = {
   awaitPublished: () => Promise.reject(new Error('NATS is unreachable')),
   purge: async () => {},
-}
-
-async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
-  let text = ''
-  await exportEvents(
-    db,
-    async (chunk) => {
-      text += chunk
-    },
-    { afterPosition, batchSize: 3 },
-  )
-  return text
 }
 
 async function* linesOf(text: string) {

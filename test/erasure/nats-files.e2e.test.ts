@@ -2,11 +2,10 @@ import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:te
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import postgres from 'postgres'
-import { issueToken } from '../../src/auth/issue-token.ts'
 import { plantSubject } from '../../src/feed/cloud-event.ts'
 import { findInFiles } from '../support/file-traces.ts'
 import { startNatsCluster, startNatsServer } from '../support/nats-cluster.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokensFor } from '../support/plant-client.ts'
 import { runCli, type ServerProcess } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 
@@ -47,6 +46,15 @@ describe("NATS's files after an erasure", () => {
     stops.push(() => nc.close())
     return nc
   }
+  // A service publishing to a NATS server of the test's own, and both owners' plants in its stream.
+  const bothPublished = async () => {
+    const nats = await startNatsServer()
+    stops.push(nats.stop)
+    const nc = await natsClient(nats.url)
+    const server = await serve(feedEnv(nats.url))
+    await createBoth(server, nc)
+    return { nats, nc, server }
+  }
   // Both owners' plants, by turns, until the stream holds them all.
   const createBoth = async (server: ServerProcess, nc: NatsConnection) => {
     for (let index = 0; index < PLANTS; index++) {
@@ -64,12 +72,7 @@ describe("NATS's files after an erasure", () => {
     runCli(['owners', 'erase', 'ann'], { ...storage.env, ...env })
 
   beforeAll(async () => {
-    const secret = new TextEncoder().encode(SECRET)
-    const now = new Date()
-    tokens = {
-      ann: await issueToken(secret, { subject: 'ann', ttlSeconds: 3600, now }),
-      bob: await issueToken(secret, { subject: 'bob', ttlSeconds: 3600, now }),
-    }
+    tokens = await tokensFor(SECRET, ['ann', 'bob'])
   })
   beforeEach(async () => {
     storage = await startService({ label: 'nats_files', secret: SECRET, instances: 0 })
@@ -83,11 +86,7 @@ describe("NATS's files after an erasure", () => {
 
   test("the owner's names, tags and ids are gone from the stream's files when the command exits", async () => {
     // given: a service publishing both owners' plants to a server of the test's own
-    const nats = await startNatsServer()
-    stops.push(nats.stop)
-    const nc = await natsClient(nats.url)
-    const server = await serve(feedEnv(nats.url))
-    await createBoth(server, nc)
+    const { nats } = await bothPublished()
     expect(findInFiles(nats.storeDir, ANN_NEEDLES)).not.toEqual([])
     // when
     const erased = await erase(feedEnv(nats.url))
@@ -100,11 +99,7 @@ describe("NATS's files after an erasure", () => {
   test('a purge leaves the bytes in the block files; deleting the stream, which the service makes again from the log, removes them', async () => {
     // given: Ann's messages purged by subject, as an earlier version erased (no erasure of the
     // bytes), and her key gone
-    const nats = await startNatsServer()
-    stops.push(nats.stop)
-    const nc = await natsClient(nats.url)
-    const server = await serve(feedEnv(nats.url))
-    await createBoth(server, nc)
+    const { nats, nc, server } = await bothPublished()
     const [{ pseudonym }] = (await sql`select pseudonym from owner_keys where owner = 'ann'`) as unknown as [
       { pseudonym: string },
     ]

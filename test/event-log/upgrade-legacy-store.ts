@@ -4,7 +4,6 @@ import { join } from 'node:path'
 import { type SQL, sql } from 'drizzle-orm'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
-import postgres from 'postgres'
 import type { Config } from '../../src/config/config.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { openDataDirServer } from '../../src/store/embedded/data-dir-server.ts'
@@ -44,9 +43,9 @@ export async function createLegacyStore(
   fill: (db: Database) => Promise<void>,
 ): Promise<LegacyStore> {
   const migrationsFolder = await previousMigrations()
-  if (kind === 'postgres') {
-    const database = await createTestDatabase('upgrade')
-    const client = postgres(database.url, { max: 1, onnotice: () => {} })
+  // The previous migrations and `fill`, on one connection to the store's database.
+  const migrateAndFill = async (url: string) => {
+    const client = postgresClient(url, { max: 1, onnotice: () => {} })
     try {
       const db = drizzlePostgres({ client })
       await migratePostgres(db, { migrationsFolder })
@@ -54,6 +53,10 @@ export async function createLegacyStore(
     } finally {
       await client.end()
     }
+  }
+  if (kind === 'postgres') {
+    const database = await createTestDatabase('upgrade')
+    await migrateAndFill(database.url)
     return {
       storage: { kind, url: database.url, poolSize: 10, statementTimeoutMs: 60_000, keys: TEST_KEYS },
       cleanup: database.drop,
@@ -61,13 +64,9 @@ export async function createLegacyStore(
   }
   const dataDir = await makeDataDir('legacy-store-')
   const server = await openDataDirServer(dataDir)
-  const client = postgresClient(server.url, { max: 1, onnotice: () => {} })
   try {
-    const db = drizzlePostgres({ client })
-    await migratePostgres(db, { migrationsFolder })
-    await fill(db)
+    await migrateAndFill(server.url)
   } finally {
-    await client.end()
     await server.close()
   }
   return {
@@ -95,7 +94,7 @@ export async function openAsIs({ storage }: LegacyStore): Promise<DatabaseHandle
 
 export const LEGACY_LOG = new URL('../erasure/fixtures/legacy-log.json', import.meta.url)
 
-// Loads the fixture written by the previous version (fixtures/README.md) as it was: positions,
+// Loads the fixture written by the previous version (test/erasure/fixtures/README.md) as it was: positions,
 // plants rows, generations and checkpoint. Handed to the database as text, so ids stay exact.
 export async function loadLegacyLog(db: Database): Promise<void> {
   const dump = await readFile(LEGACY_LOG, 'utf8')

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type SQL, sql } from 'drizzle-orm'
 import { eraseOwner } from '../../src/erasure/erase-owner.ts'
-import { type UpgradeProgress, upgradeLog } from '../../src/event-log/upgrade.ts'
+import type { UpgradeProgress } from '../../src/event-log/fenced-rewrite.ts'
+import { upgradeLog } from '../../src/event-log/upgrade.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
@@ -36,7 +37,7 @@ async function refusal(db: Database, statement: SQL): Promise<string> {
 }
 
 // The upgrade of a log written by the previous version (docs/erasure.md, src/event-log/upgrade.ts),
-// on its own fixture (fixtures/README.md): several owners, int64 extremes, 1,024-code-point names
+// on its own fixture (test/erasure/fixtures/README.md): several owners, int64 extremes, 1,024-code-point names
 // and tags, null and empty tags, PlantCreated v0.
 for (const kind of KINDS) {
   describe(`a log of the previous version opened by this one, on ${kind}`, () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { eventually, SECRET, startReplicaServer, tokenFor } from '../replicas/replica-client.ts'
 import { createTestFeed, positionsOf, type TestFeed } from '../support/nats.ts'
-import { listEveryPlant, postPlant } from '../support/plant-client.ts'
+import { listEveryPlant, postPlant, tokenHeader } from '../support/plant-client.ts'
 import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { runCli, type ServerProcess } from '../support/server-process.ts'
 import { changesRequest, openSse, plantOf, type SseEvent } from '../support/sse-client.ts'
@@ -134,7 +134,7 @@ test('the primary crashes under 4 writers, the standby is promoted: 200/503 only
   const lastSeen = before.at(-1)?.id ?? '0'
   const resumed = await openSse(
     new Request(`${baseUrl}/plants/changes`, {
-      headers: { authorization: `Bearer ${token}`, 'last-event-id': lastSeen },
+      headers: { ...tokenHeader(token), 'last-event-id': lastSeen },
     }),
   )
   try {

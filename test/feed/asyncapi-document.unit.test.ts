@@ -6,9 +6,7 @@ import { toPublishedMessage } from '../../src/feed/cloud-event.ts'
 import { CLOUD_EVENTS_CONTENT_TYPE } from '../../src/feed/feed-schemas.ts'
 import { docsRoutes } from '../../src/openapi/docs-routes.ts'
 import { type AsyncApiDocument, messageChecker } from './asyncapi-check.ts'
-
-const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }
-const PSEUDONYM = '0123456789abcdef0123456789abcdef'
+import { logged as loggedEvent, PSEUDONYM, settings } from './logged-event.ts'
 
 async function servedDocument(): Promise<{ response: Response; document: AsyncApiDocument }> {
   const response = await docsRoutes(() => [], {}, buildAsyncApiDocument()).handle(
@@ -17,18 +15,9 @@ async function servedDocument(): Promise<{ response: Response; document: AsyncAp
   return { response, document: (await response.clone().json()) as AsyncApiDocument }
 }
 
+// With the lowest id a plant may have.
 function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
-  return {
-    transactionId: 7n,
-    position: 12n,
-    type: 'PlantCreated',
-    schemaVersion: 1,
-    metadata: { owner: 'alice', pseudonym: PSEUDONYM },
-    recordedAt: new Date('2026-01-02T03:04:05.678Z'),
-    time: '2026-01-02T03:04:05.678Z',
-    data: { id: '-9223372036854775808', name: 'Max', tag: null },
-    ...overrides,
-  }
+  return loggedEvent({ data: { id: '-9223372036854775808', name: 'Max', tag: null }, ...overrides })
 }
 
 const HEADERS = {

@@ -3,7 +3,7 @@ import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type FeedMessageSeen, TEST_NATS_URL } from '../support/nats.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { readmeBlock } from '../support/readme.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
@@ -32,7 +32,7 @@ afterAll(async () => {
 const post = (token: string, body: string, headers: Record<string, string> = {}) =>
   fetch(`${server.url}/plants`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    headers: { ...tokenHeader(token), 'content-type': 'application/json', ...headers },
     body,
   })
 const MONSTERA = '{"id":9223372036854775807,"name":"Monstera","tag":"tropical"}'

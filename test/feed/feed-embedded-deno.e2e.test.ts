@@ -2,7 +2,7 @@ import { afterEach, expect, test } from 'bun:test'
 import { denoServerCommand } from '../support/deno.ts'
 import { startLoad } from '../support/feed-load.ts'
 import { positionsOf, type TestFeed } from '../support/nats.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { runCli } from '../support/server-process.ts'
 import { startService } from '../support/service.ts'
 
@@ -76,7 +76,7 @@ test('under Deno: the server publishes the feed, with the permissions the docs g
     const body = `{"id": ${id}, "name": ${JSON.stringify(name)}, "tag": ""}`
     const response = await fetch(`${server.url}/plants`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      headers: { ...tokenHeader(token), 'content-type': 'application/json' },
       body,
     })
     expect(response.status).toBe(200)

@@ -1,24 +1,7 @@
 import { describe, expect, test } from 'bun:test'
-import type { LoggedEvent } from '../../src/event-log/reading.ts'
 import { toPublishedMessage } from '../../src/feed/cloud-event.ts'
 import { subjectCovers } from '../../src/feed/nats-stream.ts'
-
-const settings = { subjectPrefix: 'plant-store', source: 'plant-store' }
-const PSEUDONYM = '0123456789abcdef0123456789abcdef'
-
-function logged(overrides: Partial<LoggedEvent>): LoggedEvent {
-  return {
-    transactionId: 7n,
-    position: 12n,
-    type: 'PlantCreated',
-    schemaVersion: 1,
-    metadata: { owner: 'alice', pseudonym: PSEUDONYM },
-    recordedAt: new Date('2026-01-02T03:04:05.678Z'),
-    time: '2026-01-02T03:04:05.678Z',
-    data: { id: '9223372036854775807', name: 'Max', tag: null },
-    ...overrides,
-  }
-}
+import { logged, PSEUDONYM, settings } from './logged-event.ts'
 
 describe('toPublishedMessage', () => {
   test('builds the CloudEvents message docs/feed.md describes, ids as decimal strings', () => {

@@ -12,7 +12,7 @@ import { TRICKY_PLANTS } from '../projection/fixtures.ts'
 import { createTestFeed, positionsOf, TEST_NATS_URL, type TestFeed } from '../support/nats.ts'
 import { create, openTestStorage, STORAGE_KINDS, type TestStorage } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { type TestRelay as Relay, runTestRelay } from '../support/test-relay.ts'
+import { type TestRelay as Relay, relayToFeed, runTestRelay } from '../support/test-relay.ts'
 import { insertSealedEvent } from './sealed-event.ts'
 
 const logger = createLogger('silent')
@@ -189,23 +189,14 @@ for (const kind of STORAGE_KINDS) {
 describe('the relay on PostgreSQL, with writers elsewhere', () => {
   let storage: TestStorage
   let feed: TestFeed
-  let nc: NatsConnection
   let relay: Relay
   beforeAll(async () => {
     storage = await openTestStorage('postgres')
     feed = await createTestFeed('relay_elsewhere')
-    nc = await connect({ servers: TEST_NATS_URL })
-    relay = runTestRelay(storage, {
-      stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
-      leadership: soleLeadership,
-      messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
-      logger,
-      pollMs: 50,
-    })
+    relay = relayToFeed(storage, feed, { pollMs: 50 })
   })
   afterAll(async () => {
     await relay.stop()
-    await nc.close()
     await feed.drop()
     await storage.close()
   })
@@ -265,28 +256,18 @@ describe('the relay on PostgreSQL, with writers elsewhere', () => {
 describe('the relay on a stream whose duplicate window is one second', () => {
   let storage: TestStorage
   let feed: TestFeed
-  let nc: NatsConnection
   beforeAll(async () => {
     storage = await openTestStorage('postgres')
     feed = await createTestFeed('relay_window')
     await feed.create({ duplicate_window: 1_000_000_000 })
-    nc = await connect({ servers: TEST_NATS_URL })
   })
   afterAll(async () => {
-    await nc.close()
     await feed.drop()
     await storage.close()
   })
 
   test('a restart after the window has passed neither repeats nor skips an event', async () => {
-    const start = async () =>
-      runTestRelay(storage, {
-        stream: feedStream(nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
-        leadership: soleLeadership,
-        messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
-        logger,
-        pollMs: 20,
-      })
+    const start = async () => relayToFeed(storage, feed, { pollMs: 20 })
     // given
     for (let id = 1n; id <= 20n; id++) await create(storage, 'hana', { id, name: `Window ${id}` })
     const first = await start()

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { openPostgres } from '../../src/store/database.ts'
 import { createHarness, type Harness, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Several app instances with their own pools on one database stand in for several processes
-// here; test/e2e runs the real multi-process case.
+// here; test/start/scale-out.e2e.test.ts runs several real processes.
 let h: Harness
 let token: string
 const others: { close: () => Promise<void> }[] = []
@@ -37,7 +38,7 @@ test('concurrent creations of one owner+id append exactly one event; the rest ge
         apps[index % apps.length]?.handle(
           new Request('http://localhost/plants', {
             method: 'POST',
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            headers: { ...tokenHeader(token), 'content-type': 'application/json' },
             body: JSON.stringify({ id, name: index % 2 === 0 ? 'Even' : 'Odd' }),
           }),
         ),

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Server } from 'bun'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../support/chromium.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { readmeBlock } from '../support/readme.ts'
 import { type Service, startService } from '../support/service.ts'
 
@@ -131,6 +132,6 @@ test('a page of an origin the list does not name is blocked by its browser, and 
   )
   // then the browser kept both from the page, and the plant was never created
   expect(outcomes).toEqual({ create: 'blocked: TypeError', health: 'blocked: TypeError' })
-  const listed = await fetch(`${service.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+  const listed = await fetch(`${service.url}/plants`, { headers: tokenHeader(token) })
   expect(await listed.text()).not.toContain('Smuggled')
 }, 60_000)

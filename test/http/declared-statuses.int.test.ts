@@ -3,6 +3,7 @@ import fc from 'fast-check'
 import { openPostgres } from '../../src/store/database.ts'
 import { createHarness, type Harness, testApp } from '../support/harness.ts'
 import { type HostileRequest, hostileRequest, tamperToken } from '../support/hostile-requests.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Every status a route answers is one its schema declares (and so one the OpenAPI document, built
@@ -48,13 +49,13 @@ async function answer(app: { handle: (request: Request) => Promise<Response> }, 
 const post = (body: string, headers: Record<string, string> = {}): HostileRequest => ({
   method: 'POST',
   path: '/plants',
-  headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', ...headers },
+  headers: { ...tokenHeader(alice), 'content-type': 'application/json', ...headers },
   body,
 })
 
 // The API's flows, one request each, including every error a caller can provoke.
 function normalFlows(): HostileRequest[] {
-  const get = (path: string, headers: Record<string, string> = { authorization: `Bearer ${alice}` }) => ({
+  const get = (path: string, headers: Record<string, string> = tokenHeader(alice)) => ({
     method: 'GET',
     path,
     headers,
@@ -114,7 +115,7 @@ test('with the database unreachable, the routes answer only declared statuses', 
   try {
     const answers = [
       await answer(app, post('{"id": 1, "name": "Fern"}')),
-      await answer(app, { method: 'GET', path: '/plants', headers: { authorization: `Bearer ${alice}` } }),
+      await answer(app, { method: 'GET', path: '/plants', headers: tokenHeader(alice) }),
       await answer(app, { method: 'GET', path: '/ready', headers: {} }),
       await answer(app, { method: 'GET', path: '/metrics', headers: {} }),
     ]

@@ -3,6 +3,7 @@ import pino from 'pino'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { TEST_SECRET, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 // A port nothing listens on: the database is down for this whole file.
@@ -27,7 +28,7 @@ const call = (app: ReturnType<typeof appWith>, init: RequestInit, path = '/plant
 
 test('while the database is unreachable, creating and listing answer 503 with Retry-After', async () => {
   const app = appWith()
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  const headers = { ...tokenHeader(token), 'content-type': 'application/json' }
   for (const init of [{ method: 'POST', headers, body: '{"id": 1, "name": "x"}' }, { headers }]) {
     const response = await call(app, init)
     expect(response.status).toBe(503)
@@ -43,7 +44,7 @@ test('an unexpected error is 500 naming the request id, logged with it, and leak
   }
   const app = appWith(failingVerifier, logged)
   const response = await call(app, {
-    headers: { authorization: `Bearer ${token}`, 'x-request-id': 'req-500' },
+    headers: { ...tokenHeader(token), 'x-request-id': 'req-500' },
   })
   expect(response.status).toBe(500)
   const body = (await response.json()) as { error: number; message: string }

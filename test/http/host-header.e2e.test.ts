@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { tokenHeader } from '../support/plant-client.ts'
 import { rawExchange, rawRequest } from '../support/raw-http.ts'
 import { type Service, startService } from '../support/service.ts'
 
@@ -46,7 +47,7 @@ describe.each([
     expect(anonymous.status).toBe(401)
     expect(JSON.parse(anonymous.body)).toMatchObject({ error: 401 })
 
-    const listed = await ask('GET', '/plants?limit=5', host, { authorization: `Bearer ${token}` })
+    const listed = await ask('GET', '/plants?limit=5', host, tokenHeader(token))
     expect(listed.status).toBe(200)
     expect(JSON.parse(listed.body)).toEqual([])
 
@@ -62,7 +63,7 @@ describe.each([
 
   // RFC 9110 §9.3.2: HEAD answers as GET without the body, and Allow lists it wherever GET is.
   test('HEAD works wherever GET does, and a 405 lists it in Allow', async () => {
-    const head = await ask('HEAD', '/plants', 'api', { authorization: `Bearer ${token}` })
+    const head = await ask('HEAD', '/plants', 'api', tokenHeader(token))
     expect(head.status).toBe(200)
     expect(head.body).toBe('')
     expect((await ask('HEAD', '/health', 'api')).status).toBe(200)
@@ -77,7 +78,7 @@ describe.each([
   // One rule for both position headers: an empty value is not a decimal integer, so it is a 400
   // (docs/live-changes.md; docs/operating.md, Scaling out), as any other malformed one. (curl -H 'Name:' removes the header instead.)
   test('an empty Plant-Store-Position or Last-Event-ID header is a 400 with the Error body', async () => {
-    const bearer = { authorization: `Bearer ${token}` }
+    const bearer = tokenHeader(token)
     const listed = await ask('GET', '/plants', 'api', { ...bearer, 'plant-store-position': '' })
     expect(listed.status).toBe(400)
     expect(JSON.parse(listed.body)).toMatchObject({ error: 400 })

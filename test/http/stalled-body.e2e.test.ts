@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { tokenHeader } from '../support/plant-client.ts'
 import { rawExchange } from '../support/raw-http.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
@@ -73,7 +74,7 @@ describe.each([
       })
     }
     // and nothing was created
-    const listed = await fetch(`${service.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+    const listed = await fetch(`${service.url}/plants`, { headers: tokenHeader(token) })
     expect(await listed.json()).toEqual([])
   }, 60_000)
 })

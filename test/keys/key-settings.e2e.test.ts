@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
 import postgres from 'postgres'
 import { keyEncryptionKeyId } from '../../src/keys/key-encryption-keys.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { POSTGRES_ADMIN_URL } from '../support/postgres.ts'
 import { type Env, runCli, runServerToExit } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
@@ -81,7 +81,7 @@ test('given a server under load, then the key-encryption key is in no log line a
       ),
     )
     await postPlant(server.url, token, { id: 1, name: 'another name' })
-    await fetch(`${server.url}/plants?limit=5`, { headers: { authorization: `Bearer ${token}` } })
+    await fetch(`${server.url}/plants?limit=5`, { headers: tokenHeader(token) })
   } finally {
     watching = false
     await watch

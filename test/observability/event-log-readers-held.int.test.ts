@@ -63,7 +63,7 @@ test('a long transaction in another database: the gauge rises and one warning na
     await create(storage, 'owner', { id: 1n, name: 'held back' })
     // then the gauge rises (a rebuild's reader of the log is held: it reads below the oldest
     // transaction running anywhere), and one warning names the holder; the follower, whose horizon
-    // comes from this database's writers of the log (log/horizon.ts), reads on
+    // comes from this database's writers of the log (event-log/horizon.ts), reads on
     await eventually('the gauge passes 1.5 s', async () => (await gauge()) > 1.5, 10_000)
     expect(read).toEqual(['held back'])
     await Bun.sleep(500)

@@ -1,21 +1,19 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { testApp } from '../support/harness.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
+import { tokenHeader } from '../support/plant-client.ts'
+import { openTestStorage, type TestStorage } from '../support/storage.ts'
 
-let database: TestDatabase
-let handle: DatabaseHandle
+let handle: TestStorage
 beforeAll(async () => {
-  database = await createTestDatabase('appended_metric')
-  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 8, statementTimeoutMs: 10_000 })
+  handle = await openTestStorage('postgres', {
+    label: 'appended_metric',
+    poolSize: 8,
+    statementTimeoutMs: 10_000,
+  })
 })
 afterAll(async () => {
   await handle?.close()
-  await database?.drop()
 })
 
 // The metric's sample; a missing metric fails the test rather than reading as 0 or NaN.
@@ -33,7 +31,7 @@ test('plant_store_events_appended_total counts appended events, whatever retries
     const response = await app.handle(
       new Request('http://localhost/plants', {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: JSON.stringify({ id, name }),
       }),
     )
@@ -50,7 +48,7 @@ test('plant_store_events_appended_total counts appended events, whatever retries
   await Bun.sleep(20) // the metrics are written after the response
   const metrics = await (await app.handle(new Request('http://localhost/metrics'))).text()
   // then the counter equals the events in the log, not the head position
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(String(handle.url), { max: 1, onnotice: () => {} })
   const [{ events }] = (await sql`select count(*)::int as events from events`) as unknown as [
     { events: number },
   ]

@@ -6,6 +6,7 @@ import { createLogger } from '../../src/shared/logger.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { TEST_SECRET, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -62,7 +63,7 @@ function appWithEveryLine({ logSubject, db = handle.db }: { logSubject?: boolean
   })
   const send = async (subject: string, init: RequestInit = {}, path = '/plants') => {
     const token = await issueToken(TEST_SECRET, { subject, ttlSeconds: 600, now: new Date() })
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...init.headers }
+    const headers = { ...tokenHeader(token), 'content-type': 'application/json', ...init.headers }
     const response = await app.handle(new Request(`http://api${path}`, { ...init, headers }))
     await response.text()
     return response.status

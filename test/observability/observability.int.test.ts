@@ -6,6 +6,7 @@ import { openStorage } from '../../src/opening/open-store.ts'
 import { createLogger } from '../../src/shared/logger.ts'
 import type { Database, DatabaseHandle } from '../../src/store/database.ts'
 import { TEST_SECRET, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { appendAround } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -39,7 +40,7 @@ afterAll(() => handle.close())
 
 const create = (id: number) => ({
   method: 'POST',
-  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  headers: { ...tokenHeader(token), 'content-type': 'application/json' },
   body: JSON.stringify({ id, name: `plant ${id}` }),
 })
 
@@ -114,7 +115,7 @@ describe('request logs', () => {
   test('given an authenticated request, then one JSON line names request id, method, route, status and duration, never the subject or the token', async () => {
     const { send, lines } = appWithLogs(handle.db)
     await send('/plants?limit=1', {
-      headers: { authorization: `Bearer ${token}`, 'x-request-id': 'trace-42' },
+      headers: { ...tokenHeader(token), 'x-request-id': 'trace-42' },
     })
 
     const requestLines = lines.filter((line) => line.msg === 'request')

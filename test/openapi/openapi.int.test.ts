@@ -3,6 +3,7 @@ import Ajv2020 from 'ajv/dist/2020'
 import { openStorage } from '../../src/opening/open-store.ts'
 import type { DatabaseHandle } from '../../src/store/database.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 
 type Doc = {
   openapi: string
@@ -170,7 +171,7 @@ describe('real responses match the document', () => {
 
   test.each(cases)('%s %s %o answers %d in the documented shape', async (path, method, init, status) => {
     const headers = {
-      authorization: `Bearer ${token}`,
+      ...tokenHeader(token),
       'content-type': 'application/json',
       ...(init.headers as object),
     }

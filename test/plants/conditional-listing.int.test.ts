@@ -8,6 +8,7 @@ import type { Database } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { STORAGE_KINDS, type StorageKind, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -79,7 +80,7 @@ for (const kind of STORAGE_KINDS) {
       const response = await store.app.handle(
         new Request('http://localhost/plants', {
           method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          headers: { ...tokenHeader(token), 'content-type': 'application/json' },
           body: JSON.stringify({ id, name }),
         }),
       )
@@ -87,7 +88,7 @@ for (const kind of STORAGE_KINDS) {
     }
     const get = (token: string, path = '/plants', headers: Record<string, string> = {}) =>
       store.app.handle(
-        new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } }),
+        new Request(`http://localhost${path}`, { headers: { ...tokenHeader(token), ...headers } }),
       )
     const tagOf = async (token: string, path = '/plants') => {
       const response = await get(token, path)

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
 import { type Service, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -43,7 +44,7 @@ test('a rebuild while the server takes writes loses none of them, and verify agr
     for (let id = 1; rebuilding || id <= 20; id++) {
       const response = await fetch(`${service.url}/plants`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: JSON.stringify({ id, name: `plant ${id}` }),
       })
       if (response.status !== 200)
@@ -61,7 +62,7 @@ test('a rebuild while the server takes writes loses none of them, and verify agr
   expect(rebuild.stdout).toContain('rebuilt plants:')
   expect(duringRebuild).toBeGreaterThan(0)
   for (const [w, token] of tokens.entries()) {
-    const response = await fetch(`${service.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+    const response = await fetch(`${service.url}/plants`, { headers: tokenHeader(token) })
     const names = ((await response.json()) as { name: string }[]).map((plant) => plant.name)
     expect(names).toEqual((acknowledged[w] ?? []).map((id) => `plant ${id}`))
   }

@@ -1,30 +1,23 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { afterEach, describe, expect, test } from 'bun:test'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import type { ReplicatedService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf, type SseEvent, type SseReader } from '../support/sse-client.ts'
-import { create, eventually, metric, startReplicatedService, tokenFor } from './replica-client.ts'
+import { create, eventually, metric, tokenFor, withReplicatedService } from './replica-client.ts'
 
 // GET /plants/changes on a server reading from a real streaming replica (docs/live-changes.md; docs/operating.md, Scaling out): the
 // catch-up comes from the replica when it has replayed far enough, else from the primary, and
 // either way every plant comes once, in order.
 const READ_WAIT_MS = 300
-let service: ReplicatedService
 let pair: PrimaryWithReplica
 let server: ServerProcess
 let readers: SseReader[] = []
-
-beforeAll(async () => {
-  service = await startReplicatedService(READ_WAIT_MS)
+withReplicatedService(READ_WAIT_MS, (service) => {
   ;({ pair, server } = service)
-}, 60_000)
+})
 afterEach(async () => {
   await Promise.all(readers.map((reader) => reader.close()))
   readers = []
 })
-afterAll(async () => {
-  await service?.stop()
-}, 30_000)
 
 const follow = async (token: string, options: { after?: string; lastEventId?: string } = {}) => {
   const reader = await openSse(changesRequest(server.url, token, options))

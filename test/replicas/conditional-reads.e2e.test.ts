@@ -1,27 +1,21 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
+import { tokenHeader } from '../support/plant-client.ts'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
-import type { ReplicatedService } from '../support/service.ts'
-import { create, readsFrom, startReplicatedService, tokenFor } from './replica-client.ts'
+import { create, readsFrom, tokenFor, withReplicatedService } from './replica-client.ts'
 
 // Conditional listings through a streaming replica (docs/api.md; docs/operating.md, Scaling out): the replica answers 304,
 // and a tag with the caller's position is compared only where that position is visible.
 const READ_WAIT_MS = 1000
-let service: ReplicatedService
 let pair: PrimaryWithReplica
 let server: ServerProcess
-
-beforeAll(async () => {
-  service = await startReplicatedService(READ_WAIT_MS)
+withReplicatedService(READ_WAIT_MS, (service) => {
   ;({ pair, server } = service)
-}, 60_000)
-afterAll(async () => {
-  await service?.stop()
-}, 30_000)
+})
 
 async function get(token: string, headers: Record<string, string> = {}) {
   const response = await fetch(`${server.url}/plants?limit=20`, {
-    headers: { authorization: `Bearer ${token}`, ...headers },
+    headers: { ...tokenHeader(token), ...headers },
   })
   const body = await response.text()
   return {

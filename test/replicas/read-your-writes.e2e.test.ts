@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
+import { tokenHeader } from '../support/plant-client.ts'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import type { ReplicatedService } from '../support/service.ts'
@@ -9,8 +10,8 @@ import {
   list,
   metric,
   readsFrom,
-  startReplicatedService,
   tokenFor,
+  withReplicatedService,
 } from './replica-client.ts'
 
 // A real primary and streaming replica, and the server reading from the replica (docs/operating.md, Scaling out).
@@ -18,14 +19,10 @@ const READ_WAIT_MS = 1500
 let service: ReplicatedService
 let pair: PrimaryWithReplica
 let server: ServerProcess
-
-beforeAll(async () => {
-  service = await startReplicatedService(READ_WAIT_MS)
-  ;({ pair, server } = service)
-}, 60_000)
-afterAll(async () => {
-  await service?.stop()
-}, 30_000)
+withReplicatedService(READ_WAIT_MS, (started) => {
+  service = started
+  ;({ pair, server } = started)
+})
 
 const countEvents = async () => {
   const sql = postgres(pair.primaryUrl, { max: 1, onnotice: () => {} })
@@ -87,7 +84,7 @@ describe('routing', () => {
     expect(await create(server.url, token, 10)).toBe(first)
     const conflict = await fetch(`${server.url}/plants`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      headers: { ...tokenHeader(token), 'content-type': 'application/json' },
       body: JSON.stringify({ id: 10, name: 'another name' }),
     })
     expect(conflict.status).toBe(409)
@@ -117,7 +114,7 @@ describe('routing', () => {
       const token = await tokenFor('malformed')
       const events = await countEvents()
       const response = await fetch(`${server.url}/plants`, {
-        headers: { authorization: `Bearer ${token}`, 'plant-store-position': value },
+        headers: { ...tokenHeader(token), 'plant-store-position': value },
       })
       expect(response.status).toBe(400)
       expect(response.headers.get('content-type')).toStartWith('application/json')

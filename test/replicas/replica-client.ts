@@ -1,5 +1,6 @@
+import { afterAll, beforeAll } from 'bun:test'
 import { issueToken } from '../../src/auth/issue-token.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { stopOnExit } from '../support/server-cleanup.ts'
 import { type Env, type ServerProcess, startServer } from '../support/server-process.ts'
 import { type ReplicatedService, startService } from '../support/service.ts'
@@ -10,14 +11,25 @@ export const SECRET = 'read-replica-secret-of-at-least-32-bytes'
 export const tokenFor = (subject: string) =>
   issueToken(new TextEncoder().encode(SECRET), { subject, ttlSeconds: 3600, now: new Date() })
 
-// A service reading from a streaming replica of its primary, as the end-to-end files test it.
-export function startReplicatedService(readWaitMs: number): Promise<ReplicatedService> {
-  return startService({
-    label: 'replicas',
-    replicas: true,
-    secret: SECRET,
-    env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(readWaitMs) },
-  })
+// A service reading from a streaming replica of its primary, for the tests of one end-to-end file:
+// started before them and handed to `started`, stopped after them.
+export function withReplicatedService(
+  readWaitMs: number,
+  started: (service: ReplicatedService) => void,
+): void {
+  let service: ReplicatedService | undefined
+  beforeAll(async () => {
+    service = await startService({
+      label: 'replicas',
+      replicas: true,
+      secret: SECRET,
+      env: { DATABASE_POOL_SIZE: '4', READ_WAIT_MS: String(readWaitMs) },
+    })
+    started(service)
+  }, 60_000)
+  afterAll(async () => {
+    await service?.stop()
+  }, 30_000)
 }
 
 // The server, killed with the test process if afterAll never runs.
@@ -47,7 +59,7 @@ export async function create(baseUrl: string, token: string, id: number, name = 
 }
 
 export async function list(baseUrl: string, token: string, position?: bigint | string, query = '') {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+  const headers: Record<string, string> = tokenHeader(token)
   if (position !== undefined) headers['plant-store-position'] = String(position)
   const response = await fetch(`${baseUrl}/plants${query}`, { headers })
   const body = (await response.json()) as unknown

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { tokenHeader } from '../support/plant-client.ts'
 import { type PrimaryWithReplica, startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { freePort } from '../support/server-cleanup.ts'
 import type { ServerProcess } from '../support/server-process.ts'
@@ -30,7 +31,7 @@ function runLoad(server: ServerProcess, owner: string) {
     for (let id = 1; running; id++) {
       const created = await fetch(`${server.url}/plants`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: JSON.stringify({ id, name: `plant ${id}` }),
       })
       statuses.push(created.status)

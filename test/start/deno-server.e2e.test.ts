@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { DENO, denoServerCommand } from '../support/deno.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 
@@ -43,7 +44,7 @@ describe.each(Object.keys(storages))('the server on Deno, %s storage', (kind) =>
     fetch(`${server.url}${path}`, {
       ...init,
       headers: {
-        ...(init.auth === undefined ? { authorization: `Bearer ${token}` } : { authorization: init.auth }),
+        ...(init.auth === undefined ? tokenHeader(token) : { authorization: init.auth }),
         'content-type': 'application/json',
         ...init.headers,
       },

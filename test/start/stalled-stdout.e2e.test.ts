@@ -6,12 +6,10 @@ import { join } from 'node:path'
 import { denoServerCommand } from '../support/deno.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { stopOnExit } from '../support/server-cleanup.ts'
-import { SERVER_COMMAND } from '../support/server-process.ts'
-import { withTestKeys } from '../support/test-keys.ts'
+import { SERVER_COMMAND, spawnServer } from '../support/server-process.ts'
 
 // A log collector that stalls or goes away leaves the service's stdout a full or broken pipe. A stop
 // ends within its deadline whatever stdout does, and no request waits on the log.
-const ROOT = new URL('../..', import.meta.url).pathname
 const REQUEST_TIMEOUT_MS = 2_000
 // The drain (REQUEST_TIMEOUT_MS), closing the pools, and the log's last flush; generous for a
 // shared machine, and far below a hang.
@@ -44,22 +42,13 @@ function makePipe(name: string, nonBlocking: boolean) {
 }
 
 async function startWritingTo(stdout: number, reader: number, command = SERVER_COMMAND) {
-  const child = Bun.spawn(command, {
-    cwd: ROOT,
-    env: withTestKeys({
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DATABASE_URL: database.url,
-      AUTH_JWT_SECRET: 'stalled-stdout-secret-of-at-least-32-bytes',
-      REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-      LOG_FORMAT: 'json',
-    }),
-    stdin: 'ignore',
-    stdout,
-    stderr: 'ignore',
-  })
+  const env = {
+    DATABASE_URL: database.url,
+    AUTH_JWT_SECRET: 'stalled-stdout-secret-of-at-least-32-bytes',
+    REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    LOG_FORMAT: 'json',
+  }
+  const child = spawnServer(env, { command, stdout, stderr: 'ignore' })
   closeSync(stdout)
   // Killed with the test process even if the test never gets to it.
   const forget = stopOnExit(() => child.kill('SIGKILL'), `kill -9 ${child.pid}`)

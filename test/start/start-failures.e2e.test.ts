@@ -3,11 +3,10 @@ import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DENO } from '../support/deno.ts'
-import { SERVER_COMMAND } from '../support/server-process.ts'
+import { type Env, runServerToExit, SERVER_COMMAND, startServer } from '../support/server-process.ts'
 
 // A start that cannot go on says why in one line on stderr, naming the setting, with no stack and
 // no source excerpt, and exits non-zero within 30 s.
-const ROOT = new URL('../..', import.meta.url).pathname
 const SECRET = 'start-failures-secret-of-at-least-32-bytes'
 const NOT_ONE_LINE = /\bat\s|\.ts:\d|\.js:\d|node_modules|\^|\n./
 
@@ -25,23 +24,8 @@ afterAll(async () => {
   await rm(folder, { recursive: true, force: true })
 })
 
-async function runToExit(command: string[], env: Record<string, string>) {
-  const child = Bun.spawn(command, {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: '/tmp', HOST: '127.0.0.1', PORT: '0', ...env },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
-  clearTimeout(timer)
-  return { stdout, stderr, exitCode }
-}
+// HOME a folder every user may read: some starts run as another user.
+const runToExit = (command: string[], env: Env) => runServerToExit({ HOME: '/tmp', ...env }, command)
 
 function expectOneLine(stderr: string, ...naming: (string | RegExp)[]) {
   const lines = stderr.trimEnd().split('\n')
@@ -125,33 +109,17 @@ test('a start on a PORT in use stops with one line naming PORT, and logs no warn
 test('the Deno start takes a DATA_DIR outside ./data, as the Bun one does', async () => {
   // given a DATA_DIR elsewhere
   const dataDir = join(folder, 'deno-elsewhere')
-  const child = Bun.spawn(['bun', 'run', 'start:deno'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: '/tmp',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DATA_DIR: dataDir,
-      AUTH_JWT_SECRET: SECRET,
-      LOG_FORMAT: 'json',
-    },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  // when it starts
+  const server = await startServer(
+    { HOME: '/tmp', DATA_DIR: dataDir, AUTH_JWT_SECRET: SECRET, LOG_FORMAT: 'json' },
+    ['bun', 'run', 'start:deno'],
+  )
   try {
-    // when it starts
-    const output = await readUntil(child.stdout, 'plant store listening', 50_000)
     // then it serves from there
-    const port = (
-      JSON.parse(output.split('\n').find((line) => line.includes('listening')) ?? '{}') as { port: number }
-    ).port
-    expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(200)
-    child.kill('SIGTERM')
-    expect(await child.exited).toBe(0)
+    expect((await fetch(`${server.url}/ready`)).status).toBe(200)
+    expect(await server.stop('SIGTERM')).toBe(0)
   } finally {
-    child.kill('SIGKILL')
+    server.process.kill('SIGKILL')
   }
 }, 60_000)
 
@@ -168,18 +136,3 @@ test('a Deno start without the permission its DATA_DIR needs stops with one line
   expect(exitCode).not.toBe(0)
   expectOneLine(stderr, 'DATA_DIR', dataDir, '--allow-write')
 }, 40_000)
-
-async function readUntil(stream: ReadableStream<Uint8Array>, marker: string, ms: number): Promise<string> {
-  const reader = stream.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  const deadline = Date.now() + ms
-  while (!text.includes(marker) && Date.now() < deadline) {
-    const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => undefined)])
-    if (!next || next.done) break
-    text += decoder.decode(next.value, { stream: true })
-  }
-  reader.releaseLock()
-  if (!text.includes(marker)) throw new Error(`no "${marker}" within ${ms} ms: ${text}`)
-  return text
-}

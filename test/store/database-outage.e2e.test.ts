@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { openPostgres } from '../../src/store/database.ts'
-import { listEveryPlant, postPlant } from '../support/plant-client.ts'
+import { listEveryPlant, postPlant, tokenHeader } from '../support/plant-client.ts'
 import { POSTGRES_ADMIN_URL } from '../support/postgres.ts'
 import { checkProjection } from '../support/projection-check.ts'
 import type { ServerProcess } from '../support/server-process.ts'
@@ -31,7 +31,7 @@ async function timedCall(server: ServerProcess, token: string, kind: Outcome['ki
     kind === 'create'
       ? await postPlant(server.url, token, { id: nextId, name: `plant-${nextId++}` }, signal)
       : await fetch(`${server.url}/plants?limit=20`, {
-          headers: { authorization: `Bearer ${token}` },
+          headers: tokenHeader(token),
           signal,
         })
   const body = await response.json().catch(() => 'not JSON')

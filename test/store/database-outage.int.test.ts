@@ -3,6 +3,7 @@ import { type RunningServer, serve } from '../../src/start/serve.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { startTcpProxy } from '../support/tcp-proxy.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -38,7 +39,7 @@ afterAll(async () => {
   await database.drop()
 })
 
-const bearer = async (subject: string) => `Bearer ${await started.tokenFor(subject, 600)}`
+const bearer = async (subject: string) => tokenHeader(await started.tokenFor(subject, 600)).authorization
 const get = (path: string, authorization = '') =>
   fetch(`${base}${path}`, { headers: { authorization }, signal: AbortSignal.timeout(HANG_GUARD_MS) })
 const post = (id: number, authorization: string) =>

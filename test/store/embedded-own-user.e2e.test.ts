@@ -6,11 +6,16 @@ import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { makeDataDir, otherUsersSecret } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
-import { SERVER_COMMAND, type ServerProcess, startServer } from '../support/server-process.ts'
+import {
+  runServerToExit,
+  SERVER_COMMAND,
+  type ServerProcess,
+  spawnServer,
+  startServer,
+} from '../support/server-process.ts'
 
 // Who the embedded PostgreSQL runs as, and who else can reach it. These tests run as root, as this
 // project's machines do; the system's `postgres` user and `nobody` play the other local users.
-const ROOT = new URL('../..', import.meta.url).pathname
 const POSTGRES_UID = Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim())
 const OTHERS = ['nobody', 'postgres']
 
@@ -114,19 +119,11 @@ describe('as root', () => {
     const secret = `secret-${randomBytes(24).toString('hex')}`
     const kek = randomBytes(32).toString('base64')
     // when it starts for the first time (initdb, the reach check, the server)
-    const child = Bun.spawn(SERVER_COMMAND, {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: '/tmp',
-        DATA_DIR: folder,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        AUTH_JWT_SECRET: secret,
-        KEY_ENCRYPTION_KEYS: kek,
-      },
-      stdout: 'pipe',
-      stderr: 'pipe',
+    const child = spawnServer({
+      HOME: '/tmp',
+      DATA_DIR: folder,
+      AUTH_JWT_SECRET: secret,
+      KEY_ENCRYPTION_KEYS: kek,
     })
     servers.push({ process: child } as unknown as ServerProcess)
     const seen = new Map<number, string>()
@@ -188,13 +185,10 @@ describe('as root, a start that cannot go on says what to do in one line', () =>
     const withoutUser =
       'mount --bind "$0" /etc/passwd && mount --bind /dev/null /usr/sbin/useradd && exec "$@"'
     // when the service starts there
-    const child = Bun.spawn(['unshare', '-m', 'sh', '-c', withoutUser, passwd, ...SERVER_COMMAND], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: '/tmp', DATA_DIR: join(folder, 'data'), PORT: '0' },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
+    const { stderr, exitCode: code } = await runServerToExit(
+      { HOME: '/tmp', DATA_DIR: join(folder, 'data') },
+      ['unshare', '-m', 'sh', '-c', withoutUser, passwd, ...SERVER_COMMAND],
+    )
     // then it says in one line how to make the user, or what else to do, and starts nothing
     expect(code).toBe(1)
     expect(stderr.trim().split('\n')).toHaveLength(1)
@@ -211,13 +205,7 @@ describe('as root, a start that cannot go on says what to do in one line', () =>
     const folder = await dataDir()
     const closed = join(folder, 'private')
     await mkdir(closed, { mode: 0o700 })
-    const child = Bun.spawn(SERVER_COMMAND, {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: '/tmp', DATA_DIR: join(closed, 'data'), PORT: '0' },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
+    const { stderr, exitCode: code } = await runServerToExit({ HOME: '/tmp', DATA_DIR: join(closed, 'data') })
     expect(code).toBe(1)
     expect(stderr.trim().split('\n')).toEqual([
       `plant store cannot start: DATA_DIR ${join(closed, 'data')}: PostgreSQL runs as the user plant-store-postgres (it refuses root), who cannot enter ${closed}: let it (chmod o+x ${closed}), choose a folder it can reach, or set DATABASE_URL`,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { tokenHeader } from '../support/plant-client.ts'
 import { runServerToExit, type ServerProcess } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 
@@ -25,7 +26,7 @@ describe('the embedded default', () => {
 
   const authorized = (init: RequestInit = {}) => ({
     ...init,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...init.headers },
+    headers: { ...tokenHeader(token), 'content-type': 'application/json', ...init.headers },
   })
 
   test('the generated secret is kept in the data directory, readable by its owner only', async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import { tokenHeader } from '../support/plant-client.ts'
 import { type Env, runCli } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEY_ENCRYPTION_KEYS } from '../support/test-keys.ts'
@@ -46,7 +47,7 @@ async function listings(
     const found: Record<string, string> = {}
     for (const owner of Object.keys(BODIES)) {
       const token = (await runCli(['token', 'issue', owner], env)).stdout.trim()
-      const response = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+      const response = await fetch(`${server.url}/plants`, { headers: tokenHeader(token) })
       found[owner] = await response.text()
     }
     await afterwards(server.url)
@@ -59,7 +60,7 @@ async function listings(
 // The erased sub creates again, an old id included: a new owner with no past.
 async function createAnew(env: Env, url: string): Promise<string> {
   const token = (await runCli(['token', 'issue', 'dave.erased'], env)).stdout.trim()
-  const headers = { authorization: `Bearer ${token}` }
+  const headers = tokenHeader(token)
   const created = await fetch(`${url}/plants`, {
     method: 'POST',
     headers: { ...headers, 'content-type': 'application/json' },
@@ -77,7 +78,7 @@ test('embedded → export → import into PostgreSQL → the same listing for ev
     for (const body of bodies) {
       const response = await fetch(`${server.url}/plants`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body,
       })
       expect(response.status).toBe(200)

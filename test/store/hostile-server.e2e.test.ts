@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { hostileRequest, tamperToken } from '../support/hostile-requests.ts'
+import { tokenHeader } from '../support/plant-client.ts'
 import { rawExchange } from '../support/raw-http.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
@@ -101,7 +102,7 @@ test('a 100 KB bearer token is a 401 with the Error body from the real server, n
   const huge = `${'a'.repeat(50_000)}.${'b'.repeat(50_000)}.c`
   // when it is sent
   const response = await fetch(`${server.url}/plants`, {
-    headers: { authorization: `Bearer ${huge}` },
+    headers: tokenHeader(huge),
     signal: AbortSignal.timeout(REQUEST_BOUND_MS),
   })
   // then the app refuses it like any other bad token (the server admits headers up to 128 KiB)

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import type { Socket, UnixSocketListener } from 'bun'
 import postgres from 'postgres'
 import { socketUrl } from '../../src/store/postgres-client.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { POSTGRES_ADMIN_URL } from '../support/postgres.ts'
 import { type Service, startService } from '../support/service.ts'
 
@@ -83,7 +83,7 @@ test('with its socket gone, every GET and POST answers 503 with Retry-After, and
   for (let call = 0; call < CALLS; call++) {
     const signal = AbortSignal.timeout(20_000)
     const listed = await fetch(`${service.url}/plants`, {
-      headers: { authorization: `Bearer ${token}` },
+      headers: tokenHeader(token),
       signal,
     })
     const created = await postPlant(service.url, token, { id: 2 + call, name: 'Ivy' }, signal)
@@ -106,7 +106,7 @@ test('with its socket gone, every GET and POST answers 503 with Retry-After, and
   listener = unixSocketTo(join(folder, '.s.PGSQL.5432'), new URL(POSTGRES_ADMIN_URL))
   let status = 0
   for (let tries = 0; tries < 50 && status !== 200; tries++) {
-    const response = await fetch(`${service.url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+    const response = await fetch(`${service.url}/plants`, { headers: tokenHeader(token) })
     status = response.status
     if (status === 200) expect(await response.json()).toEqual([{ name: 'Fern' }])
     else await Bun.sleep(200)

@@ -6,10 +6,8 @@ import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { readSettledEvents } from '../../src/event-log/reading.ts'
 import { createPlant, createPlants } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/listing.ts'
-import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
+import { rowsOf } from '../../src/store/database.ts'
+import { openTestStorage, type TestStorage } from '../support/storage.ts'
 
 // The service's statements are prepared once per connection and planned once (a generic plan), so
 // a plan made while the tables were small must still be right once they are large, before anything
@@ -17,20 +15,20 @@ import { TEST_KEYS } from '../support/test-keys.ts'
 // plan as it likes would read every key, or every event, once the tables are large: the
 // statements probe an index per row instead. (A plan made after an ANALYZE of small tables scans
 // them until the next ANALYZE or until the connection is replaced, 30 to 60 minutes.)
-let database: TestDatabase
-let handle: DatabaseHandle
+let handle: TestStorage
 let admin: postgres.Sql
 beforeAll(async () => {
-  database = await createTestDatabase('plans_at_scale')
-  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   // One connection: the statements are prepared, and planned, on it while the store is small.
-  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
-  admin = postgres(database.url, { max: 1, onnotice: () => {} })
+  handle = await openTestStorage('postgres', {
+    label: 'plans_at_scale',
+    poolSize: 1,
+    statementTimeoutMs: 10_000,
+  })
+  admin = postgres(String(handle.url), { max: 1, onnotice: () => {} })
 })
 afterAll(async () => {
-  await handle.close()
   await admin.end()
-  await database.drop()
+  await handle.close()
 })
 
 const command = (owner: string, id: bigint) => ({

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test'
 
 // postgres.js keeps its pool's connections (idle, busy, waiting queries) in queues of its own
-// (src/queue.js, not a public API). Released, a queue never gave back the slots it had handed
+// (node_modules/postgres/src/queue.js, not a public API). Released, a queue never gave back the slots it had handed
 // out unless it ran empty, which a pool under steady load never does: its array grew with every
 // query served, and every move of a connection scanned all of it (patches/postgres@3.4.9.patch).
 // This fails when an upgrade drops the patch, or changes the queue under it.

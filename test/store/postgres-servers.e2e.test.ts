@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
+import { tokenHeader } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 
@@ -23,7 +24,7 @@ test('two server processes racing on one owner+id append exactly one event and n
     Array.from({ length: 40 }, (_, index) =>
       fetch(`${servers[index % 2]?.url}/plants`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { ...tokenHeader(token), 'content-type': 'application/json' },
         body: JSON.stringify({ id: 42, name: index % 4 === 0 ? 'Winner?' : 'Other' }),
       }).then((response) => response.status),
     ),
@@ -38,7 +39,7 @@ test('two server processes racing on one owner+id append exactly one event and n
   }
   const listings = await Promise.all(
     servers.map((server) =>
-      fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json()),
+      fetch(`${server.url}/plants`, { headers: tokenHeader(token) }).then((r) => r.json()),
     ),
   )
   expect(listings[0]).toHaveLength(1)

@@ -3,24 +3,18 @@ import { sql } from 'drizzle-orm'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/listing.ts'
-import { type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
+import { rowsOf } from '../../src/store/database.ts'
+import { openTestStorage, type TestStorage } from '../support/storage.ts'
 
 // The hot statements are named through Drizzle's public `.prepare(name)`, which is what makes
 // postgres.js prepare them (parse once per connection); this fails if that route stops preparing.
-let database: TestDatabase
-let handle: DatabaseHandle
+let handle: TestStorage
 beforeAll(async () => {
-  database = await createTestDatabase('prepared')
-  await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
   // One connection, so the statements and the look at them share a session.
-  handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 1, statementTimeoutMs: 10_000 })
+  handle = await openTestStorage('postgres', { label: 'prepared', poolSize: 1, statementTimeoutMs: 10_000 })
 })
 afterAll(async () => {
   await handle.close()
-  await database.drop()
 })
 
 test('a create, its retry and a page run as statements prepared on the connection', async () => {

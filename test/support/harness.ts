@@ -5,6 +5,7 @@ import { type ChangesDeps, runChanges } from '../../src/changes/changes-service.
 import type { CorsConfig } from '../../src/config/config.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
 import { type AppDeps, createApp } from '../../src/start/app.ts'
+import { tokenHeader } from './plant-client.ts'
 import { count, openTestStorage, type StorageKind } from './storage.ts'
 
 export { STORAGE_KINDS, type StorageKind } from './storage.ts'
@@ -35,8 +36,10 @@ export function testApp(deps: Pick<AppDeps, 'db' | 'keyring'> & Partial<AppDeps>
     ...deps,
   })
   const request = (method: string, path: string, options: RequestOptions = {}) => {
-    const headers: Record<string, string> = { ...options.headers }
-    if (options.token !== undefined) headers.authorization ??= `Bearer ${options.token}`
+    const headers: Record<string, string> = {
+      ...(options.token === undefined ? {} : tokenHeader(options.token)),
+      ...options.headers,
+    }
     let body = options.rawBody
     if (options.body !== undefined) {
       body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { jetstreamManager } from '@nats-io/jetstream'
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import type { Subprocess } from 'bun'
 import { freePort, shellQuote, stopOnExit } from './server-cleanup.ts'
@@ -103,27 +103,13 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     nodes,
     urls,
     storeDir: dir,
-    leaderOf: async (stream) => {
-      const deadline = Date.now() + 30_000
-      let last: unknown
-      while (Date.now() < deadline) {
-        try {
-          const nc = await connect({ servers: urls.split(','), timeout: 2000, reconnect: false })
-          try {
-            const info = await (await jetstreamManager(nc, { timeout: 2000 })).streams.info(stream)
-            const node = nodes.find((candidate) => candidate.name === info.cluster?.leader)
-            if (node) return node
-            last = JSON.stringify(info.cluster)
-          } finally {
-            await nc.close()
-          }
-        } catch (error) {
-          last = error
-        }
-        await Bun.sleep(200)
-      }
-      throw new Error(`the stream ${stream} has no leader: ${String(last)}`)
-    },
+    leaderOf: (stream) =>
+      untilAnswered(urls, 2000, `the stream ${stream} has no leader`, async (jsm) => {
+        const info = await jsm.streams.info(stream)
+        const node = nodes.find((candidate) => candidate.name === info.cluster?.leader)
+        if (!node) throw new Error(JSON.stringify(info.cluster))
+        return node
+      }),
     stop,
   }
 }
@@ -157,21 +143,31 @@ export async function startNatsServer(): Promise<NatsServer> {
 
 // JetStream answers on the cluster once its nodes have elected a meta leader.
 async function clusterReady(urls: string): Promise<void> {
+  await untilAnswered(urls, 1000, 'JetStream did not answer within 30 s', (jsm) => jsm.getAccountInfo())
+}
+
+// `ask`'s answer on a fresh connection to the cluster, asked again until it gives one (30 s at the
+// most; else `failure`, with the last error).
+async function untilAnswered<T>(
+  urls: string,
+  timeout: number,
+  failure: string,
+  ask: (jsm: JetStreamManager) => Promise<T>,
+): Promise<T> {
   const deadline = Date.now() + 30_000
   let last: unknown
   while (Date.now() < deadline) {
     try {
-      const nc = await connect({ servers: urls.split(','), timeout: 1000, reconnect: false })
+      const nc = await connect({ servers: urls.split(','), timeout, reconnect: false })
       try {
-        await (await jetstreamManager(nc, { timeout: 1000 })).getAccountInfo()
-        return
+        return await ask(await jetstreamManager(nc, { timeout }))
       } finally {
         await nc.close()
       }
     } catch (error) {
       last = error
-      await Bun.sleep(100)
     }
+    await Bun.sleep(100)
   }
-  throw new Error(`JetStream did not answer within 30 s: ${String(last)}`)
+  throw new Error(`${failure}: ${String(last)}`)
 }

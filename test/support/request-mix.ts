@@ -1,4 +1,5 @@
 // The soak's mixed load: which kinds of request, in what proportion, and the one status each
+import { tokenHeader } from './plant-client.ts'
 // kind is meant to get. Anything else is an unintended answer.
 export const INTENDED_STATUS = {
   create: 200,
@@ -68,7 +69,7 @@ export type PlannedRequest = {
 }
 
 const json = 'application/json'
-const auth = (token: string) => ({ authorization: `Bearer ${token}` })
+const auth = (token: string) => tokenHeader(token)
 
 // The request for the i-th tick. Kinds that need an earlier plant fall back to a create.
 export function planRequest(kind: Kind, state: MixState, i: number): { kind: Kind; planned: PlannedRequest } {

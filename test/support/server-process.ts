@@ -1,4 +1,4 @@
-import type { Subprocess } from 'bun'
+import type { SpawnOptions, Subprocess } from 'bun'
 import { withTestKeys } from './test-keys.ts'
 
 export type Env = Record<string, string>
@@ -31,21 +31,41 @@ export function childEnv(env: Env): Env {
 // limit is 16 KiB, answered with a bare 431), so an oversized token still gets the 401 Error body.
 export const SERVER_COMMAND = ['bun', '--max-http-header-size=131072', 'src/start/main.ts']
 
-// Starts the server on a free port and waits until it logs that it listens. `ownGroup` puts it in a
-// process group of its own (the child leads it), as a supervisor does, so `-pid` signals all of it.
+// The server's process as every test starts it: from the repository's root (or `cwd`, another
+// checkout's), on a free port, with a child's environment, its stdin closed and its stdout and
+// stderr piped unless the test hands them elsewhere (a file descriptor, or 'ignore'). `ownGroup`
+// puts it in a process group of its own (the child leads it), as a supervisor does, so `-pid`
+// signals all of it.
+export function spawnServer<
+  Out extends SpawnOptions.Readable = 'pipe',
+  Err extends SpawnOptions.Readable = 'pipe',
+>(
+  env: Env,
+  {
+    command = SERVER_COMMAND,
+    cwd = ROOT,
+    ownGroup = false,
+    stdout = 'pipe' as Out,
+    stderr = 'pipe' as Err,
+  }: { command?: string[]; cwd?: string; ownGroup?: boolean; stdout?: Out; stderr?: Err } = {},
+): Subprocess<'ignore', Out, Err> {
+  return Bun.spawn(command, {
+    cwd,
+    detached: ownGroup,
+    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
+    stdin: 'ignore',
+    stdout,
+    stderr,
+  })
+}
+
+// Starts the server and waits until it logs that it listens.
 export async function startServer(
   env: Env,
   command = SERVER_COMMAND,
   { ownGroup = false, cwd = ROOT }: { ownGroup?: boolean; cwd?: string } = {},
 ): Promise<ServerProcess> {
-  const child = Bun.spawn(command, {
-    cwd,
-    detached: ownGroup,
-    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const child = spawnServer(env, { command, cwd, ownGroup })
   const { port, startLines, logLines } = await listeningPort(child)
   return {
     url: `http://127.0.0.1:${port}`,
@@ -107,12 +127,30 @@ async function listeningPort(
   throw new Error(`the server did not start: ${buffered}${await new Response(child.stderr).text()}`)
 }
 
-// Starts a command of the CLI; the caller waits for it, or stops it on the way.
-export function startCli(args: string[], env: Env, stdin?: string) {
-  return Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
-    cwd: ROOT,
+// The CLI as `bun run cli` runs it, from the repository's root.
+export const CLI_COMMAND = ['bun', 'src/cli/main.ts']
+
+// Starts a command of the CLI; the caller waits for it, or stops it on the way. Its stdin is
+// `input`, or a pipe the caller writes to (`pipe`), or nothing. `cwd`: another checkout's root.
+export function startCli(
+  args: string[],
+  env: Env,
+  options: { pipe: true; cwd?: string },
+): Subprocess<'pipe', 'pipe', 'pipe'>
+export function startCli(
+  args: string[],
+  env: Env,
+  options?: { input?: string; cwd?: string },
+): Subprocess<'ignore', 'pipe', 'pipe'>
+export function startCli(
+  args: string[],
+  env: Env,
+  { input, pipe = false, cwd = ROOT }: { input?: string; pipe?: boolean; cwd?: string } = {},
+): Subprocess<SpawnOptions.Writable, 'pipe', 'pipe'> {
+  return Bun.spawn([...CLI_COMMAND, ...args], {
+    cwd,
     env: childEnv(env),
-    stdin: stdin === undefined ? 'ignore' : new TextEncoder().encode(stdin),
+    stdin: pipe ? 'pipe' : input === undefined ? 'ignore' : new TextEncoder().encode(input),
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -120,7 +158,7 @@ export function startCli(args: string[], env: Env, stdin?: string) {
 
 // Runs a command of the CLI to completion.
 export async function runCli(args: string[], env: Env, stdin?: string) {
-  const child = startCli(args, env, stdin)
+  const child = startCli(args, env, { input: stdin })
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
@@ -131,14 +169,13 @@ export async function runCli(args: string[], env: Env, stdin?: string) {
 
 // Runs the server entry expecting it to refuse to start.
 export async function runServerToExit(env: Env, command = SERVER_COMMAND) {
-  const child = Bun.spawn(command, {
-    cwd: ROOT,
-    env: childEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const child = spawnServer(env, { command })
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
-  const [stderr, exitCode] = await Promise.all([new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   clearTimeout(timer)
-  return { stderr, exitCode }
+  return { stdout, stderr, exitCode }
 }

@@ -1,4 +1,5 @@
 // A server-sent events reader for tests, parsing as the HTML Living Standard says (fields split at
+import { tokenHeader } from './plant-client.ts'
 // the first colon, one optional space dropped, an event dispatched at a blank line, comments kept
 // apart so tests can see them).
 
@@ -109,8 +110,7 @@ export function changesRequest(
   token: string | undefined,
   { after, lastEventId }: { after?: string; lastEventId?: string } = {},
 ): Request {
-  const headers: Record<string, string> = {}
-  if (token !== undefined) headers.authorization = `Bearer ${token}`
+  const headers: Record<string, string> = token === undefined ? {} : tokenHeader(token)
   if (lastEventId !== undefined) headers['last-event-id'] = lastEventId
   const query = after === undefined ? '' : `?after=${encodeURIComponent(after)}`
   return new Request(`${baseUrl}/plants/changes${query}`, { headers })

@@ -27,14 +27,14 @@ export type TestStorage = {
 // A store as the code that writes to it needs it: its database and the service's keys.
 export type KeyedStore = { db: Database; keyring: Keyring }
 
-export type TestStorageOptions = { label?: string; statementTimeoutMs?: number }
+export type TestStorageOptions = { label?: string; statementTimeoutMs?: number; poolSize?: number }
 
 // A migrated, empty store of either kind: a fresh database on the test PostgreSQL, or a throwaway
 // store on the embedded server (as users' test suites get one). The one way tests open a store
 // in-process; createHarness (harness.ts) puts the app on top of it.
 export async function openTestStorage(
   kind: StorageKind,
-  { label = 'replay', statementTimeoutMs = 60_000 }: TestStorageOptions = {},
+  { label = 'replay', statementTimeoutMs = 60_000, poolSize = 10 }: TestStorageOptions = {},
 ): Promise<TestStorage> {
   if (kind === 'embedded') {
     const handle = await openStorage({ kind: 'memory', keys: TEST_KEYS })
@@ -42,7 +42,7 @@ export async function openTestStorage(
   }
   const database = await createTestDatabase(label)
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  const handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize: 10, statementTimeoutMs })
+  const handle = openPostgres({ keys: TEST_KEYS, url: database.url, poolSize, statementTimeoutMs })
   const close = async () => {
     await handle.close()
     await database.drop()

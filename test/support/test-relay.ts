@@ -1,7 +1,11 @@
+import { soleLeadership } from '../../src/feed/leadership.ts'
+import { feedStream } from '../../src/feed/nats-stream.ts'
 import { type RelayDeps, runRelay } from '../../src/feed/relay.ts'
 import { runLogFollower } from '../../src/follower/follower.ts'
 import type { Keyring } from '../../src/keys/keyring.ts'
+import { silentLogger } from '../../src/shared/logger.ts'
 import type { Executor } from '../../src/store/database.ts'
+import type { TestFeed } from './nats.ts'
 
 // A relay as a server runs it: on a follower of the log of its own, which `wake` wakes.
 export function runTestRelay(
@@ -21,3 +25,19 @@ export function runTestRelay(
 }
 
 export type TestRelay = ReturnType<typeof runTestRelay>
+
+// A relay publishing a store's log to a test feed's stream, as its one leader, logging nothing
+// unless `options` says otherwise.
+export function relayToFeed(
+  store: { db: Executor; keyring: Keyring },
+  feed: TestFeed,
+  options: Partial<Omit<RelayDeps, 'follower'>> = {},
+): TestRelay {
+  return runTestRelay(store, {
+    stream: feedStream(feed.nc, { stream: feed.stream, subjectPrefix: feed.prefix }),
+    leadership: soleLeadership,
+    messages: { subjectPrefix: feed.prefix, source: 'plant-store' },
+    logger: silentLogger(),
+    ...options,
+  })
+}

@@ -5,7 +5,7 @@ import { denoServerCommand } from '../support/deno.ts'
 import { createTestFeed, type TestFeed } from '../support/nats.ts'
 import { openedLog } from '../support/opened-log.ts'
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts'
-import { postPlant } from '../support/plant-client.ts'
+import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { runCli, runServerToExit, SERVER_COMMAND, type ServerProcess } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -78,7 +78,7 @@ describe('traces over OTLP/HTTP', () => {
       const response = await fetch(`${server.url}/plants`, {
         method: 'POST',
         headers: {
-          authorization: `Bearer ${await token(`traced-owner-on-${runtime}`)}`,
+          ...tokenHeader(await token(`traced-owner-on-${runtime}`)),
           'content-type': 'application/json',
           traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
         },
@@ -135,7 +135,7 @@ describe('traces over OTLP/HTTP', () => {
     feed = await createTestFeed('tracing_batch')
     server = await storage.startAnother({ ...env(), ...tracingEnv() })
     const url = server.url
-    const bearer = `Bearer ${await token('batched-owner')}`
+    const auth = tokenHeader(await token('batched-owner'))
     // when a burst of creates arrives at once, each from a trace of its own
     const traces = Array.from({ length: 40 }, (_, index) => `${(index + 1).toString(16).padStart(32, 'a')}`)
     const answers = await Promise.all(
@@ -143,7 +143,7 @@ describe('traces over OTLP/HTTP', () => {
         fetch(`${url}/plants`, {
           method: 'POST',
           headers: {
-            authorization: bearer,
+            ...auth,
             'content-type': 'application/json',
             traceparent: `00-${trace}-${CALLER_SPAN}-01`,
           },
@@ -195,7 +195,7 @@ describe('traces over OTLP/HTTP', () => {
     const response = await fetch(`${server.url}/plants`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${await token('owner-off')}`,
+        ...tokenHeader(await token('owner-off')),
         'content-type': 'application/json',
         traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
       },

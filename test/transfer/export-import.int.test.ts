@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
-import type { Database } from '../../src/store/database.ts'
-import { exportEvents } from '../../src/transfer/export-events.ts'
 import { importEvents, readLines } from '../../src/transfer/import-events.ts'
 import {
   appendSealedText,
@@ -22,18 +20,7 @@ import {
   type TestStorage,
 } from '../support/storage.ts'
 import { withRawKeys } from '../support/test-keys.ts'
-
-async function exportText(db: Database, afterPosition?: bigint): Promise<string> {
-  let text = ''
-  await exportEvents(
-    db,
-    async (chunk) => {
-      text += chunk
-    },
-    { afterPosition, batchSize: 4 },
-  )
-  return text
-}
+import { exportText } from './export-text.ts'
 
 // Chunks cut at awkward places (inside a line, inside a multi-byte character) as a pipe may.
 async function* chunked(text: string) {
@@ -89,28 +76,20 @@ for (const [from, to] of ROUND_TRIPS) {
       expect(Number(row?.top)).toBe(TRICKY_PLANT_COUNT + 2)
     })
 
+    // The source's export imported into the target once more.
+    const importSourceAgain = async (options: { append?: boolean }) =>
+      importEvents(target.db, target.keyring, readLines(chunked(await exportText(source.db))), options)
+
     test('a non-empty store is refused and nothing is imported', async () => {
       const before = await count(target.db, 'events')
-      const refused = importEvents(
-        target.db,
-        target.keyring,
-        readLines(chunked(await exportText(source.db))),
-        {},
-      )
+      const refused = importSourceAgain({})
       await expect(refused).rejects.toMatchObject({ code: 'IMPORT_REFUSED' })
       expect(await count(target.db, 'events')).toBe(before)
     })
 
     test('--append of the same export is refused whole: its owners are in the store already', async () => {
       const before = await count(target.db, 'events')
-      const refused = importEvents(
-        target.db,
-        target.keyring,
-        readLines(chunked(await exportText(source.db))),
-        {
-          append: true,
-        },
-      )
+      const refused = importSourceAgain({ append: true })
       await expect(refused).rejects.toThrow(
         /^line 2: owner ".*" is an owner the target store already has: two keys for one sub would collide in plants$/,
       )

@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { postPlant } from '../support/plant-client.ts'
-import { plainEnv, runCli, type ServerProcess } from '../support/server-process.ts'
+import { runCli, type ServerProcess, startCli } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
 import { changesRequest, openSse, plantOf } from '../support/sse-client.ts'
-import { withTestKeys } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, type TestKey, testKey } from './sealed-lines.ts'
 
 // The event log (docs/operating.md): an import never stalls the service, even one waiting on its input. PostgreSQL only:
 // the embedded store serves one process, so no import runs beside its service.
-const ROOT = new URL('../..', import.meta.url).pathname
 const BEFORE_PAUSE = 5_200
 const AFTER_PAUSE = 100
 const PAUSE_MS = 10_000
@@ -49,13 +47,7 @@ test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no 
   const stream = await openSse(changesRequest(server.url, token))
   expect(stream.response.status).toBe(200)
   // when: an --append import sends most of its file, then waits on its input for 10 s
-  const importer = Bun.spawn(['bun', 'src/cli/main.ts', 'events', 'import', '--append'], {
-    cwd: ROOT,
-    env: withTestKeys(plainEnv(env)),
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const importer = startCli(['events', 'import', '--append'], env, { pipe: true })
   importer.stdin.write(await importLines(0, BEFORE_PAUSE))
   await importer.stdin.flush()
   let paused = true

@@ -2,12 +2,11 @@ import { afterAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
-import { type Env, plainEnv, runCli } from '../support/server-process.ts'
+import { type Env, runCli, startCli } from '../support/server-process.ts'
 import { startService } from '../support/service.ts'
-import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 import { HEADER, keyLine, sealedLine, testKey } from './sealed-lines.ts'
 
-const ROOT = new URL('../..', import.meta.url).pathname
 const cleanups: (() => Promise<void>)[] = []
 afterAll(async () => {
   for (const cleanup of cleanups) await cleanup()
@@ -69,12 +68,7 @@ test('a rebuild killed half-way leaves a table that status shows and the next re
       { project: false },
     )
     // when: the rebuild is killed once its table exists
-    const rebuild = Bun.spawn(['bun', 'src/cli/main.ts', 'projection', 'rebuild'], {
-      cwd: ROOT,
-      env: withTestKeys(plainEnv(env)),
-      stdout: 'ignore',
-      stderr: 'ignore',
-    })
+    const rebuild = startCli(['projection', 'rebuild'], env)
     for (let waited = 0; waited < 60_000; waited += 20) {
       const [found] =
         await sql`select count(*)::int as n from pg_class where relname like 'plants\\_rebuild\\_%'`

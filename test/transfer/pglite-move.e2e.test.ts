@@ -5,7 +5,8 @@ import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
 import { ERASED_OWNER, FIXTURE_OWNERS, type FixturePlant } from '../store/fixtures/pglite-store-plants.ts'
 import { makeDataDir } from '../support/data-dir.ts'
-import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
+import { tokenHeader } from '../support/plant-client.ts'
+import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
 
 // A DATA_DIR written by the previous engine (PGlite, its data in DATA_DIR/pgdata) is moved into
 // the native server on the first start: exported and imported with the log's own tools, the old
@@ -48,10 +49,23 @@ async function listings(url: string, dataDir: string): Promise<Record<string, un
   const found: Record<string, unknown> = {}
   for (const owner of [...Object.keys(FIXTURE_OWNERS), ERASED_OWNER]) {
     const token = await issueToken(secret, { subject: owner, ttlSeconds: 600, now: new Date() })
-    const response = await fetch(`${url}/plants`, { headers: { authorization: `Bearer ${token}` } })
+    const response = await fetch(`${url}/plants`, { headers: tokenHeader(token) })
     found[owner] = JSON.parse(await response.text())
   }
   return found
+}
+
+// Every owner's listing from a service started on `dataDir`, and stopped cleanly after.
+async function listedAfterStart(dataDir: string): Promise<Record<string, unknown>> {
+  const server = await started(dataDir)
+  const listed = await listings(server.url, dataDir)
+  expect(await server.stop('SIGTERM')).toBe(0)
+  return listed
+}
+
+// The previous engine's folder, and the ones a move kept it in, found in DATA_DIR.
+async function oldStoreFolders(dataDir: string): Promise<string[]> {
+  return (await readdir(dataDir)).filter((name) => name.startsWith('pglite') || name === 'pgdata')
 }
 
 const EXPECTED = {
@@ -94,9 +108,27 @@ describe('a DATA_DIR of the previous engine (PGlite)', () => {
     for (const name of ['auth-secret', 'key-encryption-keys']) await chmod(join(copy, name), 0o600)
     const imported = await runCli(['events', 'import'], { DATA_DIR: copy }, exported.stdout)
     expect(imported.stderr).toContain(`imported ${EVENTS} events`)
-    const copied = await started(copy)
-    expect(await listings(copied.url, copy)).toEqual(EXPECTED)
-    expect(await copied.stop('SIGTERM')).toBe(0)
+    expect(await listedAfterStart(copy)).toEqual(EXPECTED)
+  }, 120_000)
+
+  test('another command than db migrate refuses it in one line, and the owner it would erase is still there', async () => {
+    // given a DATA_DIR of the previous engine
+    const dataDir = await oldDataDir()
+    const [owner = ''] = Object.keys(FIXTURE_OWNERS)
+    // when an owner of it is erased before it was moved
+    const refused = await runCli(['owners', 'erase', owner], { DATA_DIR: dataDir })
+    // then the command refuses in one line and the old folder stays where it was
+    expect({ code: refused.exitCode, lines: refused.stderr.trim().split('\n') }).toEqual({
+      code: 1,
+      lines: [
+        expect.stringContaining(
+          `DATA_DIR ${dataDir} holds a store of the previous engine (PGlite) that is not moved yet: starting the service or \`bun run cli db migrate\` moves it`,
+        ),
+      ],
+    })
+    expect(await oldStoreFolders(dataDir)).toEqual(['pgdata'])
+    // and the start moves it with every owner's plants
+    expect(await listedAfterStart(dataDir)).toEqual(EXPECTED)
   }, 120_000)
 
   test('a start that cannot move it stops in one line, changes nothing, and the CLI moves it once the cause is gone', async () => {
@@ -108,17 +140,12 @@ describe('a DATA_DIR of the previous engine (PGlite)', () => {
     expect(created.exitCode).toBe(0)
     await rename(`${oldFolder}.away`, oldFolder)
     // when the service starts, then it refuses in one line and leaves the old folder where it was
-    const refused = Bun.spawnSync(['bun', 'src/start/main.ts'], {
-      cwd: new URL('../..', import.meta.url).pathname,
-      env: { PATH: process.env.PATH ?? '', HOME: '/tmp', DATA_DIR: dataDir, PORT: '0' },
-    })
+    const refused = await runServerToExit({ HOME: '/tmp', DATA_DIR: dataDir })
     expect(refused.exitCode).toBe(1)
-    expect(refused.stderr.toString().trim().split('\n')).toEqual([
+    expect(refused.stderr.trim().split('\n')).toEqual([
       `plant store cannot start: DATA_DIR ${dataDir} holds a store of the previous engine (PGlite, in ${oldFolder}) that could not be moved, and nothing was changed: this engine's store already holds 1 events, the old one ${EVENTS}; \`bun run cli db migrate\` tries again`,
     ])
-    expect((await readdir(dataDir)).filter((name) => name.startsWith('pglite') || name === 'pgdata')).toEqual(
-      ['pgdata'],
-    )
+    expect(await oldStoreFolders(dataDir)).toEqual(['pgdata'])
     // and once this engine's store is gone (its server, stopped by the refused start's watchdog,
     // gone first), the CLI moves it
     while (await Bun.file(join(dataDir, 'postgres', 'postmaster.pid')).exists()) await Bun.sleep(20)
@@ -130,9 +157,7 @@ describe('a DATA_DIR of the previous engine (PGlite)', () => {
         `moved the store of the previous engine (PGlite) into PostgreSQL: ${EVENTS} events`,
       ),
     })
-    const server = await started(dataDir)
-    expect(await listings(server.url, dataDir)).toEqual(EXPECTED)
-    expect(await server.stop('SIGTERM')).toBe(0)
+    expect(await listedAfterStart(dataDir)).toEqual(EXPECTED)
   }, 120_000)
 })
 
