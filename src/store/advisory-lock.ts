@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/postgres-js'
 import type postgres from 'postgres'
-import { databaseMessage } from '../shared/database-error.ts'
+import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
 import { type Database, rowsOf } from './database.ts'
 
@@ -64,9 +64,11 @@ export async function takeLock(
   const lost = (cause?: unknown) =>
     new Failure(
       'LOCK_LOST',
-      `the lock on ${lock.what} was lost${cause ? ` (${databaseMessage(cause)})` : ''}: ${consequence}`,
+      `the lock on ${lock.what} was lost (${lossOf(cause)}): ${consequence}`,
       {},
-      { cause },
+      {
+        cause,
+      },
     )
   if (!client.reserve) return sessionLock(db, key, mode, wait, onWait, pollMs)
   const connection = await client.reserve()
@@ -119,6 +121,12 @@ export async function takeLock(
     },
     abandon,
   }
+}
+
+// What ended the lock, in a few words: the server's message, or that the connection closed.
+function lossOf(cause: unknown): string {
+  if (cause === undefined) return 'its transaction ended'
+  return postgresErrorCode(cause) === undefined ? 'its connection closed' : databaseMessage(cause)
 }
 
 // Each transaction of the returned database is a savepoint of the lock's transaction, on its

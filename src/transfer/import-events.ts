@@ -74,6 +74,8 @@ export async function importEvents(
         if (line.kind === 'event') events++
         staged.push(line)
       }
+      // The table's lock lost, another command may drop it as a dead run's: said, not guessed.
+      await claim.prove()
       await stageLines(db, staging as Staging, staged)
       onStaged?.({ events })
     }

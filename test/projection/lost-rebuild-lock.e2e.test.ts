@@ -63,7 +63,7 @@ describe('a projection rebuild that loses its lock (PostgreSQL)', () => {
     await until('the rebuild waits at its swap', swapWaits)
     return rebuild
   }
-  const ended = async (child: Subprocess, since: number) => {
+  const ended = async (child: ReturnType<typeof spawnCli>, since: number) => {
     const [stderr, exitCode] = await Promise.all([new Response(child.stderr).text(), child.exited])
     return { stderr, exitCode, seconds: (Date.now() - since) / 1000 }
   }
