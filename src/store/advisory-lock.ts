@@ -58,8 +58,8 @@ export async function takeLock(
 ): Promise<HeldLock | undefined> {
   if (!NAME.test(lock.name)) throw new Error(`not a lock name: ${lock.name}`)
   const client = (db as unknown as { $client: Client }).$client
-  // The values are constants of this module, sent by the simple protocol: a portal of the
-  // extended one would stay open until the next statement, holding its snapshot.
+  // Sent as text by the simple protocol (the name checked above): a portal of the extended one
+  // would stay open until the next statement, holding its snapshot.
   const key = `${lock.space}, hashtext('${lock.name}')`
   const lost = (cause?: unknown) =>
     new Failure(
