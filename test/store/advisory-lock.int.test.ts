@@ -4,6 +4,7 @@ import postgres from 'postgres'
 import { takeLock } from '../../src/store/advisory-lock.ts'
 import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { startPgBouncer } from '../support/pgbouncer.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
@@ -104,5 +105,20 @@ describe('a lock whose connection is ended', () => {
     )
     // then
     expect(await settles(started, 10_000)).toBe('LOCK_LOST')
+  })
+  test('given a start through PgBouncer, when PgBouncer restarts during its upgrade, then it stops within seconds as LOCK_LOST', async () => {
+    const bouncer = await startPgBouncer()
+    try {
+      // when
+      const started = migratePostgresDatabase(
+        `${bouncer.through(database.url)}?prepare=false`,
+        () => bouncer.restart(),
+        TEST_KEYS,
+      )
+      // then
+      expect(await settles(started, 15_000)).toBe('LOCK_LOST')
+    } finally {
+      await bouncer.stop()
+    }
   })
 })
