@@ -3,13 +3,14 @@ import { databaseMessage, postgresErrorCode, unreachableDatabase } from '../shar
 import { isFailure } from '../shared/errors.ts'
 
 // A command the database stopped: one line on stderr, without a stack or SQL text, and exit code
-// 1. A database that cannot be used at all (refused, unreachable) is said the way every command
-// says it, naming DATABASE_URL. Anything else is a bug and goes on up.
+// 1. A lock lost on the way says so. A database that cannot be used at all (refused, unreachable)
+// is said the way every command says it, naming DATABASE_URL. Anything else is a bug and goes on up.
 export function reportDatabaseFailure(error: unknown, what: string): number {
   const unreachable = unreachableDatabase(error)
   if (unreachable) throw unreachable
-  if (postgresErrorCode(error) === undefined && !isFailure(error, 'LOG_BUSY')) throw error
-  const cause = isFailure(error, 'LOG_BUSY') ? error.message : databaseMessage(error)
+  const said = isFailure(error, 'LOG_BUSY') || isFailure(error, 'LOCK_LOST')
+  if (postgresErrorCode(error) === undefined && !said) throw error
+  const cause = said ? error.message : databaseMessage(error)
   process.stderr.write(`${what}: ${cause}\n`)
   return 1
 }

@@ -22,25 +22,33 @@ const LEFTOVERS = [
 
 export const ownersEraseCommand = command({
   name: 'owners erase',
-  args: '<subject> [--wait <n>s|m|h|d]',
+  args: '<subject> [--wait <n>s|m|h|d] [--no-wait]',
   purpose: 'forget an owner everywhere: print how many plants they had',
   notes: [
     '--wait: how long the feed may take to take the erasure notice, and an import running to end (30s by default)',
+    '--no-wait: a projection rebuild running, fail at once instead of waiting for it to end (it waits as long as the rebuild runs by default)',
     'the feed is the one the store records: other EVENTS_NATS_STREAM or EVENTS_NATS_SUBJECT_PREFIX settings are refused',
     'beside running instances, on PostgreSQL and on the embedded store (on its running server)',
   ],
-  options: { wait: { type: 'string', default: '30s' } },
+  options: { wait: { type: 'string', default: '30s' }, 'no-wait': { type: 'boolean', default: false } },
   positionals: 1,
   reads: ['storage', 'feed', 'tracing'],
   refusals: 'the erasure is pending (the owner hidden; run the command again to complete it)',
-  run: ({ positionals, values }, config) => eraseCommand(positionals, values.wait, config),
+  run: ({ positionals, values }, config) =>
+    eraseCommand(positionals, values.wait, !values['no-wait'], config),
 })
 
 // Erasure (docs/erasure.md): prints the number of plants the owner had when the erasure began; what it waits
 // for, and an owner it does not know, are said on stderr. `--wait` bounds how long the OwnerErased
 // notice may take to reach the stream of the store's recorded feed, and an import running may take
 // to end (past it: exit 1, the owner hidden and the erasure pending until a rerun).
-async function eraseCommand(positionals: string[], wait: string, config: Config): Promise<number> {
+// `waitForRebuild` false (--no-wait): a rebuild running, exit 1 at once, nothing erased.
+async function eraseCommand(
+  positionals: string[],
+  wait: string,
+  waitForRebuild: boolean,
+  config: Config,
+): Promise<number> {
   const [owner] = positionals
   if (!isOwner(owner)) throw new Failure('BAD_USAGE', `<subject>: ${OWNER_RULE}`)
   const waitSeconds = parseDuration(wait)
@@ -73,6 +81,7 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
         feed,
         waitMs: waitSeconds * 1000,
         onWait: say,
+        waitForRebuild,
         tracing,
       })
       if (completed === 0) say(await noSuchOwner(db, owner))
@@ -80,6 +89,10 @@ async function eraseCommand(positionals: string[], wait: string, config: Config)
       process.stdout.write(`${plants}\n`)
       return 0
     } catch (error) {
+      if (isFailure(error, 'LOCK_HELD') || isFailure(error, 'LOCK_LOST')) {
+        say(error.message)
+        return 1
+      }
       if (!isFailure(error, 'ERASURE_PENDING')) return reportDatabaseFailure(error, 'owners erase failed')
       say(`${error.message}; the owner is hidden, the erasure pending: run the command again to complete it`)
       return 1

@@ -1,8 +1,9 @@
 import { sql } from 'drizzle-orm'
-import { holdErasureLock } from '../event-log/maintenance-lock.ts'
+import { takeErasureLock } from '../event-log/maintenance-lock.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../event-log/schema.ts'
 import { clearDeadWorkTables } from '../event-log/work-tables.ts'
-import type { Database, Executor } from '../store/database.ts'
+import { Failure } from '../shared/errors.ts'
+import type { Database, Executor, Transaction } from '../store/database.ts'
 import { rowsOf } from '../store/database.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
 import { awaitImports } from './leftovers.ts'
@@ -27,6 +28,8 @@ export type ErasureOptions = {
   waitMs?: number
   // Told, once each, what the erasure waits for: a rebuild, an import.
   onWait?: (what: string) => void
+  // false: a rebuild running, step 1 fails at once (LOCK_HELD) rather than waiting for it to end.
+  waitForRebuild?: boolean
   // A span for the erasure and one for each step: the owner's subject is in none of them.
   tracing?: Tracing
 }
@@ -51,14 +54,21 @@ export type ErasureResult = { plants: number; completed: number }
 export async function eraseOwner(
   db: Database,
   owner: string,
-  { feed, now = () => new Date(), waitMs = 30_000, onWait = () => {}, tracing }: ErasureOptions = {},
+  {
+    feed,
+    now = () => new Date(),
+    waitMs = 30_000,
+    onWait = () => {},
+    waitForRebuild = true,
+    tracing,
+  }: ErasureOptions = {},
 ): Promise<ErasureResult> {
   const root = tracing?.startSpan('erase owner')
   try {
     const step = <T>(name: string, work: () => Promise<T>) =>
       inSpan(tracing, name, { parent: root?.traceparent }, work)
     const begun = await step('erasure: hide the owner', () =>
-      beginErasure(db, owner, now(), () =>
+      beginErasure(db, owner, now(), waitForRebuild, () =>
         onWait('a projection rebuild is running: the erasure waits for it to finish'),
       ),
     )
@@ -85,39 +95,53 @@ export async function eraseOwner(
 }
 
 // Step 1. Excludes a projection rebuild (event-log/maintenance-lock.ts): a rebuild's table filled
-// before it would bring the owner's rows back at its swap.
+// before it would bring the owner's rows back at its swap. Fenced: it commits in the lock's own
+// transaction, so a first step whose lock was lost on the way (a rebuild may have begun since)
+// commits nothing. A rebuild's lock is waited for as long as the rebuild runs, unless `wait` is false.
 async function beginErasure(
   db: Database,
   owner: string,
   at: Date,
+  wait: boolean,
   onWait: () => void,
 ): Promise<{ pseudonym: string; plants: number } | undefined> {
-  return holdErasureLock(
-    db,
-    () =>
-      db.transaction(async (tx) => {
-        await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`)
-        const [key] = rowsOf<{ pseudonym: string }>(
-          await tx.execute(sql`select ${ownerKeys.pseudonym} as pseudonym from ${ownerKeys}
-          where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing} for update`),
-        )
-        if (!key) return undefined
-        const [counted] = rowsOf<{ plants: number }>(
-          await tx.execute(sql`with deleted as (delete from ${plants} where ${plants.owner} = ${owner} returning 1)
-          select count(*)::int as plants from deleted`),
-        )
-        await tx.execute(
-          sql`update ${ownerKeys} set erasing = true where ${ownerKeys.pseudonym} = ${key.pseudonym}`,
-        )
-        await tx.execute(sql`delete from ${ownerGenerations} where ${ownerGenerations.owner} = ${owner}`)
-        await tx.execute(sql`
-        insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
-        values (${`owner:${key.pseudonym}`}, 1, 'OwnerErased', 1, '{}'::jsonb,
-                jsonb_build_object('pseudonym', ${key.pseudonym}::text), ${at.toISOString()}::timestamptz)`)
-        return { pseudonym: key.pseudonym, plants: Number(counted?.plants ?? 0) }
-      }),
-    onWait,
+  const lock = await takeErasureLock(db, { wait, onWait })
+  if (!lock) {
+    throw new Failure(
+      'LOCK_HELD',
+      'a projection rebuild is running and the erasure was told not to wait: nothing was erased; run it again once the rebuild ends',
+    )
+  }
+  try {
+    const begun = await lock.fenced.transaction((tx) => hideOwner(tx, owner, at))
+    await lock.release()
+    return begun
+  } catch (error) {
+    await lock.abandon()
+    throw error
+  }
+}
+
+async function hideOwner(tx: Transaction, owner: string, at: Date) {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`)
+  const [key] = rowsOf<{ pseudonym: string }>(
+    await tx.execute(sql`select ${ownerKeys.pseudonym} as pseudonym from ${ownerKeys}
+      where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing} for update`),
   )
+  if (!key) return undefined
+  const [counted] = rowsOf<{ plants: number }>(
+    await tx.execute(sql`with deleted as (delete from ${plants} where ${plants.owner} = ${owner} returning 1)
+      select count(*)::int as plants from deleted`),
+  )
+  await tx.execute(
+    sql`update ${ownerKeys} set erasing = true where ${ownerKeys.pseudonym} = ${key.pseudonym}`,
+  )
+  await tx.execute(sql`delete from ${ownerGenerations} where ${ownerGenerations.owner} = ${owner}`)
+  await tx.execute(sql`
+    insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
+    values (${`owner:${key.pseudonym}`}, 1, 'OwnerErased', 1, '{}'::jsonb,
+            jsonb_build_object('pseudonym', ${key.pseudonym}::text), ${at.toISOString()}::timestamptz)`)
+  return { pseudonym: key.pseudonym, plants: Number(counted?.plants ?? 0) }
 }
 
 // The erasures of `owner` that have begun and not completed, oldest first.

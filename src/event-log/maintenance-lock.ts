@@ -1,35 +1,33 @@
+import { type HeldLock, takeLock } from '../store/advisory-lock.ts'
 import type { Database } from '../store/database.ts'
-import { holdLock } from './work-tables.ts'
+import { LOCK_SPACE } from './work-tables.ts'
 
 // An erasure's first step and a projection rebuild exclude each other (docs/erasure.md): a rebuild's
 // table, filled before the erasure deleted the owner's rows, would bring them back at its swap.
 // Rebuilds share the lock among themselves (two may run at once); an erasure's first step takes it
-// alone, waiting for the rebuilds that run to finish.
-const ERASURE_OR_REBUILD = 'erasure-or-rebuild'
+// alone, waiting for the rebuilds that run to finish. Each commits what it did under the lock in
+// the lock's own transaction (store/advisory-lock.ts): a swap or a first step whose lock was lost
+// on the way commits nothing.
+const NAME = 'erasure-or-rebuild'
 
-export function holdRebuildLock<Result>(db: Database, work: () => Promise<Result>): Promise<Result> {
-  return whileHolding(db, 'shared', work)
+export async function takeRebuildLock(db: Database): Promise<HeldLock> {
+  const held = await takeLock(
+    db,
+    { space: LOCK_SPACE, name: NAME, what: 'the projection rebuild' },
+    { mode: 'shared', consequence: 'nothing was swapped; run it again' },
+  )
+  if (!held) throw new Error('a waited-for lock was not taken')
+  return held
 }
 
-// `onWait`: called first when a rebuild runs and the erasure waits for it.
-export function holdErasureLock<Result>(
+// `wait` false: undefined when a rebuild runs. `onWait`: called first when the erasure waits.
+export function takeErasureLock(
   db: Database,
-  work: () => Promise<Result>,
-  onWait?: () => void,
-): Promise<Result> {
-  return whileHolding(db, 'exclusive', work, onWait)
-}
-
-async function whileHolding<Result>(
-  db: Database,
-  mode: 'shared' | 'exclusive',
-  work: () => Promise<Result>,
-  onWait?: () => void,
-): Promise<Result> {
-  const release = await holdLock(db, ERASURE_OR_REBUILD, mode, onWait)
-  try {
-    return await work()
-  } finally {
-    await release()
-  }
+  { wait = true, onWait }: { wait?: boolean; onWait?: () => void } = {},
+): Promise<HeldLock | undefined> {
+  return takeLock(
+    db,
+    { space: LOCK_SPACE, name: NAME, what: 'the erasure' },
+    { wait, onWait, consequence: 'nothing was erased; run it again' },
+  )
 }

@@ -1,12 +1,20 @@
 import { sql } from 'drizzle-orm'
 import { GiveWay, whileAppendsBlocked } from '../event-log/append-lock.ts'
-import { holdRebuildLock } from '../event-log/maintenance-lock.ts'
+import { takeRebuildLock } from '../event-log/maintenance-lock.ts'
 import type { UnfitEvent } from '../event-log/opening.ts'
 import { foldLog } from '../event-log/projection.ts'
 import { countLogAfter, LOG_START, type LogCursor, logHead } from '../event-log/reading.ts'
-import { plants, plantsTable, projectionCheckpoints } from '../event-log/schema.ts'
+import {
+  events,
+  ownerKeys,
+  type PlantsTable,
+  plants,
+  plantsTable,
+  projectionCheckpoints,
+} from '../event-log/schema.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
 import type { Keyring } from '../keys/keyring.ts'
+import type { HeldLock } from '../store/advisory-lock.ts'
 import type { Database, Executor } from '../store/database.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
@@ -41,17 +49,41 @@ export type RebuildResult = {
 // Appends that land meanwhile are caught up in two passes: one without any lock, and the last
 // few under the events table's exclusive lock, held only for that short tail and the swap, and
 // given up (then tried again) rather than waited for while it would hold creates back. The tables
-// of rebuilds and imports that died are dropped first.
-export function rebuildProjection(
+// of rebuilds and imports that died are dropped first. The swap is fenced: it runs in the
+// transaction of the lock that keeps an erasure's first step out (event-log/maintenance-lock.ts),
+// and commits with it, or, that lock lost, not at all (LOCK_LOST).
+export async function rebuildProjection(
   db: Database,
   keyring: Keyring,
   options: RebuildOptions = {},
 ): Promise<RebuildResult> {
-  return holdRebuildLock(db, () => rebuild(db, keyring, options))
+  const lock = await takeRebuildLock(db)
+  const name = workTableName('plants_rebuild_')
+  let table: HeldLock | undefined
+  try {
+    table = await claimWorkTable(db, name, 'nothing was swapped; run it again')
+    const result = await rebuild(db, lock.fenced, table, name, keyring, options)
+    await lock.release()
+    return result
+  } catch (error) {
+    await lock.abandon()
+    throw error
+  } finally {
+    // After the lock's transaction ends: until then the swap it holds would make this wait for it.
+    await db.execute(sql`drop table if exists ${sql.identifier(name)}`).catch(() => {})
+    await table?.abandon()
+  }
 }
 
-// Under the lock that keeps an erasure's first step out (event-log/maintenance-lock.ts).
-async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions): Promise<RebuildResult> {
+// `fenced`: the rebuild lock's transaction, where the swap is made.
+async function rebuild(
+  db: Database,
+  fenced: Database,
+  table: HeldLock,
+  name: string,
+  keyring: Keyring,
+  options: RebuildOptions,
+): Promise<RebuildResult> {
   const {
     batchSize = 10_000,
     dryRun = false,
@@ -65,7 +97,6 @@ async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions):
   let events = 0
   let position = 0n
   // A table of the projection's shape under another name, filled while `plants` keeps serving.
-  const name = workTableName('plants_rebuild_')
   const scratch = plantsTable(name)
   const key = (suffix: string) => sql.identifier(`${name}_${suffix}`)
   const copy = async (tx: Executor, from: LogCursor, settled: boolean) => {
@@ -80,55 +111,62 @@ async function rebuild(db: Database, keyring: Keyring, options: RebuildOptions):
     })
     return folded.cursor
   }
-  const release = await claimWorkTable(db, name)
-  try {
-    await db.execute(sql`create table ${scratch} (like plants including defaults)`)
-    let cursor = await copy(db, LOG_START, true)
-    // The keys the migrations gave `plants`, added after the bulk fill (faster than maintaining them
-    // row by row) and given their names on the swap, so the next migration or rebuild finds what it
-    // expects (test/projection/rebuild.int.test.ts compares the two).
-    await db.execute(sql`alter table ${scratch} add constraint ${key('owner_id_pk')} primary key (owner, id)`)
-    await db.execute(sql`create index ${key('owner_position')} on ${scratch} (owner, position)`)
+  await db.execute(sql`create table ${scratch} (like plants including defaults)`)
+  let cursor = await copy(db, LOG_START, true)
+  // The keys the migrations gave `plants`, added after the bulk fill (faster than maintaining them
+  // row by row) and given their names on the swap, so the next migration or rebuild finds what it
+  // expects (test/projection/rebuild.int.test.ts compares the two).
+  await db.execute(sql`alter table ${scratch} add constraint ${key('owner_id_pk')} primary key (owner, id)`)
+  await db.execute(sql`create index ${key('owner_position')} on ${scratch} (owner, position)`)
+  cursor = await copy(db, cursor, true)
+  // Owners whose rows differ now, compared without the lock; under it, only they and the owners of
+  // events after `compared` are compared again.
+  const compared = cursor
+  const differing = dryRun ? [] : await ownersDiffering(db, scratch)
+  // What the scratch table holds before each attempt: a failed attempt's tail is rolled back.
+  let before = { events, position }
+  const catchUp = async () => {
+    ;({ events, position } = before)
     cursor = await copy(db, cursor, true)
-    // Owners whose rows differ now, compared without the lock; under it, only they and the owners of
-    // events after `compared` are compared again.
-    const compared = cursor
-    const differing = dryRun ? [] : await ownersDiffering(db, scratch)
-    // What the scratch table holds before each attempt: a failed attempt's tail is rolled back.
-    let before = { events, position }
-    const catchUp = async () => {
-      ;({ events, position } = before)
-      cursor = await copy(db, cursor, true)
-      before = { events, position }
-    }
-    const outcome = await whileAppendsBlocked(
-      db,
-      async (tx) => {
-        // A long tail (an import committed just now) is copied without the lock first.
-        if ((await countLogAfter(tx, cursor)) > LOCKED_TAIL_LIMIT) throw new GiveWay()
-        // With the lock held every event is committed: the rest of the log can be read as it is.
-        await copy(tx, cursor, false)
-        const rows = await tx.$count(scratch)
-        // A dry run compares under the lock, so both sides stand at the same point of the log.
-        if (dryRun) return { plants: rows, diff: await diffProjection(tx, scratch, plants) }
-        await bumpChangedOwners(tx, scratch, differing, compared)
-        // Readers queue for the moment the DDL takes, then find the new table under the old name.
-        await tx.execute(sql`drop table plants`)
-        await tx.execute(sql`alter table ${scratch} rename to plants`)
-        for (const suffix of ['owner_id_pk', 'owner_position']) {
-          await tx.execute(sql`alter index ${key(suffix)} rename to ${sql.identifier(`plants_${suffix}`)}`)
-        }
-        await tx
-          .insert(projectionCheckpoints)
-          .values({ projection: 'plants', position })
-          .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
-        return { plants: rows, diff: undefined }
-      },
-      { beforeRetry: catchUp },
-    )
-    return { events, position, seconds: (clock() - started) / 1000, swapped: !dryRun, ...outcome }
-  } finally {
-    await db.execute(sql`drop table if exists ${scratch}`)
-    await release()
+    before = { events, position }
   }
+  // The table's own lock lost, another command may have dropped it as a dead run's.
+  await table.prove()
+  const outcome = await whileAppendsBlocked(
+    fenced,
+    async (tx) => {
+      // A long tail (an import committed just now) is copied without the lock first.
+      if ((await countLogAfter(tx, cursor)) > LOCKED_TAIL_LIMIT) throw new GiveWay()
+      // With the lock held every event is committed: the rest of the log can be read as it is.
+      await copy(tx, cursor, false)
+      const rows = await tx.$count(scratch)
+      // A dry run compares under the lock, so both sides stand at the same point of the log.
+      if (dryRun) return { plants: rows, diff: await diffProjection(tx, scratch, plants) }
+      await withoutErasingOwners(tx, scratch)
+      await bumpChangedOwners(tx, scratch, differing, compared)
+      // Readers queue for the moment the DDL takes, then find the new table under the old name.
+      await tx.execute(sql`drop table plants`)
+      await tx.execute(sql`alter table ${scratch} rename to plants`)
+      for (const suffix of ['owner_id_pk', 'owner_position']) {
+        await tx.execute(sql`alter index ${key(suffix)} rename to ${sql.identifier(`plants_${suffix}`)}`)
+      }
+      await tx
+        .insert(projectionCheckpoints)
+        .values({ projection: 'plants', position })
+        .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
+      return { plants: rows, diff: undefined }
+    },
+    { beforeRetry: catchUp },
+  )
+  return { events, position, seconds: (clock() - started) / 1000, swapped: !dryRun, ...outcome }
+}
+
+// Defence in depth, should a fence ever fail: the rows of an owner whose erasure has begun, folded
+// before it did, are not installed (the fold opens no PlantCreated under a key being erased, and
+// the erasure deleted the owner's rows from `plants`). Few keys are being erased at any time: the
+// rows are found by the owner's index and the event's position.
+async function withoutErasingOwners(tx: Executor, scratch: PlantsTable): Promise<void> {
+  await tx.execute(sql`delete from ${scratch} as s using ${ownerKeys} as k, ${events} as e
+    where k.erasing and s.owner = k.owner and e.position = s.position
+      and e.metadata->>'pseudonym' = k.pseudonym`)
 }

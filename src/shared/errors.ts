@@ -28,6 +28,9 @@ const FAILURES = {
   IMPORT_REFUSED: { exit: 1 },
   LOG_BUSY: { exit: 1 },
   ERASURE_PENDING: { exit: 1 },
+  // A lock another run holds, not waited for (--no-wait); a lock lost while its holder worked.
+  LOCK_HELD: { exit: 1 },
+  LOCK_LOST: { exit: 1 },
   // Inside the service, turned into one of the above where they surface.
   TOKEN_REJECTED: { status: 401 },
   KEY_SET_UNAVAILABLE: {},

@@ -1,36 +1,32 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { drizzle as drizzlePostgres, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import type { KeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
 import { createKeyring, type Keyring } from '../keys/keyring.ts'
 import { unreachableDatabase } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
 import { within } from '../shared/time-limit.ts'
+import { type HeldLock, takeLock } from './advisory-lock.ts'
 import type { Database } from './database.ts'
 import { postgresClient } from './postgres-client.ts'
 
 export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
-// Any constant shared by every instance of the service; 'plantmig' in ASCII.
-const MIGRATION_LOCK = 0x706c616e746d6967n
+// Any constant shared by every instance of the service; 'plmg' in ASCII.
+const MIGRATION_LOCK = { space: 0x706c6d67, name: 'migration', what: 'the migration' }
 
 const CONNECT_TIMEOUT_SECONDS = 10
 // The first statement's answer, connection included: a server that lets the connection through and
 // then goes silent (a proxy or a network that stopped forwarding) would otherwise hold the start
 // until TCP gives up, many minutes on. Bounded so that the start stops well within 30 s.
 const FIRST_ANSWER_SECONDS = 15
-const LOCK_POLL_MS = 100
 
 // Several instances starting together must not run the migrator at once (it collides on its own
-// bookkeeping table), so each first takes an advisory lock in a transaction held open on a
-// connection of its own: it pins its server connection through any pooler (PgBouncer in
-// transaction mode included), and ends with it, by a crash too. This is the first connection a
-// start makes: a database that cannot be used fails it as DatabaseUnreachable, one line naming
-// DATABASE_URL (docs/configuration.md). The migrations, then `then`, run on a second connection,
-// still under the lock and outside any transaction of the lock's (event-log/upgrade.ts).
-// The lock is tried, not waited for in one statement: a statement that waits holds a snapshot, and
-// the upgrade's VACUUM FULL would keep every row version it sealed for the instances waiting. The
-// transaction that holds it is READ COMMITTED, so idle in it holds no snapshot either.
+// bookkeeping table), so each first takes the migration lock (store/advisory-lock.ts) on a
+// connection of its own. This is the first connection a start makes: a database that cannot be
+// used fails it as DatabaseUnreachable, one line naming DATABASE_URL (docs/configuration.md).
+// The migrations are fenced: they run in the lock's transaction and commit with it, or, the lock
+// lost, not at all. Then `then` runs on a second connection, outside any transaction (VACUUM
+// cannot run in one: event-log/upgrade.ts), under the lock taken again, which is proved at its end.
 export async function migratePostgresDatabase(
   url: string,
   then: (db: Database, keyring: Keyring) => Promise<unknown> = async () => {},
@@ -38,19 +34,13 @@ export async function migratePostgresDatabase(
 ): Promise<void> {
   const options = { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS }
   const lock = postgresClient(url, options)
-  const tryLock = async () => {
-    await lock`begin isolation level read committed`
-    const [row] = await lock`select pg_try_advisory_xact_lock(${MIGRATION_LOCK.toString()}::bigint) as locked`
-    if (row?.locked !== true) {
-      await lock`rollback`
-      return false
-    }
-    // Last in the transaction: it also closes the select's portal, which held its snapshot. And a
-    // DBA's idle_in_transaction_session_timeout would end the lock while the migrations run.
-    await lock`set local idle_in_transaction_session_timeout = 0`
-    return true
-  }
-  const first = await within(tryLock(), FIRST_ANSWER_SECONDS * 1000).catch(async (error: unknown) => {
+  const lockDb = drizzlePostgres({ client: lock })
+  const take = (wait: boolean) =>
+    takeLock(lockDb, MIGRATION_LOCK, { wait, consequence: 'the start stopped; start it again' })
+  const first = await within(
+    take(false).then((held) => ({ held })),
+    FIRST_ANSWER_SECONDS * 1000,
+  ).catch(async (error: unknown) => {
     await lock.end({ timeout: 5 })
     throw unreachableDatabase(error, CONNECT_TIMEOUT_SECONDS) ?? error
   })
@@ -61,19 +51,20 @@ export async function migratePostgresDatabase(
       'DATABASE_UNREACHABLE',
       `DATABASE_URL: cannot use the database: no answer within ${FIRST_ANSWER_SECONDS} s (${serverOf(url)})`,
     )
-  let locked = first
   const client = postgresClient(url, options)
+  let held: HeldLock | undefined
   try {
-    while (!locked) {
-      await sleep(LOCK_POLL_MS)
-      locked = await tryLock()
-    }
-    const db = drizzlePostgres({ client })
-    await migratePostgres(db, { migrationsFolder })
-    await then(db, createKeyring(keys ?? []))
+    held = first.held ?? (await take(true))
+    await migratePostgres(held?.fenced as PostgresJsDatabase, { migrationsFolder })
+    await held?.release()
+    held = await take(true)
+    await then(drizzlePostgres({ client }), createKeyring(keys ?? []))
+    await held?.release()
+    held = undefined
+  } catch (error) {
+    await held?.abandon()
+    throw error
   } finally {
-    // Not left to the connection's end: PgBouncer closes a server connection left mid-transaction.
-    if (locked) await lock`commit`.catch(() => {})
     await Promise.all([client.end({ timeout: 5 }), lock.end({ timeout: 5 })])
   }
 }

@@ -57,7 +57,7 @@ export async function importEvents(
   await clearDeadWorkTables(db)
   if (!append && !(await isLogEmpty(db))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
   const name = workTableName('import_staging_')
-  const release = await claimWorkTable(db, name)
+  const claim = await claimWorkTable(db, name, 'nothing was imported; run it again')
   let staging: Staging | undefined
   try {
     staging = await createStaging(db, name)
@@ -74,6 +74,8 @@ export async function importEvents(
         if (line.kind === 'event') events++
         staged.push(line)
       }
+      // The table's lock lost, another command may drop it as a dead run's: said, not guessed.
+      await claim.prove()
       await stageLines(db, staging as Staging, staged)
       onStaged?.({ events })
     }
@@ -103,8 +105,10 @@ export async function importEvents(
     // its owner; too many locks for the lock table, and the whole log is.
     const fewOwners = append && (await countStagedOwners(db, checked)) <= MAX_OWNER_LOCKS
     onStep?.(`checking them against the store and appending them with their plants, in one transaction`)
-    return await whileAppendsBlocked(
-      db,
+    // Fenced: appended in the transaction of the staging table's lock, which an erasure waits for
+    // (erasure/leftovers.ts), they commit with its release, or, the lock lost, not at all.
+    const appended = await whileAppendsBlocked(
+      claim.fenced,
       async (tx) => {
         if (!append && !(await isLogEmpty(tx))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
         const owner = await firstOwnerClash(tx, checked)
@@ -116,11 +120,14 @@ export async function importEvents(
       },
       { lock: fewOwners ? lockStagedOwners(checked) : undefined },
     )
+    await claim.release()
+    return appended
   } catch (error) {
+    await claim.abandon()
     throw asRefusal(error)
   } finally {
+    // After the lock's transaction ends, which holds the table while it appends from it.
     if (staging) await dropStaging(db, staging).catch(() => {})
-    await release()
   }
 }
 
@@ -137,7 +144,8 @@ async function nonEmptyStore(db: Database): Promise<string> {
 // A refusal by the database that the checks did not foresee, in the same one-line form.
 function asRefusal(error: unknown): unknown {
   if (isFailure(error, 'LOG_BUSY')) return new Failure('IMPORT_REFUSED', error.message)
-  if (isFailure(error, 'IMPORT_REFUSED') || postgresErrorCode(error) === undefined) return error
+  if (isFailure(error, 'IMPORT_REFUSED') || isFailure(error, 'LOCK_LOST')) return error
+  if (postgresErrorCode(error) === undefined) return error
   return new Failure('IMPORT_REFUSED', `the database refused the import: ${databaseMessage(error)}`)
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
-import { holdRebuildLock } from '../../src/event-log/maintenance-lock.ts'
+import { takeRebuildLock } from '../../src/event-log/maintenance-lock.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { claimWorkTable } from '../../src/event-log/work-tables.ts'
 import { createKeyring } from '../../src/keys/keyring.ts'
@@ -270,7 +270,7 @@ for (const kind of STORAGE_KINDS) {
         // given: an import in progress, its staging table claimed
         await createAs(storage.db, 'ivan', 1n, 'Ivan fern', null, 'ivan-1')
         await createAs(storage.db, 'ivan', 2n, 'Ivan fig', null, 'ivan-2')
-        const release = await claimWorkTable(storage.db, 'import_staging_liveivan')
+        const claim = await claimWorkTable(storage.db, 'import_staging_liveivan')
         await rowsOf(storage.db, 'create unlogged table import_staging_liveivan (line int)')
         // when: the erasure may wait half a second
         const told: string[] = []
@@ -287,7 +287,7 @@ for (const kind of STORAGE_KINDS) {
         const rerun = eraseOwner(storage.db, 'ivan', { waitMs: 10_000 })
         await Bun.sleep(300)
         await rowsOf(storage.db, 'drop table import_staging_liveivan')
-        await release()
+        await claim.release()
         // then the rerun completes it, with the plants the owner had
         expect(await rerun).toEqual({ plants: 2, completed: 1 })
         expect(await count(storage.db, "owner_keys where owner = 'ivan'")).toBe(0)
@@ -297,14 +297,7 @@ for (const kind of STORAGE_KINDS) {
       test('an erasure waits for a rebuild running: its table would bring the owner back at the swap', async () => {
         // given
         await createAs(storage.db, 'waits', 1n, 'Waiting fern', null, 'wait-1')
-        let releaseRebuild = () => {}
-        let held = () => {}
-        const rebuildHoldsLock = new Promise<void>((resolve) => (held = resolve))
-        const rebuilding = holdRebuildLock(storage.db, () => {
-          held()
-          return new Promise<void>((resolve) => (releaseRebuild = resolve))
-        })
-        await rebuildHoldsLock
+        const rebuild = await takeRebuildLock(storage.db)
         // when
         let erased = false
         const told: string[] = []
@@ -316,8 +309,8 @@ for (const kind of STORAGE_KINDS) {
         expect(told).toEqual(['a projection rebuild is running: the erasure waits for it to finish'])
         expect(erased).toBe(false)
         expect(await listing(storage.db, 'waits')).toEqual([{ name: 'Waiting fern' }])
-        releaseRebuild()
-        await Promise.all([rebuilding, erasure])
+        await rebuild.release()
+        await erasure
         expect(await listing(storage.db, 'waits')).toEqual([])
       })
   })

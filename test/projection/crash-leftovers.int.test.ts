@@ -49,11 +49,11 @@ for (const kind of STORAGE_KINDS) {
     })
 
     test('a table whose run is alive is left alone: two rebuilds may run at once', async () => {
-      const release = await claimWorkTable(storage.db, 'plants_rebuild_alive')
+      const claim = await claimWorkTable(storage.db, 'plants_rebuild_alive')
       await storage.db.execute(sql.raw('create table plants_rebuild_alive (like plants including defaults)'))
       await rebuildProjection(storage.db, storage.keyring)
       expect(await workTables(storage.db)).toEqual(['plants_rebuild_alive'])
-      await release()
+      await claim.release()
       expect((await clearDeadWorkTables(storage.db)).map((table) => table.name)).toEqual([
         'plants_rebuild_alive',
       ])

@@ -9,6 +9,9 @@ export type PgBouncer = {
   through: (url: string) => string
   // What PgBouncer logged so far.
   log: () => string
+  // Ends PgBouncer at once (every client and server connection with it) and starts it again on the
+  // same port, as an operator's restart does.
+  restart: () => Promise<void>
   stop: () => Promise<void>
 }
 
@@ -47,14 +50,13 @@ export async function startPgBouncer(upstream = { hostname: '127.0.0.1', port: 5
     const { uid, gid } = postgresUser()
     for (const file of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(folder, file), uid, gid)
   }
-  const child: Subprocess = Bun.spawn(
-    [BINARY, ...(root ? ['-u', 'postgres'] : []), join(folder, 'pgbouncer.ini')],
-    {
+  const spawn = (): Subprocess =>
+    Bun.spawn([BINARY, ...(root ? ['-u', 'postgres'] : []), join(folder, 'pgbouncer.ini')], {
       stdin: 'ignore',
       stdout: 'ignore',
       stderr: 'pipe',
-    },
-  )
+    })
+  let child = spawn()
   const log = () => Bun.spawnSync(['cat', logfile]).stdout.toString()
   const stop = async () => {
     child.kill('SIGTERM')
@@ -75,6 +77,12 @@ export async function startPgBouncer(upstream = { hostname: '127.0.0.1', port: 5
       return proxied.toString()
     },
     log,
+    restart: async () => {
+      child.kill('SIGTERM')
+      await child.exited
+      child = spawn()
+      await waitUntilListening(port, child)
+    },
     stop,
   }
 }
