@@ -29,7 +29,7 @@ const { values: flags } = parseArgs({
     // [{ "name", "query", "setup"?, "teardown"? }] (setup and teardown: SQL run before and after,
     // e.g. dropping an index and making it again).
     variants: { type: 'string' },
-    // Prints the service's statements as captured.
+    // Prints the service's statements as captured, and each one's plan (EXPLAIN ANALYZE of an execution).
     print: { type: 'boolean', default: false },
   },
 })
@@ -200,6 +200,7 @@ try {
   for (const statement of statements) {
     if (statement.setup) await client.unsafe(statement.setup)
     const timing = await pgbenchTiming(client, statement)
+    if (flags.print) await explain(client, statement)
     await client.end()
     asPostgres([`${bin}/pg_ctl`, '-D', data, '-w', 'stop'])
     counting += 10_000_000
@@ -298,6 +299,23 @@ async function pgbenchTiming(client: postgres.Sql, statement: Statement): Promis
     `select total_exec_time / calls as ms from pg_stat_statements where calls >= ${RUNS} order by calls desc limit 1`,
   )
   return Number(row?.ms ?? Number.NaN)
+}
+
+async function explain(client: postgres.Sql, statement: Statement): Promise<void> {
+  await client
+    .begin(async (tx) => {
+      await tx.unsafe(`set local plan_cache_mode = ${statement.planCacheMode ?? 'force_generic_plan'}`)
+      await tx.unsafe(`prepare explained as ${statement.query}`)
+      const values = statement.params(99_999_999).map(literal).join(', ')
+      for (const row of await tx.unsafe(
+        `explain (analyze, buffers, wal, costs off) execute explained(${values})`,
+      ))
+        console.log(row['QUERY PLAN'])
+      throw new RolledBack()
+    })
+    .catch((error) => {
+      if (!(error instanceof RolledBack)) console.log(`no plan: ${error}`)
+    })
 }
 
 // Instructions of one execution: a single-user backend under callgrind runs `runs` executions,
