@@ -18,7 +18,11 @@ const { createLogger } = (await import(
   `${flags.root}/src/shared/logger.ts`
 )) as typeof import('../../src/shared/logger.ts')
 let written = 0
-const logger = createLogger('info', { write: (line) => void (written += line.length) })
+const logger = createLogger('info', {
+  write: (line) => {
+    written += line.length
+  },
+})
 const lines = Number(flags.lines)
 const record = (i: number) => ({
   requestId: `0192b7a4-6c1e-7d3f-9a4b-${String(i).padStart(12, '0')}`,
