@@ -58,15 +58,18 @@ export type Appended = { position: bigint } | { taken: OwnerKey } | 'rekey'
 // A batch of appends, to as many streams, sealed here, in one prepared statement that also stores
 // new owners' keys and projects the events: one transaction (a GET after a 200 sees the plant),
 // one round trip and one commit, its text built once.
-// - Each owner's appends are serialised by an advisory lock on the owner, so one owner's positions
-//   commit in order and paging never skips a late commit; a batch takes its owners' locks, in
-//   sorted order (so batches never deadlock), before anything else: the lock's row gates every
-//   later step (a one-time filter, evaluated first).
-// - A key the service already had is checked FOR SHARE under the lock: one an erasure marked (or
-//   deleted) while this batch waited is then not found (its latest version is checked again), so
-//   nothing is ever written under a key being destroyed; those appends come back `rekey`.
-// - A new owner's key is inserted unless another writer stored one first (ON CONFLICT DO
-//   NOTHING): then that owner's appends come back `rekey`, to be sealed under the stored key.
+// - Each owner's appends are serialised, so one owner's positions commit in order and paging never
+//   skips a late commit. An owner whose key is stored: by a lock of the key's row (FOR NO KEY
+//   UPDATE), taken in pseudonym order (so batches never deadlock) before the events are inserted.
+//   The lock also checks the key is live: one an erasure marked (or deleted) while this batch
+//   waited is then not found (its latest version is checked again, and an erasure's FOR UPDATE
+//   waits for the lock), so nothing is ever written under a key being destroyed; those appends come
+//   back `rekey`.
+// - A new owner's: by the owner's advisory lock, which an erasure and an import take too (an import
+//   brings only owners the store does not have), in sorted order before anything else: the lock's
+//   row gates every later step (a one-time filter, evaluated first). The key is inserted unless
+//   another writer stored one first (ON CONFLICT DO NOTHING): then that owner's appends come back
+//   `rekey`, to be sealed under the stored key, whose row lock orders them after the first.
 // - An append whose stream version is taken, by an earlier commit or a concurrent writer, is
 //   skipped on the (stream_id, stream_version) unique key without failing the others.
 function appendStatement(input: (db: Executor) => SQL, name: string) {
@@ -76,7 +79,8 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
     const locked = cte(
       'locked',
       sql`select count(pg_advisory_xact_lock(key)) as locks
-          from (select distinct hashtextextended(owner, 0) as key from input order by 1) as keys`,
+          from (select distinct hashtextextended(owner, 0) as key from input
+                where new_key is not null order by 1) as keys`,
     )
     const made = cte(
       'made',
@@ -86,15 +90,15 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
           on conflict (owner) where not erasing do nothing
           returning pseudonym`,
     )
-    // One probe of the keys' primary key per owner of the batch.
+    // One probe of the keys' primary key per owner of the batch, in order.
     const kept = cte(
       'kept',
       sql`select k.pseudonym
-          from (select distinct pseudonym from input where new_key is null) as owners
+          from (select distinct pseudonym from input where new_key is null order by 1) as owners
           cross join lateral (
             select ${ownerKeys.pseudonym} from ${ownerKeys}
             where ${ownerKeys.pseudonym} = owners.pseudonym and not ${ownerKeys.erasing}
-            for share) as k
+            for no key update) as k
           where (select locks from locked) is not null`,
     )
     const live = cte('live', sql`select pseudonym from made union all select pseudonym from kept`)
@@ -145,17 +149,15 @@ const batchAppend = appendStatement(
 
 // A lone append of an owner whose key is stored, the usual case when creates are few: the same
 // steps for one append, each a plain probe or insert, with its values as parameters. Its plan has
-// no step a batch needs and a lone create does not (no sorting, no distinct, no set of owners): it
-// costs PostgreSQL a third of what the batch's statement costs for one append (docs/performance.md).
-// The owner's lock is a subquery of the key's probe, so it is taken first (an InitPlan, evaluated
-// once before the probe) and the key's row is locked and checked under it.
+// no step a batch needs and a lone create does not (no sorting, no distinct, no set of owners, no
+// advisory lock): it costs PostgreSQL a quarter less than the batch's statement for one append
+// (docs/performance.md). The key's row lock orders the owner's appends and checks the key is live.
 const knownOwnerAppend = preparedQuery((db) => {
   const value = (name: string, type: string) => sql`${sql.placeholder(name)}::${sql.raw(type)}`
   const kept = db.$with('kept', { pseudonym: sql<string>`pseudonym`.as('pseudonym') }).as(sql`
     select ${ownerKeys.pseudonym} from ${ownerKeys}
     where ${ownerKeys.pseudonym} = ${value('pseudonym', 'text')} and not ${ownerKeys.erasing}
-      and (select count(*) from pg_advisory_xact_lock(hashtextextended(${value('owner', 'text')}, 0))) = 1
-    for share`)
+    for no key update`)
   const appended = db.$with('appended', { position: sql<string>`position`.as('position') }).as(sql`
     insert into ${events} (stream_id, stream_version, type, schema_version, data, metadata, recorded_at)
     select ${value('streamId', 'text')}, ${value('version', 'int')}, ${value('type', 'text')},

@@ -16,6 +16,7 @@ import { drizzle } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import type { Executor } from '../../src/store/database.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
+import { seedCeilingOwners } from './pgbench.ts'
 
 const { values: flags } = parseArgs({
   options: {
@@ -128,6 +129,9 @@ try {
   // Every owner with plants (the service's and the peer's), and a key the process holds.
   for (let id = 1; id <= OWNERS * PLANTS_PER_OWNER; id++) await append(db, `owner ${id % OWNERS}`, id)
   await client`insert into crud_plants select owner, id, name, tag from plants`
+  // 100,000 more owners with keys, so that each statement is planned for a store of some size (on
+  // a few hundred owners' keys, PostgreSQL scans the table rather than probe its key).
+  await seedCeilingOwners(client)
   await client`vacuum analyze`
   // A lone create's statement, captured, then rolled back; each execution counted is a new plant
   // of owner 0 (its id and stream id varied, its sealed values those captured).
