@@ -27,9 +27,11 @@ const { values: flags } = parseArgs({
     port: { type: 'string', default: '5449' },
     'skip-callgrind': { type: 'boolean', default: false },
     // A JSON file of other statements to count beside the service's create, on its parameters:
-    // [{ "name", "query", "setup"?, "teardown"? }] (setup and teardown: SQL run before and after,
-    // e.g. dropping an index and making it again).
+    // [{ "name", "query", "setup"?, "teardown"?, "of"? }] (setup and teardown: SQL run before and
+    // after, e.g. dropping an index and making it again; `of`: "page" for the page's parameters).
     variants: { type: 'string' },
+    // Only the statements whose name holds this text.
+    only: { type: 'string' },
     // Prints the service's statements as captured, and each one's plan (EXPLAIN ANALYZE of an execution).
     print: { type: 'boolean', default: false },
   },
@@ -224,6 +226,15 @@ try {
       planCacheMode: 'auto',
     },
     {
+      // The peer's query orders by its output column `id::text`, so PostgreSQL reads every row of
+      // the owner and sorts them as text; ordered by the column, it reads 21 entries of its key.
+      name: 'page, CRUD peer ordered by its bigint id',
+      query: `select id::text as id, name, tag from crud_plants where owner = $1::text and crud_plants.id > $2::bigint order by crud_plants.id limit $3::int`,
+      params: (i) => [`owner ${i % OWNERS}`, '-9223372036854775808', 21],
+      varied: { 0: `('owner ' || :o)` },
+      planCacheMode: 'auto',
+    },
+    {
       name: 'page, service',
       query: page.query,
       params: (i) =>
@@ -235,10 +246,17 @@ try {
       varied: ownerParam >= 0 ? { [ownerParam]: `('owner ' || :o)` } : undefined,
     },
   ]
-  type Variant = { name: string; query: string; setup?: string; teardown?: string }
+  type Variant = { name: string; query: string; setup?: string; teardown?: string; of?: 'create' | 'page' }
   const variants: Variant[] = flags.variants ? await Bun.file(flags.variants).json() : []
-  const service = statements[1] as Statement
-  statements.push(...variants.map((variant) => ({ ...service, ...variant })))
+  // A variant runs on the parameters of the service's create, or of its page (`"of": "page"`).
+  const of = { create: statements[1] as Statement, page: statements.at(-1) as Statement }
+  statements.push(...variants.map(({ of: kind = 'create', ...variant }) => ({ ...of[kind], ...variant })))
+  if (flags.only)
+    statements.splice(
+      0,
+      statements.length,
+      ...statements.filter(({ name }) => name.includes(flags.only ?? '')),
+    )
   if (flags.print) for (const { name, query } of statements) console.log(`${name}:\n${query}\n`)
   console.log(`${new Date().toISOString()}; statements of ${root}; ${RUNS} executions each`)
   console.log(
