@@ -1,5 +1,4 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { events, ownerGenerations, plants } from '../event-log/schema.ts'
 import { currentPseudonym } from '../event-log/sealing.ts'
 
@@ -47,15 +46,7 @@ export const plantColumns = sql`${plants.name} as name, ${plants.tag} as tag, ${
 
 // One plant's JSON text, written by PostgreSQL as JSON.stringify would write it (to_json escapes as
 // it does): the service decodes one text per page and serialises nothing.
-function plantJson(name: SQL | AnyPgColumn, tag: SQL | AnyPgColumn): SQL {
-  return sql`'{"name":' || to_json(${name})::text || coalesce(',"tag":' || to_json(${tag})::text, '') || '}'`
-}
-
-// The JSON text of the rows of `found` (of `plantColumns`). `filter` keeps some of the rows.
-export function plantsJson(filter?: SQL): SQL {
-  const kept = filter === undefined ? sql`` : sql`filter (where ${filter})`
-  return sql`coalesce('[' || string_agg(${plantJson(sql`found.name`, sql`found.tag`)}, ',' order by found.position) ${kept} || ']', '[]')`
-}
+const plantJson = sql`'{"name":' || to_json(${plants.name})::text || coalesce(',"tag":' || to_json(${plants.tag})::text, '') || '}'`
 
 // Up to `count` of the owner's plants from `from` on, as two arrays in position order: each one's
 // JSON text (`pieces`) and its position (`positions`). The aggregates take the rows in the order
@@ -63,7 +54,7 @@ export function plantsJson(filter?: SQL): SQL {
 // aggregates of a level that joins nothing, as here.
 export function plantArrays(owner: SQL, from: SQL, count: SQL): SQL {
   return sql`select array_agg(found.piece) as pieces, array_agg(found.position) as positions
-             from (select ${plantJson(plants.name, plants.tag)} as piece, ${plants.position} as position
+             from (select ${plantJson} as piece, ${plants.position} as position
                    ${plantRange(owner, from)} limit ${count}) as found`
 }
 
