@@ -54,7 +54,9 @@ const versionsStatement = preparedQuery((db) => {
 })
 
 // One row per page, in the order asked: one range scan of `count` + 1 rows gives the page and
-// where the next one starts.
+// where the next one starts, and on the owner's last page (no next) the head too, its last
+// position; the head's own probe runs only for a page that is not the last (`coalesce` evaluates
+// its arguments in turn).
 const pagesStatement = preparedQuery((db) => {
   const pages = db
     .$with('pages', {
@@ -63,8 +65,11 @@ const pagesStatement = preparedQuery((db) => {
       next: sql<string | null>`next`.as('next'),
     })
     .as(sql`
-      select r.i, ${ownerHead(owner)} as head, ${ownerGeneration(owner)} as generation,
-             ${pageJson(sql`r.count`)} as body, found.positions[r.count + 1]::text as next
+      select r.i,
+             coalesce(case when found.positions[r.count + 1] is null
+                           then found.positions[cardinality(found.positions)]::text end,
+                      ${ownerHead(owner)}) as head,
+             ${ownerGeneration(owner)} as generation, ${pageJson(sql`r.count`)} as body, found.positions[r.count + 1]::text as next
       from json_to_recordset(${sql.placeholder('reads')}::json) as r(i int, owner text, after bigint, count int)
       cross join lateral (${plantArrays(owner, sql`r.after`, sql`r.count + 1`)}) as found`)
   return db.with(pages).select().from(pages).orderBy(sql`${pages.i}`).prepare('plants_pages')
