@@ -7,6 +7,8 @@
 //   pg_stat_statements (mean execution time) on the same private server.
 // The statements are the service's own, captured through the ORM's logger as a lone create and a
 // lone page run them (a create inside a transaction rolled back).
+// Each statement's callgrind profile is left in $TMPDIR/plant-cost-<name>.callgrind (for
+// callgrind_annotate). Flags below; the figures and the variants used: docs/performance.md.
 // Run: bun test/bench/statement-cost.ts [--runs N] [--root <checkout>]   (as root; needs valgrind)
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
