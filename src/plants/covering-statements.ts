@@ -8,9 +8,10 @@ import {
   NO_END,
   ownerGeneration,
   ownerHead,
+  pageJson,
+  plantArrays,
   plantColumns,
   plantRange,
-  plantsJson,
   versionColumns,
 } from './listing-sql.ts'
 
@@ -63,7 +64,8 @@ export async function readBatch(db: Executor, read: CoveredRead & { until?: bigi
 }
 
 // A page in one row: the version and, when the caller's event is seen, the page's JSON text and
-// where the next page starts (page-statements.ts reads pages that check no position).
+// where the next page starts, from one range scan of `count` + 1 rows (page-statements.ts reads
+// pages that check no position the same way).
 const pageStatement = preparedQuery((db) => {
   const page = db
     .$with('page', {
@@ -72,13 +74,10 @@ const pageStatement = preparedQuery((db) => {
       next: sql<string | null>`next`.as('next'),
     })
     .as(sql`
-      select version.head, version.generation, version.event, page.body, page.next
+      select version.head, version.generation, version.event,
+             ${pageJson(count)} as body, found.positions[${count} + 1]::text as next
       from (${version}) as version
-      left join lateral (
-        select ${plantsJson(sql`found.n <= ${count}`)} as body,
-               (max(found.position) filter (where found.n > ${count}))::text as next
-        from (select ${plantColumns}, row_number() over (order by ${plants.position}) as n
-              ${plantRange(owner, from)} limit ${count} + 1) as found) as page
+      left join lateral (${plantArrays(owner, from, sql`${count} + 1`)}) as found
         on version.event = 'seen'`)
   return db.with(page).select().from(page).prepare('plants_page_covering')
 })

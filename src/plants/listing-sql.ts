@@ -44,13 +44,23 @@ export const NO_END = 2n ** 63n - 1n
 
 export const plantColumns = sql`${plants.name} as name, ${plants.tag} as tag, ${plants.position} as position`
 
-// The JSON text of the rows of `found` (of `plantColumns`), written by PostgreSQL as
-// JSON.stringify would write it (to_json escapes as it does): the service decodes one text per
-// page and serialises nothing. `filter` keeps some of the rows.
-export function plantsJson(filter?: SQL): SQL {
-  const plant = sql`'{"name":' || to_json(found.name)::text || coalesce(',"tag":' || to_json(found.tag)::text, '') || '}'`
-  const kept = filter === undefined ? sql`` : sql`filter (where ${filter})`
-  return sql`coalesce('[' || string_agg(${plant}, ',' order by found.position) ${kept} || ']', '[]')`
+// One plant's JSON text, written by PostgreSQL as JSON.stringify would write it (to_json escapes as
+// it does): the service decodes one text per page and serialises nothing.
+const plantJson = sql`'{"name":' || to_json(${plants.name})::text || coalesce(',"tag":' || to_json(${plants.tag})::text, '') || '}'`
+
+// Up to `count` of the owner's plants from `from` on, as two arrays in position order: each one's
+// JSON text (`pieces`) and its position (`positions`). The aggregates take the rows in the order
+// the range scan gives them, with no sort: PostgreSQL keeps a sorted subquery's order into the
+// aggregates of a level that joins nothing, as here.
+export function plantArrays(owner: SQL, from: SQL, count: SQL): SQL {
+  return sql`select array_agg(found.piece) as pieces, array_agg(found.position) as positions
+             from (select ${plantJson} as piece, ${plants.position} as position
+                   ${plantRange(owner, from)} limit ${count}) as found`
+}
+
+// A page's JSON text from the first `count` of `plantArrays`' pieces (its `found`).
+export function pageJson(count: SQL): SQL {
+  return sql`coalesce('[' || array_to_string(found.pieces[1 : ${count}], ',') || ']', '[]')`
 }
 
 export const versionColumns = {

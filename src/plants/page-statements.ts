@@ -1,15 +1,7 @@
 import { sql } from 'drizzle-orm'
-import { plants } from '../event-log/schema.ts'
 import { type Executor, preparedQuery } from '../store/database.ts'
 import type { ListingVersion } from './etag.ts'
-import {
-  ownerGeneration,
-  ownerHead,
-  plantColumns,
-  plantRange,
-  plantsJson,
-  versionColumns,
-} from './listing-sql.ts'
+import { ownerGeneration, ownerHead, pageJson, plantArrays, versionColumns } from './listing-sql.ts'
 
 // What a listing reads where no position is to be checked (the primary): the owner's version (head
 // and generation, etag.ts), and a page of up to `count` plants from position `from` on, as its JSON
@@ -61,7 +53,10 @@ const versionsStatement = preparedQuery((db) => {
   return db.with(versions).select().from(versions).orderBy(sql`${versions.i}`).prepare('plants_versions')
 })
 
-// One row per page, in the order asked.
+// One row per page, in the order asked: one range scan of `count` + 1 rows gives the page and
+// where the next one starts, and on the owner's last page (no next) the head too, its last
+// position; the head's own probe runs only for a page that is not the last (`coalesce` evaluates
+// its arguments in turn).
 const pagesStatement = preparedQuery((db) => {
   const pages = db
     .$with('pages', {
@@ -70,10 +65,12 @@ const pagesStatement = preparedQuery((db) => {
       next: sql<string | null>`next`.as('next'),
     })
     .as(sql`
-      select r.i, ${ownerHead(owner)} as head, ${ownerGeneration(owner)} as generation,
-             (select ${plantsJson()}
-              from (select ${plantColumns} ${plantRange(owner, sql`r.after`)} limit r.count) as found) as body,
-             (select ${plants.position} ${plantRange(owner, sql`r.after`)} offset r.count limit 1)::text as next
-      from json_to_recordset(${sql.placeholder('reads')}::json) as r(i int, owner text, after bigint, count int)`)
+      select r.i,
+             coalesce(case when found.positions[r.count + 1] is null
+                           then found.positions[cardinality(found.positions)]::text end,
+                      ${ownerHead(owner)}) as head,
+             ${ownerGeneration(owner)} as generation, ${pageJson(sql`r.count`)} as body, found.positions[r.count + 1]::text as next
+      from json_to_recordset(${sql.placeholder('reads')}::json) as r(i int, owner text, after bigint, count int)
+      cross join lateral (${plantArrays(owner, sql`r.after`, sql`r.count + 1`)}) as found`)
   return db.with(pages).select().from(pages).orderBy(sql`${pages.i}`).prepare('plants_pages')
 })

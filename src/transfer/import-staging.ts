@@ -215,9 +215,10 @@ export async function countStagedOwners(db: Executor, { table }: Staging): Promi
   return Number(row?.owners ?? 0)
 }
 
-// The staged owners' append locks, taken as the live path takes them (appendStatement in
-// event-log/append.ts), in key order: their creates wait for the import, so each owner's positions
-// still commit in order; every other owner's carry on.
+// The staged owners' append locks, taken as the live path takes them for a new owner
+// (appendStatement in event-log/append.ts), in key order: their creates wait for the import, so each
+// owner's positions still commit in order; every other owner's carry on. (An owner the store
+// already has is refused, so no create of a staged owner locks a stored key instead.)
 export function lockStagedOwners({ table }: Staging) {
   return async (tx: Transaction): Promise<void> => {
     await tx.execute(sql`

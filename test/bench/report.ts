@@ -102,22 +102,25 @@ export function printReport({ at, commit, machine, flags, throughput, growth, em
   const page = sideOf(throughput.page, 'service')
   const targets: TargetRow[] = [...peerTargets(throughput, connections)]
   if (throughput.create) {
-    const databaseCeiling = sideOf(throughput.create, 'databaseCeiling')
+    const one = (side: 'service' | 'crudPeer') => sideOf(throughput.createOne, side)
     targets.push(
       ['POST p99 < 4 × p50', `${fixed(create.p99Ms / create.p50Ms)} ×`, create.p99Ms < 4 * create.p50Ms],
       [
-        'POST p50 at 1 connection no worse than before (compare with a --service-root run)',
-        `${fixed(sideOf(throughput.createOne, 'service').p50Ms)} ms (CRUD peer ${fixed(sideOf(throughput.createOne, 'crudPeer').p50Ms)} ms)`,
+        'POST p50 and p99 at 1 connection beside the CRUD peer (a lone create waits for nothing)',
+        `${fixed(one('service').p50Ms)} and ${fixed(one('service').p99Ms)} ms (CRUD peer ${fixed(one('crudPeer').p50Ms)} and ${fixed(one('crudPeer').p99Ms)} ms)`,
         undefined,
-      ],
-      [
-        'POST req/s ≥ 0.8 × database ceiling',
-        fixed(create.requestsPerSecond / databaseCeiling.requestsPerSecond),
-        create.requestsPerSecond >= 0.8 * databaseCeiling.requestsPerSecond,
       ],
     )
   }
-  if (throughput.page) {
+  if (throughput.create?.databaseCeiling) {
+    const databaseCeiling = sideOf(throughput.create, 'databaseCeiling')
+    targets.push([
+      'POST req/s ≥ 0.8 × database ceiling',
+      fixed(create.requestsPerSecond / databaseCeiling.requestsPerSecond),
+      create.requestsPerSecond >= 0.8 * databaseCeiling.requestsPerSecond,
+    ])
+  }
+  if (throughput.page?.httpCeiling) {
     targets.push([
       'GET req/s ≥ 0.4 × HTTP ceiling',
       fixed(page.requestsPerSecond / sideOf(throughput.page, 'httpCeiling').requestsPerSecond),

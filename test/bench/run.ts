@@ -13,7 +13,7 @@ import { ensureWrk } from './load.ts'
 import { measureReplicas } from './replicas.ts'
 import { printReport } from './report.ts'
 import type { Bench } from './services.ts'
-import { measureThroughput, READ_SCENARIOS } from './throughput.ts'
+import { measureThroughput, PEER_SCENARIOS, READ_SCENARIOS } from './throughput.ts'
 
 // `bun run bench`: the service on a fresh PostgreSQL database, side by side with its ceilings.
 const { values: flags } = parseArgs({
@@ -48,6 +48,10 @@ const { values: flags } = parseArgs({
     // The read side only: pages and 304s at 32, 4 and 1 connections beside the CRUD peer and the
     // ceilings, then a page's cost as the store grows and a full listing's memory (--skip-growth).
     'reads-only': { type: 'boolean', default: false },
+    // Creates and pages at 32, 4 and 1 connections, the service beside the CRUD peer and nothing
+    // else (no ceilings, growth, embedded, rebuild, replicas, failover or changes): the targets
+    // against the peer, with each side's CPU per request, in a few minutes.
+    'peer-only': { type: 'boolean', default: false },
   },
 })
 
@@ -95,6 +99,27 @@ if (flags['failover-only']) {
 if (flags['changes-only']) {
   const changes = await runChangesBench()
   await writeResults('changes-', { at: new Date().toISOString(), flags, changes })
+  process.exit(0)
+}
+
+if (flags['peer-only']) {
+  const started = runStamp()
+  console.log(
+    `beside the CRUD peer: ${rounds} rounds of ${seconds} s, pool ${bench.poolSize}; ${describeRun(started)}`,
+  )
+  const throughput = await withDatabase('bench_peer', (url, sql) =>
+    measureThroughput(bench, url, sql, {
+      rounds,
+      seconds,
+      connections: Number(flags.connections),
+      ceilingBatch: Number(flags['ceiling-batch']),
+      scenarios: PEER_SCENARIOS,
+      peerOnly: true,
+    }),
+  )
+  const results = { ...started, machine: await describeMachine(), flags, throughput }
+  printReport(results)
+  await writeResults('peer-', results)
   process.exit(0)
 }
 

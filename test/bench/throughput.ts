@@ -17,6 +17,8 @@ export type ThroughputOptions = {
   ceilingBatch: number
   // The scenarios to measure; all unless given.
   scenarios?: ScenarioName[]
+  // The service and the CRUD peer alone, no ceilings (`bun run bench --peer-only`).
+  peerOnly?: boolean
 }
 
 export type Measured = {
@@ -45,6 +47,16 @@ export type ScenarioName =
   | 'revalidate'
   | 'revalidateFew'
   | 'revalidateOne'
+
+// Creates and pages at 32, 4 and 1 connections: what is judged against the CRUD peer.
+export const PEER_SCENARIOS: ScenarioName[] = [
+  'create',
+  'page',
+  'createFew',
+  'createOne',
+  'pageFew',
+  'pageOne',
+]
 
 export const READ_SCENARIOS: ScenarioName[] = [
   'page',
@@ -176,6 +188,9 @@ export async function measureThroughput(
     return withCpu(load, await meter.stop())
   }
   const names = options.scenarios ?? (Object.keys(plans) as ScenarioName[])
+  if (options.peerOnly)
+    for (const plan of Object.values(plans))
+      plan.sides = plan.sides.filter((side) => side === 'service' || side === 'crudPeer')
   try {
     const warm = Math.min(3, options.seconds)
     for (const name of (['create', 'page'] as const).filter((name) => names.includes(name)))

@@ -47,5 +47,29 @@ for (const kind of STORAGE_KINDS) {
       )
       expect(names).toEqual(TEXTS)
     })
+
+    test("every page names the owner's head: the first, the last, one of none and one of no rows", async () => {
+      // given
+      const whole = await listPlants(storage.db, { owner: 'eve' })
+      const first = await listPlants(storage.db, { owner: 'eve', limit: 2 })
+      // when
+      const pages = await Promise.all([
+        listPlants(storage.db, { owner: 'eve', limit: 2 }),
+        listPlants(storage.db, { owner: 'eve', limit: 10, from: first.next }),
+        listPlants(storage.db, { owner: 'eve', limit: 0 }),
+        listPlants(storage.db, { owner: 'eve', limit: 10, from: whole.position + 1n }),
+      ])
+      // then
+      expect(whole.position > 0n).toBe(true)
+      expect(pages.map((page) => page.position)).toEqual(pages.map(() => whole.position))
+      expect(pages.map((page) => (page.kind === 'page' ? JSON.parse(page.body).length : -1))).toEqual([
+        2,
+        TEXTS.length - 2,
+        0,
+        0,
+      ])
+      // and an owner with no plants is at 0
+      expect((await listPlants(storage.db, { owner: 'nobody', limit: 10 })).position).toBe(0n)
+    })
   })
 }
