@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, chown, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { makeDataDir, otherUsersSecret } from '../support/data-dir.ts'
+import { leftAfterTests } from '../support/left-after-tests.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import {
   runServerToExit,
@@ -19,12 +20,7 @@ import {
 const POSTGRES_UID = Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim())
 const OTHERS = ['nobody', 'postgres']
 
-const servers: ServerProcess[] = []
-const folders: string[] = []
-afterAll(async () => {
-  for (const server of servers) server.process.kill('SIGKILL')
-  for (const folder of folders) await rm(folder, { recursive: true, force: true })
-})
+const { servers, folders } = leftAfterTests()
 
 async function dataDir(): Promise<string> {
   const folder = await makeDataDir('plant-store-own-user-')
