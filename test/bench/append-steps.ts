@@ -13,6 +13,7 @@ import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
+import { benchCreate } from './bench-create.ts'
 import { percentile } from './memory.ts'
 
 const CREATES = Number(process.argv[2] ?? 2000)
@@ -35,20 +36,7 @@ const db = drizzle({
 const keyring = createKeyring(TEST_KEYS)
 const keys = ownerKeyCache(keyring)
 const append = (owner: string, id: number) =>
-  appendEvents(db, keys, [
-    {
-      owner,
-      plantId: BigInt(id),
-      requestId: `request ${id}`,
-      expectedVersion: 0,
-      event: {
-        type: 'PlantCreated',
-        schemaVersion: 1,
-        data: { id: String(id), name: `plant ${id}`, tag: 'bench' },
-        recordedAt: new Date(),
-      },
-    },
-  ])
+  appendEvents(db, keys, [benchCreate(owner, id, `request ${id}`)])
 
 try {
   // Every owner has a key, and the process holds it, as for most creates.

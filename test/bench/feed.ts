@@ -5,7 +5,6 @@ import { connect } from '@nats-io/transport-node'
 import postgres from 'postgres'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { createLogger } from '../../src/shared/logger.ts'
 import { openPostgres } from '../../src/store/database.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
@@ -18,7 +17,7 @@ import { TEST_KEYS } from '../support/test-keys.ts'
 import { runTestRelay } from '../support/test-relay.ts'
 import { ensureWrk, runWrk } from './load.ts'
 import { median, percentile } from './memory.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -73,7 +72,7 @@ function natsServerCpuMs(): number | undefined {
 async function measurePublishing(events: number, publishers: number): Promise<Publishing> {
   return withDatabase('bench_feed_publish', async (url) => {
     const sql = postgres(url, { max: 1, onnotice: () => {} })
-    await seedEvents(sql, createKeyring(TEST_KEYS), 1, events, `'owner-' || (i % 100)`)
+    await seedTestEvents(sql, 1, events, `'owner-' || (i % 100)`)
     await sql.end()
     const storage = openPostgres({ keys: TEST_KEYS, url, poolSize: 4, statementTimeoutMs: 60_000 })
     const feed = await createTestFeed('bench_publish')

@@ -1,10 +1,8 @@
 import type postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { tokenHeader } from '../support/plant-client.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import { runWrk } from './load.ts'
 import { median, residentMb, sampleMemory } from './memory.ts'
-import { countEvents, seedEvents } from './seed.ts'
+import { countEvents, seedTestEvents } from './seed.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -22,9 +20,8 @@ export async function measureGrowth(
   options: GrowthOptions,
 ) {
   // Every 10th of the first 1,000 events belongs to one of the probe owners: 25 plants each.
-  await seedEvents(
+  await seedTestEvents(
     sql,
-    createKeyring(TEST_KEYS),
     1,
     1000,
     `case when i % 10 = 0 then 'probe-' || (i / 10 % ${PROBES}) else 'other-' || (i % 997) end`,
@@ -59,19 +56,13 @@ export async function measureGrowth(
   }
   const small = await pageLatency()
   console.log(`  page with ${small.events} events: p50 ${small.p50Ms.toFixed(2)} ms`)
-  await seedEvents(sql, createKeyring(TEST_KEYS), 1001, options.largeStore, `'other-' || (i % 9973)`)
+  await seedTestEvents(sql, 1001, options.largeStore, `'other-' || (i % 9973)`)
   const large = await pageLatency()
   console.log(`  page with ${large.events} events: p50 ${large.p50Ms.toFixed(2)} ms`)
 
   const start = options.largeStore + 1
   const bulk = await writeFixture(bench.secret, 'bulk', 1)
-  await seedEvents(
-    sql,
-    createKeyring(TEST_KEYS),
-    start,
-    start + options.listingPlants - 1,
-    `'${bulk.owners[0]}'`,
-  )
+  await seedTestEvents(sql, start, start + options.listingPlants - 1, `'${bulk.owners[0]}'`)
   const listings = []
   for (let round = 0; round < options.rounds; round++)
     listings.push(await streamListing(bench, databaseUrl, bulk.tokens[0] ?? '', options.listingPlants))

@@ -1,12 +1,11 @@
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { median } from './memory.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 
 // The listing's statements of checkouts side by side, in process, on one store, round after round:
 // `bun test/bench/listing-before-after.ts [--rounds 5] [--reads 4000] <checkout> <checkout> …`
@@ -38,7 +37,7 @@ const sql = postgres(database.url, { max: 2, onnotice: () => {} })
 const closers: (() => Promise<void>)[] = []
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  await seedEvents(sql, createKeyring(TEST_KEYS), 1, OWNERS * 50, `'reader-' || (i % ${OWNERS})`)
+  await seedTestEvents(sql, 1, OWNERS * 50, `'reader-' || (i % ${OWNERS})`)
   // Each owner's latest position: what a caller who just created a plant sends.
   const heads = new Map(
     (

@@ -3,11 +3,10 @@
 // Run: bun test/bench/open-metadata.ts [events]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 
 const EVENTS = Number(process.argv[2] ?? 20_000)
 const ROUNDS = 7
@@ -16,7 +15,7 @@ const database = await createTestDatabase('bench_open_metadata')
 const sql = postgres(database.url, { max: 1, onnotice: () => {} })
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  await seedEvents(sql, createKeyring(TEST_KEYS), 1, EVENTS, `'owner-' || (i % 50)`)
+  await seedTestEvents(sql, 1, EVENTS, `'owner-' || (i % 50)`)
   const read = (opened: string) => `
     select ${opened} from events as e join (select pseudonym, plant_store_unwrap(key) as key from owner_keys) as k on k.pseudonym = e.metadata->>'pseudonym'`
   const median = async (query: string) => {

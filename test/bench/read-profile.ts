@@ -1,11 +1,9 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 import { startService } from './services.ts'
 import { writeFixture, writeTagsFile } from './tokens.ts'
 
@@ -31,7 +29,7 @@ const sql = postgres(url.toString(), { max: 2, onnotice: () => {} })
 try {
   await migratePostgresDatabase(url.toString())
   await sql`create extension if not exists pg_stat_statements`.catch(() => {})
-  await seedEvents(sql, createKeyring(TEST_KEYS), 1, 10_000, `'reader-' || (i % 200)`)
+  await seedTestEvents(sql, 1, 10_000, `'reader-' || (i % 200)`)
   await sql`analyze`
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', 200)

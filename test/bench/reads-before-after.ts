@@ -1,13 +1,12 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { median } from './memory.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 import { startService } from './services.ts'
 import { writeFixture, writeTagsFile } from './tokens.ts'
 
@@ -36,7 +35,7 @@ type Figures = { requestsPerSecond: number; serviceMs: number; databaseMs: numbe
 const measured = new Map<string, Figures[]>()
 try {
   await migratePostgresDatabase(database.url, undefined, TEST_KEYS)
-  await seedEvents(sql, createKeyring(TEST_KEYS), 1, READERS * 50, `'reader-' || (i % ${READERS})`)
+  await seedTestEvents(sql, 1, READERS * 50, `'reader-' || (i % ${READERS})`)
   const secret = crypto.randomUUID() + crypto.randomUUID()
   const readers = await writeFixture(secret, 'reader', READERS)
   const tagsFile = await writeTagsFile(sql, readers)

@@ -1,12 +1,11 @@
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { encodeCursor } from '../../src/plants/cursor.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { type Load, medianLoad, runWrk } from './load.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -26,13 +25,7 @@ export async function measureReplicas(bench: Bench, options: ReplicaOptions) {
   const sql = postgres(pair.primaryUrl, { max: 2, onnotice: () => {} })
   try {
     await migratePostgresDatabase(pair.primaryUrl, undefined, TEST_KEYS)
-    await seedEvents(
-      sql,
-      createKeyring(TEST_KEYS),
-      1,
-      READERS * PLANTS_PER_READER,
-      `'reader-' || (i % ${READERS})`,
-    )
+    await seedTestEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)
     await pair.caughtUp()
     const readers = await writeFixture(bench.secret, 'replica-reader', READERS)
     const writers = await writeFixture(bench.secret, 'replica-writer', 1000)

@@ -13,7 +13,7 @@ import { ensureWrk } from './load.ts'
 import { measureReplicas } from './replicas.ts'
 import { printReport } from './report.ts'
 import type { Bench } from './services.ts'
-import { measureThroughput, PEER_SCENARIOS, READ_SCENARIOS } from './throughput.ts'
+import { measureThroughput, PEER_SCENARIOS, READ_SCENARIOS, type ThroughputOptions } from './throughput.ts'
 
 // `bun run bench`: the service on a fresh PostgreSQL database, side by side with its ceilings.
 const { values: flags } = parseArgs({
@@ -107,16 +107,7 @@ if (flags['peer-only']) {
   console.log(
     `beside the CRUD peer: ${rounds} rounds of ${seconds} s, pool ${bench.poolSize}; ${describeRun(started)}`,
   )
-  const throughput = await withDatabase('bench_peer', (url, sql) =>
-    measureThroughput(bench, url, sql, {
-      rounds,
-      seconds,
-      connections: Number(flags.connections),
-      ceilingBatch: Number(flags['ceiling-batch']),
-      scenarios: PEER_SCENARIOS,
-      peerOnly: true,
-    }),
-  )
+  const throughput = await runThroughputBench('bench_peer', { scenarios: PEER_SCENARIOS, peerOnly: true })
   const results = { ...started, machine: await describeMachine(), flags, throughput }
   printReport(results)
   await writeResults('peer-', results)
@@ -126,15 +117,7 @@ if (flags['peer-only']) {
 if (flags['reads-only']) {
   const started = runStamp()
   console.log(`reads: ${rounds} rounds of ${seconds} s, pool ${bench.poolSize}; ${describeRun(started)}`)
-  const throughput = await withDatabase('bench_reads', (url, sql) =>
-    measureThroughput(bench, url, sql, {
-      rounds,
-      seconds,
-      connections: Number(flags.connections),
-      ceilingBatch: Number(flags['ceiling-batch']),
-      scenarios: READ_SCENARIOS,
-    }),
-  )
+  const throughput = await runThroughputBench('bench_reads', { scenarios: READ_SCENARIOS })
   const growth = flags['skip-growth'] ? undefined : await runGrowthBench()
   const results = { ...started, machine: await describeMachine(), flags, throughput, growth }
   printReport(results)
@@ -148,14 +131,7 @@ if (!onlyReplicas) {
   console.log(
     `throughput: ${rounds} rounds of ${seconds} s, ${flags.connections} connections, pool ${bench.poolSize}`,
   )
-  throughput = await withDatabase('bench', (url, sql) =>
-    measureThroughput(bench, url, sql, {
-      rounds,
-      seconds,
-      connections: Number(flags.connections),
-      ceilingBatch: Number(flags['ceiling-batch']),
-    }),
-  )
+  throughput = await runThroughputBench('bench')
 }
 const growth = flags['skip-growth'] || onlyReplicas ? undefined : await runGrowthBench()
 let embedded: Awaited<ReturnType<typeof measureEmbedded>> | undefined
@@ -244,6 +220,20 @@ async function writeResults(prefix: string, results: { at: string } & Record<str
   const file = `${directory}${prefix}${results.at.replaceAll(':', '-')}.json`
   await Bun.write(file, `${JSON.stringify(results, null, 2)}\n`)
   console.log(`\nfigures written to ${file}`)
+}
+
+// The throughput rounds the flags ask for, on a new database `name`; `scenarios` and `peerOnly` as
+// measureThroughput takes them.
+function runThroughputBench(name: string, only: Pick<ThroughputOptions, 'scenarios' | 'peerOnly'> = {}) {
+  return withDatabase(name, (url, sql) =>
+    measureThroughput(bench, url, sql, {
+      rounds,
+      seconds,
+      connections: Number(flags.connections),
+      ceilingBatch: Number(flags['ceiling-batch']),
+      ...only,
+    }),
+  )
 }
 
 function runGrowthBench() {

@@ -1,6 +1,7 @@
 import type postgres from 'postgres'
-import type { Keyring } from '../../src/keys/keyring.ts'
+import { createKeyring, type Keyring } from '../../src/keys/keyring.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
+import { TEST_KEYS } from '../support/test-keys.ts'
 
 // Set-based seeding: events, sealed as the service writes them, and their plants rows in one
 // statement each batch, consistent with each other (the plants row of every event carries its
@@ -40,4 +41,9 @@ export async function seedEvents(
 export async function countEvents(sql: postgres.Sql): Promise<number> {
   const [row] = await sql.unsafe('select count(*)::int as n from events')
   return Number(row?.n ?? 0)
+}
+
+// seedEvents under the test keys, which the benches' services run with.
+export function seedTestEvents(sql: postgres.Sql, from: number, to: number, owner: string): Promise<void> {
+  return seedEvents(sql, createKeyring(TEST_KEYS), from, to, owner)
 }

@@ -4,11 +4,9 @@
 // Run: bun test/bench/settled-read.ts [root] [reads]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
 import { createTestDatabase } from '../support/postgres.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 
 const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
 const READS = Number(process.argv[3] ?? 2000)
@@ -24,7 +22,7 @@ const storage = await openStorage({
   statementTimeoutMs: 10_000,
 })
 try {
-  await seedEvents(sql, createKeyring(TEST_KEYS), 1, EVENTS, `'owner-' || (i % 50)`)
+  await seedTestEvents(sql, 1, EVENTS, `'owner-' || (i % 50)`)
   const started = performance.now()
   for (let read = 0; read < READS; read++) {
     const after = BigInt((read * 10) % (EVENTS - 10))

@@ -18,6 +18,7 @@ import { drizzle } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import type { Executor } from '../../src/store/database.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
+import { benchCreate } from './bench-create.ts'
 import { seedCeilingOwners } from './pgbench.ts'
 
 const { values: flags } = parseArgs({
@@ -96,17 +97,19 @@ const common = ['plan_cache_mode=force_generic_plan', 'fsync=off', 'autovacuum=o
 const asFlags = (values: string[]) => values.flatMap((value) => ['-c', value])
 const settings = asFlags(['shared_preload_libraries=pg_stat_statements', ...common])
 asPostgres([`${bin}/initdb`, '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync'])
-asPostgres([
-  `${bin}/pg_ctl`,
-  '-D',
-  data,
-  '-w',
-  '-l',
-  join(directory, 'log'),
-  '-o',
-  `-p ${flags.port} -k ${directory} ${settings.join(' ')}`,
-  'start',
-])
+const startPostgres = () =>
+  asPostgres([
+    `${bin}/pg_ctl`,
+    '-D',
+    data,
+    '-w',
+    '-l',
+    join(directory, 'log'),
+    '-o',
+    `-p ${flags.port} -k ${directory} ${settings.join(' ')}`,
+    'start',
+  ])
+startPostgres()
 const url = `postgres://postgres@127.0.0.1:${flags.port}/postgres`
 
 try {
@@ -119,20 +122,7 @@ try {
   const db = drizzle({ client, logger: { logQuery: (query, params) => (captured = { query, params }) } })
   const keys = ownerKeyCache(createKeyring(TEST_KEYS))
   const append = (executor: Executor, owner: string, id: number) =>
-    appendEvents(executor, keys, [
-      {
-        owner,
-        plantId: BigInt(id),
-        requestId: crypto.randomUUID(),
-        expectedVersion: 0,
-        event: {
-          type: 'PlantCreated',
-          schemaVersion: 1,
-          data: { id: String(id), name: `plant ${id}`, tag: 'bench' },
-          recordedAt: new Date(),
-        },
-      },
-    ])
+    appendEvents(executor, keys, [benchCreate(owner, id, crypto.randomUUID())])
   // Every owner with plants (the service's and the peer's), and a key the process holds.
   for (let id = 1; id <= OWNERS * PLANTS_PER_OWNER; id++) await append(db, `owner ${id % OWNERS}`, id)
   await client`insert into crud_plants select owner, id, name, tag from plants`
@@ -164,18 +154,9 @@ try {
       await appendEvents(
         tx,
         keys,
-        Array.from({ length: BATCH }, (_, k) => ({
-          owner: `owner ${k}`,
-          plantId: BigInt(2_000_000 + k),
-          requestId: crypto.randomUUID(),
-          expectedVersion: 0,
-          event: {
-            type: 'PlantCreated',
-            schemaVersion: 1,
-            data: { id: String(2_000_000 + k), name: `plant ${k}`, tag: 'bench' },
-            recordedAt: new Date(),
-          },
-        })),
+        Array.from({ length: BATCH }, (_, k) =>
+          benchCreate(`owner ${k}`, 2_000_000 + k, crypto.randomUUID(), `plant ${k}`),
+        ),
       )
       throw new RolledBack()
     })
@@ -275,17 +256,7 @@ try {
     const per = statement.perTransaction ?? 1
     counting += 10_000_000
     const counted = flags['skip-callgrind'] ? undefined : singleUserCount(statement, counting)
-    asPostgres([
-      `${bin}/pg_ctl`,
-      '-D',
-      data,
-      '-w',
-      '-l',
-      join(directory, 'log'),
-      '-o',
-      `-p ${flags.port} -k ${directory} ${settings.join(' ')}`,
-      'start',
-    ])
+    startPostgres()
     client = postgres(url, { max: 1, onnotice: () => {} })
     if (statement.teardown) await client.unsafe(statement.teardown)
     console.log(

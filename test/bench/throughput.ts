@@ -1,11 +1,9 @@
 import type postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 import { type LoadResult, runWrk, type WrkRun } from './load.ts'
 import { median } from './memory.ts'
 import { runPgbench, seedCeilingOwners } from './pgbench.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 import { type Bench, startCrudPeer, startHttpCeiling, startService } from './services.ts'
 import { writeFixture, writeTagsFile } from './tokens.ts'
 
@@ -80,13 +78,7 @@ export async function measureThroughput(
   sql: postgres.Sql,
   options: ThroughputOptions,
 ): Promise<Partial<Record<ScenarioName, Scenario>>> {
-  await seedEvents(
-    sql,
-    createKeyring(TEST_KEYS),
-    1,
-    READERS * PLANTS_PER_READER,
-    `'reader-' || (i % ${READERS})`,
-  )
+  await seedTestEvents(sql, 1, READERS * PLANTS_PER_READER, `'reader-' || (i % ${READERS})`)
   // The CRUD peer lists the same plants from its own table.
   await sql`create table if not exists crud_plants (
     owner text not null, id bigint not null, name text not null, tag text, primary key (owner, id))`

@@ -17,12 +17,11 @@ import { join } from 'node:path'
 import process from 'node:process'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { CLI_COMMAND, childEnv } from '../support/server-process.ts'
 import { TEST_KEY_ENCRYPTION_KEYS, TEST_KEYS } from '../support/test-keys.ts'
-import { seedEvents } from './seed.ts'
+import { seedTestEvents } from './seed.ts'
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -138,7 +137,7 @@ try {
   const sourceSql = postgres(source.url, { max: 2, onnotice: () => {} })
   connections.push(sourceSql)
   const seeding = performance.now()
-  await seedEvents(sourceSql, createKeyring(TEST_KEYS), 1, EVENTS, `'owner-' || (i % ${OWNERS})`)
+  await seedTestEvents(sourceSql, 1, EVENTS, `'owner-' || (i % ${OWNERS})`)
   await sourceSql.unsafe('vacuum analyze owner_keys')
   const seeded = (performance.now() - seeding) / 1000
   say(

@@ -1,31 +1,15 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser } from 'playwright-core'
-import { launchChromium } from '../support/chromium.ts'
+import { expect, test } from 'bun:test'
+import { browsedService } from '../support/browsed-service.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { readmeBlock } from '../support/readme.ts'
-import type { ServerProcess } from '../support/server-process.ts'
-import { type Service, startService } from '../support/service.ts'
 
-let service: Service
-let server: ServerProcess
-let browser: Browser
-
-beforeAll(async () => {
-  // The embedded default, its secret its own.
-  service = await startService({ storage: 'embedded', secret: null, label: 'changes-browser' })
-  server = service.server
-  browser = await launchChromium()
-}, 120_000)
-afterAll(async () => {
-  await browser?.close()
-  await service?.stop()
-})
+const { service, server, browser } = browsedService('changes-browser', 120_000)
 
 test("a page's fetch-based SSE client receives a plant created after it connected", async () => {
   // given a same-origin page following the changes with the docs' client, taken from docs/live-changes.md
-  const token = (await service.cli(['token', 'issue', 'browser-user'])).stdout.trim()
-  const page = await browser.newPage()
-  await page.goto(`${server.url}/docs`)
+  const token = (await service().cli(['token', 'issue', 'browser-user'])).stdout.trim()
+  const page = await browser().newPage()
+  await page.goto(`${server().url}/docs`)
   await page.evaluate(
     ([client, bearer]) => {
       const state = { plants: [] as unknown[], error: '' }
@@ -44,12 +28,12 @@ test("a page's fetch-based SSE client receives a plant created after it connecte
   // and connected: the service counts its stream
   const deadline = Date.now() + 10_000
   while (Date.now() < deadline) {
-    const metrics = await (await fetch(`${server.url}/metrics`)).text()
+    const metrics = await (await fetch(`${server().url}/metrics`)).text()
     if (/^plant_store_change_streams 1$/m.test(metrics)) break
     await Bun.sleep(50)
   }
   // when a plant is created
-  const created = await fetch(`${server.url}/plants`, {
+  const created = await fetch(`${server().url}/plants`, {
     method: 'POST',
     headers: { ...tokenHeader(token), 'content-type': 'application/json' },
     body: '{"id":9007199254740993,"name":"Seen in Chromium","tag":""}',

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { takeRebuildLock } from '../../src/event-log/maintenance-lock.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
@@ -8,14 +8,8 @@ import { type CreateResult, createPlant } from '../../src/plants/create-plant.ts
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
 import type { Database } from '../../src/store/database.ts'
-import {
-  count,
-  listing,
-  openTestStorage,
-  rowsOf,
-  STORAGE_KINDS,
-  type TestStorage,
-} from '../support/storage.ts'
+import { describeEachStorage } from '../support/each-storage.ts'
+import { count, listing, rowsOf } from '../support/storage.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { findTraces } from './traces.ts'
 
@@ -68,41 +62,31 @@ async function refusal(db: Database, statement: string): Promise<string> {
   )
 }
 
-for (const kind of STORAGE_KINDS) {
-  describe(`erasing an owner on ${kind}`, () => {
-    let storage: TestStorage
-    beforeAll(async () => {
-      storage = await openTestStorage(kind)
-      for (const { id, name, tag, requestId } of ERIN_PLANTS)
-        await createAs(storage.db, ERIN, id, name, tag, requestId)
-      for (const [index, owner] of KEPT.entries())
-        for (let id = 1n; id <= 3n; id++)
-          await createAs(
-            storage.db,
-            owner,
-            id,
-            `kept ${index}-${id}`,
-            id === 2n ? null : 'kept',
-            `kept-${id}`,
-          )
-    }, 30_000)
-    afterAll(() => storage.close())
-
+describeEachStorage(
+  (kind) => `erasing an owner on ${kind}`,
+  async (storage) => {
+    for (const { id, name, tag, requestId } of ERIN_PLANTS)
+      await createAs(storage.db, ERIN, id, name, tag, requestId)
+    for (const [index, owner] of KEPT.entries())
+      for (let id = 1n; id <= 3n; id++)
+        await createAs(storage.db, owner, id, `kept ${index}-${id}`, id === 2n ? null : 'kept', `kept-${id}`)
+  },
+  (storage, kind) => {
     test('while four writers of other owners run: the owner is gone from every table and statistic, the rest and the log are kept', async () => {
       // given
-      const keptBefore = await plantRows(storage.db, KEPT)
+      const keptBefore = await plantRows(storage().db, KEPT)
       const eventsBefore = await rowsOf(
-        storage.db,
+        storage().db,
         'select position::text as position from events order by events.position',
       )
       // and statistics that hold the owner, as autovacuum gathers them
-      await rowsOf(storage.db, 'analyze')
-      expect(await findTraces(storage.db, NEEDLES)).toContain(`pg_stats: ${ERIN}`)
+      await rowsOf(storage().db, 'analyze')
+      expect(await findTraces(storage().db, NEEDLES)).toContain(`pg_stats: ${ERIN}`)
       let writing = true
       const writers = [1, 2, 3, 4].map(async (writer) => {
         let written = 0
         for (let id = 1n; writing; id++, written++) {
-          await createAs(storage.db, `writer-${writer}`, id, `w${id}`, null, `w-${writer}-${id}`)
+          await createAs(storage().db, `writer-${writer}`, id, `w${id}`, null, `w-${writer}-${id}`)
           // The embedded database answers without a turn of the event loop: let timers run.
           await Bun.sleep(1)
         }
@@ -110,72 +94,72 @@ for (const kind of STORAGE_KINDS) {
       })
       // when
       await Bun.sleep(50)
-      const result = await eraseOwner(storage.db, ERIN)
+      const result = await eraseOwner(storage().db, ERIN)
       await Bun.sleep(50)
       writing = false
       const written = (await Promise.all(writers)).reduce((sum, count) => sum + count, 0)
       // then
       expect(result).toEqual({ plants: 3, completed: 1 })
-      expect(await listing(storage.db, ERIN)).toEqual([])
-      expect(await plantRows(storage.db, KEPT)).toEqual(keptBefore)
-      expect(await findTraces(storage.db, NEEDLES)).toEqual([])
+      expect(await listing(storage().db, ERIN)).toEqual([])
+      expect(await plantRows(storage().db, KEPT)).toEqual(keptBefore)
+      expect(await findTraces(storage().db, NEEDLES)).toEqual([])
       // and the log keeps every event at its position, with one more: the notice
       const eventsAfter = await rowsOf(
-        storage.db,
+        storage().db,
         'select position::text as position from events order by events.position',
       )
       expect(eventsAfter.slice(0, eventsBefore.length)).toEqual(eventsBefore)
       expect(eventsAfter).toHaveLength(eventsBefore.length + written + 1)
-      expect(await count(storage.db, "events where type = 'OwnerErased'")).toBe(1)
+      expect(await count(storage().db, "events where type = 'OwnerErased'")).toBe(1)
       // and it is still append-only
       for (const statement of ['update events set type = type', 'delete from events', 'truncate events'])
-        expect(await refusal(storage.db, statement)).toContain('append-only')
+        expect(await refusal(storage().db, statement)).toContain('append-only')
       // and the projection is the fold of the log, and a rebuild brings nothing of the owner back
-      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
-      await rebuildProjection(storage.db, storage.keyring)
-      expect(await plantRows(storage.db, KEPT)).toEqual(keptBefore)
-      expect(await listing(storage.db, ERIN)).toEqual([])
-      expect(await findTraces(storage.db, NEEDLES)).toEqual([])
+      expect(isInSync((await verifyProjection(storage().db, storage().keyring)).diff)).toBe(true)
+      await rebuildProjection(storage().db, storage().keyring)
+      expect(await plantRows(storage().db, KEPT)).toEqual(keptBefore)
+      expect(await listing(storage().db, ERIN)).toEqual([])
+      expect(await findTraces(storage().db, NEEDLES)).toEqual([])
     }, 60_000)
 
     test('the same subject then creates the ids it had, as a new owner with no past', async () => {
       // when
       const [first] = ERIN_PLANTS
-      const again = await createAs(storage.db, ERIN, first?.id ?? 0n, 'A new fern', null, 'again-1')
+      const again = await createAs(storage().db, ERIN, first?.id ?? 0n, 'A new fern', null, 'again-1')
       // then
       expect(again.outcome).toBe('created')
-      expect(await listing(storage.db, ERIN)).toEqual([{ name: 'A new fern' }])
-      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
+      expect(await listing(storage().db, ERIN)).toEqual([{ name: 'A new fern' }])
+      expect(isInSync((await verifyProjection(storage().db, storage().keyring)).diff)).toBe(true)
       // and erasing them again forgets only what they have now
-      expect(await eraseOwner(storage.db, ERIN)).toEqual({ plants: 1, completed: 1 })
-      expect(await listing(storage.db, ERIN)).toEqual([])
+      expect(await eraseOwner(storage().db, ERIN)).toEqual({ plants: 1, completed: 1 })
+      expect(await listing(storage().db, ERIN)).toEqual([])
     })
 
     test('an owner unknown, or already erased, is 0', async () => {
-      expect(await eraseOwner(storage.db, 'never-seen')).toEqual({ plants: 0, completed: 0 })
-      expect(await eraseOwner(storage.db, ERIN)).toEqual({ plants: 0, completed: 0 })
+      expect(await eraseOwner(storage().db, 'never-seen')).toEqual({ plants: 0, completed: 0 })
+      expect(await eraseOwner(storage().db, ERIN)).toEqual({ plants: 0, completed: 0 })
     })
 
     test('creates racing an erasure of their owner: none is written under the destroyed key', async () => {
       // given
       const owner = 'racer'
-      await createAs(storage.db, owner, 1n, 'before', null, 'r-1')
-      const [key] = await rowsOf(storage.db, `select pseudonym from owner_keys where owner = '${owner}'`)
+      await createAs(storage().db, owner, 1n, 'before', null, 'r-1')
+      const [key] = await rowsOf(storage().db, `select pseudonym from owner_keys where owner = '${owner}'`)
       // when twenty creates run around the erasure
       const creates: Promise<CreateResult>[] = []
       for (let id = 2n; id <= 21n; id++) {
-        creates.push(createAs(storage.db, owner, id, `racing ${id}`, null, `r-${id}`))
-        if (id === 8n) creates.push(eraseOwner(storage.db, owner).then(() => ({}) as CreateResult))
+        creates.push(createAs(storage().db, owner, id, `racing ${id}`, null, `r-${id}`))
+        if (id === 8n) creates.push(eraseOwner(storage().db, owner).then(() => ({}) as CreateResult))
         await Bun.sleep(1)
       }
       const results = await Promise.all(creates)
       // then every event under the erased pseudonym precedes its notice
       const [notice] = await rowsOf(
-        storage.db,
+        storage().db,
         `select position::text as position from events where stream_id = 'owner:${key?.pseudonym}'`,
       )
       const [late] = await rowsOf(
-        storage.db,
+        storage().db,
         `select count(*)::int as n from events
          where metadata->>'pseudonym' = '${key?.pseudonym}' and position > ${notice?.position}`,
       )
@@ -187,14 +171,14 @@ for (const kind of STORAGE_KINDS) {
         )
         .sort((a, b) => (a.position < b.position ? -1 : 1))
         .map((result) => ({ name: result.plant.name }))
-      expect(await listing(storage.db, owner)).toEqual(after)
-      expect(isInSync((await verifyProjection(storage.db, storage.keyring)).diff)).toBe(true)
+      expect(await listing(storage().db, owner)).toEqual(after)
+      expect(isInSync((await verifyProjection(storage().db, storage().keyring)).diff)).toBe(true)
     })
 
     test('an erasure stopped after its first step hides the owner at once, and a rerun completes it', async () => {
       // given
       const owner = 'pending-pat'
-      await createAs(storage.db, owner, 1n, 'Pending fern', 'pending-tag', 'p-1')
+      await createAs(storage().db, owner, 1n, 'Pending fern', 'pending-tag', 'p-1')
       const unreachable: ErasureFeed = {
         awaitPublished: async () => {
           throw new Error('NATS unreachable')
@@ -202,11 +186,13 @@ for (const kind of STORAGE_KINDS) {
         purge: async () => {},
       }
       // when
-      const failed = await eraseOwner(storage.db, owner, { feed: unreachable }).catch((error: Error) => error)
+      const failed = await eraseOwner(storage().db, owner, { feed: unreachable }).catch(
+        (error: Error) => error,
+      )
       // then
       expect(String(failed)).toContain('NATS unreachable')
-      expect(await listing(storage.db, owner)).toEqual([])
-      expect(await count(storage.db, `owner_keys where owner = '${owner}' and erasing`)).toBe(1)
+      expect(await listing(storage().db, owner)).toEqual([])
+      expect(await count(storage().db, `owner_keys where owner = '${owner}' and erasing`)).toBe(1)
       // when the command is run again, the feed reachable
       const purged: unknown[] = []
       const published: bigint[] = []
@@ -218,100 +204,101 @@ for (const kind of STORAGE_KINDS) {
           purged.push(erasure)
         },
       }
-      const rerun = await eraseOwner(storage.db, owner, { feed })
+      const rerun = await eraseOwner(storage().db, owner, { feed })
       // then
       expect(rerun).toEqual({ plants: 1, completed: 1 })
       expect(purged).toEqual([{ pseudonym: expect.any(String), owner }])
       expect(published).toHaveLength(1)
-      expect(await count(storage.db, `owner_keys where owner = '${owner}'`)).toBe(0)
-      expect(await findTraces(storage.db, [owner, 'Pending fern', 'pending-tag', 'p-1'])).toEqual([])
+      expect(await count(storage().db, `owner_keys where owner = '${owner}'`)).toBe(0)
+      expect(await findTraces(storage().db, [owner, 'Pending fern', 'pending-tag', 'p-1'])).toEqual([])
     })
 
     test('the work tables of a rebuild and an import that died hold the owner in the clear: the erasure drops them', async () => {
       // given: tables as runs killed half-way leave them, nobody holding them
-      await createAs(storage.db, 'dora', 1n, 'Dorafern-forget', 'dora-tag', 'dora-1')
-      await rowsOf(storage.db, 'create table plants_rebuild_deaddora (like plants including defaults)')
-      await rowsOf(storage.db, 'insert into plants_rebuild_deaddora select * from plants')
+      await createAs(storage().db, 'dora', 1n, 'Dorafern-forget', 'dora-tag', 'dora-1')
+      await rowsOf(storage().db, 'create table plants_rebuild_deaddora (like plants including defaults)')
+      await rowsOf(storage().db, 'insert into plants_rebuild_deaddora select * from plants')
       await rowsOf(
-        storage.db,
+        storage().db,
         'create unlogged table import_staging_deaddora (line int, owner text, event jsonb)',
       )
       await rowsOf(
-        storage.db,
+        storage().db,
         `insert into import_staging_deaddora values (1, 'dora', '{"data": {"name": "Dorafern-forget"}}')`,
       )
-      expect(await findTraces(storage.db, ['Dorafern-forget'])).toHaveLength(3)
+      expect(await findTraces(storage().db, ['Dorafern-forget'])).toHaveLength(3)
       // when
-      const result = await eraseOwner(storage.db, 'dora')
+      const result = await eraseOwner(storage().db, 'dora')
       // then
       expect(result).toEqual({ plants: 1, completed: 1 })
-      expect(await findTraces(storage.db, ['dora', 'Dorafern-forget', 'dora-tag', 'dora-1'])).toEqual([])
-      expect(await count(storage.db, "pg_class where relname like '%deaddora'")).toBe(0)
+      expect(await findTraces(storage().db, ['dora', 'Dorafern-forget', 'dora-tag', 'dora-1'])).toEqual([])
+      expect(await count(storage().db, "pg_class where relname like '%deaddora'")).toBe(0)
     })
 
     test('every run refreshes the statistics last, one that finds nobody to erase too (a rerun after a crash before it)', async () => {
       // given: statistics gathered while an owner's rows were there, the rows gone since (as a run
       // that was killed after deleting the key and before its ANALYZE leaves them)
       for (let id = 1n; id <= 3n; id++)
-        await createAs(storage.db, 'stale-stan', id, 'Stalefern', null, 'stale')
-      await rowsOf(storage.db, 'analyze plants, owner_keys')
-      await rowsOf(storage.db, "delete from plants where owner = 'stale-stan'")
-      await rowsOf(storage.db, "delete from owner_keys where owner = 'stale-stan'")
-      expect(await findTraces(storage.db, ['stale-stan'])).toContain('pg_stats: stale-stan')
+        await createAs(storage().db, 'stale-stan', id, 'Stalefern', null, 'stale')
+      await rowsOf(storage().db, 'analyze plants, owner_keys')
+      await rowsOf(storage().db, "delete from plants where owner = 'stale-stan'")
+      await rowsOf(storage().db, "delete from owner_keys where owner = 'stale-stan'")
+      expect(await findTraces(storage().db, ['stale-stan'])).toContain('pg_stats: stale-stan')
       // when
-      const result = await eraseOwner(storage.db, 'nobody-at-all')
+      const result = await eraseOwner(storage().db, 'nobody-at-all')
       // then
       expect(result).toEqual({ plants: 0, completed: 0 })
-      expect(await findTraces(storage.db, ['stale-stan'])).not.toContain('pg_stats: stale-stan')
+      expect(await findTraces(storage().db, ['stale-stan'])).not.toContain('pg_stats: stale-stan')
     })
 
     if (kind === 'postgres')
       test('an erasure waits for an import running before it deletes the key, saying so; past --wait it stays pending', async () => {
         // given: an import in progress, its staging table claimed
-        await createAs(storage.db, 'ivan', 1n, 'Ivan fern', null, 'ivan-1')
-        await createAs(storage.db, 'ivan', 2n, 'Ivan fig', null, 'ivan-2')
-        const claim = await claimWorkTable(storage.db, 'import_staging_liveivan')
-        await rowsOf(storage.db, 'create unlogged table import_staging_liveivan (line int)')
+        await createAs(storage().db, 'ivan', 1n, 'Ivan fern', null, 'ivan-1')
+        await createAs(storage().db, 'ivan', 2n, 'Ivan fig', null, 'ivan-2')
+        const claim = await claimWorkTable(storage().db, 'import_staging_liveivan')
+        await rowsOf(storage().db, 'create unlogged table import_staging_liveivan (line int)')
         // when: the erasure may wait half a second
         const told: string[] = []
-        const short = eraseOwner(storage.db, 'ivan', { waitMs: 500, onWait: (what) => told.push(what) })
+        const short = eraseOwner(storage().db, 'ivan', { waitMs: 500, onWait: (what) => told.push(what) })
         // then
         await expect(short).rejects.toMatchObject({ code: 'ERASURE_PENDING' })
         await expect(short).rejects.toThrow('an events import is running (its table import_staging_liveivan')
         expect(told).toEqual([
           'an events import is running (its table import_staging_liveivan may hold the owner): the erasure waits for it to end',
         ])
-        expect(await count(storage.db, "owner_keys where owner = 'ivan' and erasing")).toBe(1)
-        expect(await listing(storage.db, 'ivan')).toEqual([])
+        expect(await count(storage().db, "owner_keys where owner = 'ivan' and erasing")).toBe(1)
+        expect(await listing(storage().db, 'ivan')).toEqual([])
         // when the import ends while a rerun waits
-        const rerun = eraseOwner(storage.db, 'ivan', { waitMs: 10_000 })
+        const rerun = eraseOwner(storage().db, 'ivan', { waitMs: 10_000 })
         await Bun.sleep(300)
-        await rowsOf(storage.db, 'drop table import_staging_liveivan')
+        await rowsOf(storage().db, 'drop table import_staging_liveivan')
         await claim.release()
         // then the rerun completes it, with the plants the owner had
         expect(await rerun).toEqual({ plants: 2, completed: 1 })
-        expect(await count(storage.db, "owner_keys where owner = 'ivan'")).toBe(0)
+        expect(await count(storage().db, "owner_keys where owner = 'ivan'")).toBe(0)
       })
 
     if (kind === 'postgres')
       test('an erasure waits for a rebuild running: its table would bring the owner back at the swap', async () => {
         // given
-        await createAs(storage.db, 'waits', 1n, 'Waiting fern', null, 'wait-1')
-        const rebuild = await takeRebuildLock(storage.db)
+        await createAs(storage().db, 'waits', 1n, 'Waiting fern', null, 'wait-1')
+        const rebuild = await takeRebuildLock(storage().db)
         // when
         let erased = false
         const told: string[] = []
-        const erasure = eraseOwner(storage.db, 'waits', { onWait: (what) => told.push(what) }).then(
+        const erasure = eraseOwner(storage().db, 'waits', { onWait: (what) => told.push(what) }).then(
           () => (erased = true),
         )
         await Bun.sleep(300)
         // then: it says so, once
         expect(told).toEqual(['a projection rebuild is running: the erasure waits for it to finish'])
         expect(erased).toBe(false)
-        expect(await listing(storage.db, 'waits')).toEqual([{ name: 'Waiting fern' }])
+        expect(await listing(storage().db, 'waits')).toEqual([{ name: 'Waiting fern' }])
         await rebuild.release()
         await erasure
-        expect(await listing(storage.db, 'waits')).toEqual([])
+        expect(await listing(storage().db, 'waits')).toEqual([])
       })
-  })
-}
+  },
+  30_000,
+)

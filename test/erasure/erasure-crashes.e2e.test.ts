@@ -1,14 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
-import postgres from 'postgres'
-import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import { upgradeLog } from '../../src/event-log/upgrade.ts'
-import { createPlant } from '../../src/plants/create-plant.ts'
-import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import type postgres from 'postgres'
+import type { DatabaseHandle } from '../../src/store/database.ts'
+import { createOwnedPlant, openCommandStore, startCommandStore, until } from '../support/command-store.ts'
 import { runCli, startCli } from '../support/server-process.ts'
-import { type ServiceStorage, startService } from '../support/service.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
+import type { ServiceStorage } from '../support/service.ts'
 import { plainLine } from '../transfer/sealed-lines.ts'
 import { findTraces } from './traces.ts'
 
@@ -31,20 +27,7 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
     child.kill('SIGKILL')
     await child.exited
   }
-  const until = async (what: string, check: () => Promise<boolean>) => {
-    const deadline = Date.now() + 30_000
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`not reached in 30 s: ${what}`)
-      await Bun.sleep(20)
-    }
-  }
-  const create = (owner: string, id: number, name: string) =>
-    createPlant(
-      handle.db,
-      ownerKeyCache(handle.keyring),
-      { type: 'CreatePlant', owner, plant: { id: BigInt(id), name, tag: null }, now: new Date() },
-      `${owner}-${id}`,
-    )
+  const create = (owner: string, id: number, name: string) => createOwnedPlant(handle, owner, id, name)
   const workTables = async (prefix: string) =>
     (
       await sql<{ name: string }[]>`select relname as name from pg_class
@@ -60,11 +43,8 @@ describe('owners erase and commands killed half-way (PostgreSQL)', () => {
 
   beforeEach(async () => {
     // The commands alone: no server runs beside them.
-    storage = await startService({ label: 'erasure_crashes', instances: 0 })
-    const url = String(storage.databaseUrl)
-    await migratePostgresDatabase(url, (db, keyring) => upgradeLog(db, keyring), TEST_KEYS)
-    handle = openPostgres({ keys: TEST_KEYS, url, poolSize: 4, statementTimeoutMs: 60_000 })
-    sql = postgres(url, { max: 4, onnotice: () => {} })
+    ;({ storage, sql } = await startCommandStore('erasure_crashes', 4))
+    handle = openCommandStore(storage, 4)
     for (const [index, name] of CAROL.entries()) {
       await create('carol', index + 1, name)
       await create('bob', index + 1, `Bob ${index}`)

@@ -19,6 +19,7 @@ import {
 } from '../support/storage.ts'
 import { withRawKeys } from '../support/test-keys.ts'
 import { exportText } from '../transfer/export-text.ts'
+import { openRoundTrip, ROUND_TRIPS } from '../transfer/round-trips.ts'
 import { erasedLine, HEADER, keyLine, plainLine, sealedLine, testKey } from '../transfer/sealed-lines.ts'
 
 // Erasure (docs/erasure.md): an export carries the keys of its owners and the record of erased pseudonyms, so
@@ -94,10 +95,7 @@ async function storeCounts(db: Database) {
   }
 }
 
-for (const [from, to] of [
-  ['embedded', 'postgres'],
-  ['postgres', 'embedded'],
-] as [StorageKind, StorageKind][]) {
+for (const [from, to] of ROUND_TRIPS) {
   describe(`a store with erased owners, exported from ${from} and imported into ${to}`, () => {
     let source: TestStorage
     let target: TestStorage
@@ -105,7 +103,7 @@ for (const [from, to] of [
     let pendingKey: { pseudonym: string; key: string }
     let exported: string
     beforeAll(async () => {
-      ;[source, target] = await Promise.all([openTestStorage(from), openTestStorage(to)])
+      ;[source, target] = await openRoundTrip(from, to)
       await createTrickyPlants(source)
       for (const who of [ERASED, PENDING]) {
         for (const plant of who.plants) {

@@ -1,14 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import postgres from 'postgres'
-import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import { upgradeLog } from '../../src/event-log/upgrade.ts'
-import { createPlant } from '../../src/plants/create-plant.ts'
-import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import type postgres from 'postgres'
+import type { DatabaseHandle } from '../../src/store/database.ts'
+import { createOwnedPlant, openCommandStore, startCommandStore } from '../support/command-store.ts'
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts'
 import { startCli } from '../support/server-process.ts'
-import { type ServiceStorage, startService } from '../support/service.ts'
-import { TEST_KEYS } from '../support/test-keys.ts'
+import type { ServiceStorage } from '../support/service.ts'
 
 // An erasure whose lock (event-log/maintenance-lock.ts) is lost during its first step: a real CLI
 // process on PostgreSQL, the step held by a transaction that holds the owner's key row.
@@ -19,23 +15,9 @@ describe('an erasure that loses its lock (PostgreSQL)', () => {
   let bouncer: PgBouncer | undefined
 
   beforeEach(async () => {
-    storage = await startService({ label: 'lost_erasure_lock', instances: 0 })
-    const url = String(storage.databaseUrl)
-    await migratePostgresDatabase(url, (db, keyring) => upgradeLog(db, keyring), TEST_KEYS)
-    handle = openPostgres({ keys: TEST_KEYS, url, poolSize: 2, statementTimeoutMs: 60_000 })
-    sql = postgres(url, { max: 3, onnotice: () => {} })
-    for (const id of [1, 2, 3])
-      await createPlant(
-        handle.db,
-        ownerKeyCache(handle.keyring),
-        {
-          type: 'CreatePlant',
-          owner: 'alice',
-          plant: { id: BigInt(id), name: `Alice ${id}`, tag: null },
-          now: new Date(),
-        },
-        `alice-${id}`,
-      )
+    ;({ storage, sql } = await startCommandStore('lost_erasure_lock', 3))
+    handle = openCommandStore(storage, 2)
+    for (const id of [1, 2, 3]) await createOwnedPlant(handle, 'alice', id, `Alice ${id}`)
   })
   afterEach(async () => {
     await bouncer?.stop()

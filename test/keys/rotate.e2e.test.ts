@@ -6,6 +6,7 @@ import postgres from 'postgres'
 import { unwrapOwnerKey } from '../../src/keys/envelope.ts'
 import { keyEncryptionKeyId, parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
 import { openSealed } from '../../src/keys/sealing.ts'
+import { startEmbeddedDefault } from '../support/embedded-default.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { type Env, runCli, runServerToExit } from '../support/server-process.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'
@@ -128,15 +129,31 @@ test('given a backup of owner_keys from before an erasure, when keys rotate runs
   expect(stale.stderr).not.toContain(OLD)
 }, 180_000)
 
+// A server on the store, and plant 1 (`name`) created through it by `subject`, whose token it returns.
+async function servePlant(store: ServiceStorage, subject: string, name: string) {
+  const server = await store.startAnother()
+  const owner = (await runCli(['token', 'issue', subject], store.env)).stdout.trim()
+  expect((await postPlant(server.url, owner, { id: 1, name })).status).toBe(200)
+  return { server, owner }
+}
+
+// What `owner` lists through a new server on the store (started with `env` added), stopped after.
+async function listingOfNewServer(store: ServiceStorage, owner: string, env?: Env) {
+  const again = await store.startAnother(env)
+  try {
+    return await listEveryPlant(again.url, owner)
+  } finally {
+    await again.stop()
+  }
+}
+
 test('given the embedded default with its generated key-encryption key, when keys rotate runs with the service stopped, then the file holds a new key alone and every plant is still listed; beside a running service it refuses', async () => {
   // given
-  const store = await startService({ storage: 'embedded', secret: null, label: 'keys-rotate', instances: 0 })
+  const store = await startEmbeddedDefault('keys-rotate')
   const dataDir = String(store.dataDir)
   const embedded = store.env
   try {
-    const server = await store.startAnother()
-    const owner = (await runCli(['token', 'issue', 'erin'], embedded)).stdout.trim()
-    expect((await postPlant(server.url, owner, { id: 1, name: 'Aloe' })).status).toBe(200)
+    const { server, owner } = await servePlant(store, 'erin', 'Aloe')
     const beside = await runCli(['keys', 'rotate'], embedded)
     await server.stop()
     const before = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
@@ -157,12 +174,7 @@ test('given the embedded default with its generated key-encryption key, when key
     const after = await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')
     expect(after).not.toBe(before)
     expect(after.trim().split(',')).toHaveLength(1)
-    const again = await store.startAnother()
-    try {
-      expect(await listEveryPlant(again.url, owner)).toEqual([{ name: 'Aloe' }])
-    } finally {
-      await again.stop()
-    }
+    expect(await listingOfNewServer(store, owner)).toEqual([{ name: 'Aloe' }])
   } finally {
     await store.stop()
   }
@@ -170,13 +182,11 @@ test('given the embedded default with its generated key-encryption key, when key
 
 test("given the embedded store with its generated key-encryption key, when keys rotate runs with an operator's new key first, then DATA_DIR keeps no key nothing is wrapped under and the store starts with the new key alone", async () => {
   // given
-  const store = await startService({ storage: 'embedded', secret: null, label: 'keys-retire', instances: 0 })
+  const store = await startEmbeddedDefault('keys-retire')
   const dataDir = String(store.dataDir)
   const embedded = store.env
   try {
-    const server = await store.startAnother()
-    const owner = (await runCli(['token', 'issue', 'fay'], embedded)).stdout.trim()
-    expect((await postPlant(server.url, owner, { id: 1, name: 'Basil' })).status).toBe(200)
+    const { server, owner } = await servePlant(store, 'fay', 'Basil')
     await server.stop()
     const generated = (await readFile(join(dataDir, 'key-encryption-keys'), 'utf8')).trim()
     // when
@@ -190,12 +200,7 @@ test("given the embedded store with its generated key-encryption key, when keys 
     expect(rotated.stderr).toContain(`dropped from DATA_DIR: ${retired}`)
     expect(rotated.stderr).toContain(`events export named key-encryption key ${retired})`)
     expect(await readFile(join(dataDir, 'key-encryption-keys'), 'utf8').catch(() => 'none')).toBe('none')
-    const again = await store.startAnother({ KEY_ENCRYPTION_KEYS: NEW })
-    try {
-      expect(await listEveryPlant(again.url, owner)).toEqual([{ name: 'Basil' }])
-    } finally {
-      await again.stop()
-    }
+    expect(await listingOfNewServer(store, owner, { KEY_ENCRYPTION_KEYS: NEW })).toEqual([{ name: 'Basil' }])
   } finally {
     await store.stop()
   }

@@ -1,27 +1,11 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser } from 'playwright-core'
-import { launchChromium } from '../support/chromium.ts'
-import type { ServerProcess } from '../support/server-process.ts'
-import { type Service, startService } from '../support/service.ts'
+import { expect, test } from 'bun:test'
+import { browsedService } from '../support/browsed-service.ts'
 
-let service: Service
-let server: ServerProcess
-let browser: Browser
-
-beforeAll(async () => {
-  // The embedded default, its secret its own.
-  service = await startService({ storage: 'embedded', secret: null, label: 'docs' })
-  server = service.server
-  browser = await launchChromium()
-}, 60_000)
-afterAll(async () => {
-  await browser?.close()
-  await service?.stop()
-})
+const { server, browser } = browsedService('docs', 60_000)
 
 test('GET /docs loads in a real browser with no failed or outside requests and shows both operations', async () => {
   // given a fresh page that records every request, failure and console error
-  const page = await browser.newPage()
+  const page = await browser().newPage()
   const requested: string[] = []
   const failed: string[] = []
   const consoleErrors: string[] = []
@@ -36,7 +20,7 @@ test('GET /docs loads in a real browser with no failed or outside requests and s
   page.on('pageerror', (error) => consoleErrors.push(error.message))
 
   // when it opens the reference page
-  const response = await page.goto(`${server.url}/docs`, { waitUntil: 'networkidle' })
+  const response = await page.goto(`${server().url}/docs`, { waitUntil: 'networkidle' })
   expect(response?.status()).toBe(200)
 
   // then both operations are shown, rendered from the service's own OpenAPI document
@@ -45,9 +29,9 @@ test('GET /docs loads in a real browser with no failed or outside requests and s
   const summaries = (await operations.allInnerTexts()).map((text) => text.replace(/\s+/g, ' '))
   expect(summaries.some((text) => /POST \/plants/.test(text))).toBe(true)
   expect(summaries.some((text) => /GET \/plants/.test(text))).toBe(true)
-  expect(requested).toContain(`${server.url}/openapi.json`)
+  expect(requested).toContain(`${server().url}/openapi.json`)
   // and everything came from the service itself, with nothing failing
-  expect(requested.filter((url) => !url.startsWith(server.url) && !url.startsWith('data:'))).toEqual([])
+  expect(requested.filter((url) => !url.startsWith(server().url) && !url.startsWith('data:'))).toEqual([])
   expect(failed).toEqual([])
   expect(consoleErrors).toEqual([])
 }, 60_000)
@@ -56,7 +40,7 @@ type LoggedRequest = { msg?: string; method?: string; path?: string; status?: nu
 
 // The requests the server logged after the first `from` lines of its log.
 function loggedSince(from: number): LoggedRequest[] {
-  return server
+  return server()
     .logLines()
     .slice(from)
     .map((line) => JSON.parse(line) as LoggedRequest)
@@ -65,10 +49,10 @@ function loggedSince(from: number): LoggedRequest[] {
 
 test('the page and its files arrive compressed, and a reload costs only 304s', async () => {
   // given a fresh page (an empty cache) that records what each answer from the service weighed
-  const page = await browser.newPage()
+  const page = await browser().newPage()
   const answers: Promise<{ path: string; status: number; coding?: string; bytes: number }>[] = []
   page.on('response', (response) => {
-    if (!response.url().startsWith(server.url)) return
+    if (!response.url().startsWith(server().url)) return
     answers.push(
       response
         .request()
@@ -82,7 +66,7 @@ test('the page and its files arrive compressed, and a reload costs only 304s', a
     )
   })
   // when it opens the reference page, and shows the operations of the document it fetched
-  await page.goto(`${server.url}/docs`, { waitUntil: 'networkidle' })
+  await page.goto(`${server().url}/docs`, { waitUntil: 'networkidle' })
   await page.locator('.opblock-summary').first().waitFor({ timeout: 15_000 })
   const loaded = await Promise.all(answers)
   // then Swagger UI's 1.7 MB bundle came compressed, as the browser asked, to under 600 KB
@@ -98,7 +82,7 @@ test('the page and its files arrive compressed, and a reload costs only 304s', a
   }
 
   // when it reloads
-  const logged = server.logLines().length
+  const logged = server().logLines().length
   await page.reload({ waitUntil: 'networkidle' })
   await page.locator('.opblock-summary').first().waitFor({ timeout: 15_000 })
   // then what the browser asked the service again was answered 304, no body sent again

@@ -1,20 +1,18 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createPlantStoreClient, type PlantStoreClient } from 'plant-store/client'
-import type { ServerProcess } from '../support/server-process.ts'
-import { type ServiceStorage, startService } from '../support/service.ts'
+import { serveEmbeddedDefault } from '../support/embedded-default.ts'
+import type { ServiceStorage } from '../support/service.ts'
 
 // The package's typed client (Eden Treaty) over real HTTP against the server process: its types
 // come from the app's own schemas, so `bun run typecheck` fails when a call no longer fits the API.
 let storage: ServiceStorage
-let server: ServerProcess
 let client: PlantStoreClient
 let anonymous: PlantStoreClient
 
 beforeAll(async () => {
-  // The embedded default, its secret its own: the token is issued before the server starts.
-  storage = await startService({ storage: 'embedded', secret: null, label: 'eden', instances: 0 })
-  const token = (await storage.cli(['token', 'issue', 'eden-user'])).stdout.trim()
-  server = await storage.startAnother()
+  const served = await serveEmbeddedDefault('eden', ['eden-user'])
+  storage = served.storage
+  const { server, token } = served
   client = createPlantStoreClient(server.url, { token })
   anonymous = createPlantStoreClient(server.url)
 }, 60_000)

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import fc from 'fast-check'
 import { decide, evolve, initialState, type Plant, type PlantState } from '../../src/domain/plant.ts'
@@ -10,15 +10,8 @@ import {
   createPlants,
   plantCreator,
 } from '../../src/plants/create-plant.ts'
-import {
-  count,
-  eventsOfOwner,
-  listing,
-  openTestStorage,
-  rowsOf,
-  STORAGE_KINDS,
-  type TestStorage,
-} from '../support/storage.ts'
+import { describeEachStorage } from '../support/each-storage.ts'
+import { count, eventsOfOwner, listing, rowsOf, type TestStorage } from '../support/storage.ts'
 
 const now = new Date('2026-01-02T03:04:05.678Z')
 const request = (owner: string, id: bigint, name: string, tag: string | null = null): CreateRequest => ({
@@ -27,43 +20,40 @@ const request = (owner: string, id: bigint, name: string, tag: string | null = n
 })
 
 // Each create of a batch gets its own answer, as if it had been made alone.
-for (const kind of STORAGE_KINDS) {
-  describe(`a batch of creates on ${kind}`, () => {
-    let storage: TestStorage
-    beforeAll(async () => {
-      storage = await openTestStorage(kind)
-      // A create the database refuses, the way a constraint or a trigger refuses a row (on the
-      // projection, where the name is readable: the event's is sealed).
-      await storage.db.execute(
-        sql.raw(`create function refuse_test_plant() returns trigger language plpgsql as $$
+describeEachStorage(
+  (kind) => `a batch of creates on ${kind}`,
+  async (storage) => {
+    // A create the database refuses, the way a constraint or a trigger refuses a row (on the
+    // projection, where the name is readable: the event's is sealed).
+    await storage.db.execute(
+      sql.raw(`create function refuse_test_plant() returns trigger language plpgsql as $$
           begin
             if new.name = 'Refused' then raise exception 'refused by the test'; end if;
             return new;
           end $$`),
-      )
-      await storage.db.execute(
-        sql.raw(`create trigger refuse_test_plant before insert on plants
+    )
+    await storage.db.execute(
+      sql.raw(`create trigger refuse_test_plant before insert on plants
                  for each row execute function refuse_test_plant()`),
-      )
-    }, 30_000)
-    afterAll(() => storage.close())
-
+    )
+  },
+  (storage, kind) => {
     const positionOf = async (owner: string, id: bigint) => {
-      const found = (await eventsOfOwner(storage, owner)).find((event) => event.data?.id === id.toString())
+      const found = (await eventsOfOwner(storage(), owner)).find((event) => event.data?.id === id.toString())
       return found?.position
     }
 
     test('a new create, a retry, a conflict and two creates of one new id share one transaction', async () => {
       // given
       const stored = await createPlant(
-        storage.db,
-        ownerKeyCache(storage.keyring),
+        storage().db,
+        ownerKeyCache(storage().keyring),
         request('ada', 1n, 'Fern', 'green').command,
         'seed',
       )
-      const eventsBefore = await count(storage.db, 'events')
+      const eventsBefore = await count(storage().db, 'events')
       // when
-      const results = await createPlants(storage.db, ownerKeyCache(storage.keyring), [
+      const results = await createPlants(storage().db, ownerKeyCache(storage().keyring), [
         request('ada', 2n, 'Palm'),
         request('ada', 1n, 'Fern', 'green'),
         request('ada', 1n, 'Fern', 'blue'),
@@ -99,27 +89,27 @@ for (const kind of STORAGE_KINDS) {
         },
       ])
       // and exactly the two new plants were appended, in one transaction, and projected
-      expect(await count(storage.db, 'events')).toBe(eventsBefore + 2)
+      expect(await count(storage().db, 'events')).toBe(eventsBefore + 2)
       const transactions = await rowsOf(
-        storage.db,
+        storage().db,
         `select distinct transaction_id::text from events where position in (${palm}, ${ivy})`,
       )
       expect(transactions).toHaveLength(1)
-      expect(await listing(storage.db, 'ada')).toEqual([{ name: 'Fern', tag: 'green' }, { name: 'Palm' }])
-      expect(await listing(storage.db, 'bea')).toEqual([{ name: 'Ivy' }])
+      expect(await listing(storage().db, 'ada')).toEqual([{ name: 'Fern', tag: 'green' }, { name: 'Palm' }])
+      expect(await listing(storage().db, 'bea')).toEqual([{ name: 'Ivy' }])
     })
 
     test('a create the database refuses fails alone; its batch-mates get their answers', async () => {
       // given
       const stored = await createPlant(
-        storage.db,
-        ownerKeyCache(storage.keyring),
+        storage().db,
+        ownerKeyCache(storage().keyring),
         request('cy', 1n, 'Fern').command,
         'seed',
       )
-      const eventsBefore = await count(storage.db, 'events')
+      const eventsBefore = await count(storage().db, 'events')
       // when
-      const results = await createPlants(storage.db, ownerKeyCache(storage.keyring), [
+      const results = await createPlants(storage().db, ownerKeyCache(storage().keyring), [
         request('cy', 2n, 'Palm'),
         request('cy', 1n, 'Fern'),
         request('cy', 1n, 'Moss'),
@@ -134,13 +124,13 @@ for (const kind of STORAGE_KINDS) {
       expect(results[1]).toMatchObject({ value: { position: stored.position } })
       expect(causesOf((results[3] as PromiseRejectedResult).reason)).toContain('refused by the test')
       // and the refused create changed nothing
-      expect(await count(storage.db, 'events')).toBe(eventsBefore + 2)
-      expect(await listing(storage.db, 'cy')).toEqual([{ name: 'Fern' }, { name: 'Palm' }, { name: 'Ivy' }])
+      expect(await count(storage().db, 'events')).toBe(eventsBefore + 2)
+      expect(await listing(storage().db, 'cy')).toEqual([{ name: 'Fern' }, { name: 'Palm' }, { name: 'Ivy' }])
     })
 
     test('creates that arrive together through the creator go in one batch, each with its answer', async () => {
       // given
-      const create = plantCreator(storage.db, ownerKeyCache(storage.keyring))
+      const create = plantCreator(storage().db, ownerKeyCache(storage().keyring))
       // when twenty creates arrive in the same turn, five of them retries of one plant
       const answers = await Promise.all(
         Array.from({ length: 20 }, (_, index) => {
@@ -157,7 +147,7 @@ for (const kind of STORAGE_KINDS) {
         Array.from({ length: 20 }, (_, index) => (index === 0 || index >= 5 ? 'created' : 'unchanged')),
       )
       const [row] = await rowsOf(
-        storage.db,
+        storage().db,
         `select count(distinct transaction_id)::int as transactions, count(*)::int as events
          from events where metadata->>'pseudonym' = (select pseudonym from owner_keys where owner = 'dan')`,
       )
@@ -190,7 +180,7 @@ for (const kind of STORAGE_KINDS) {
           // given the creates one by one
           const serial: CreateResult[] = []
           for (const { command, requestId } of requestsFor('serial'))
-            serial.push(await createPlant(storage.db, ownerKeyCache(storage.keyring), command, requestId))
+            serial.push(await createPlant(storage().db, ownerKeyCache(storage().keyring), command, requestId))
           // when the same creates go in batches, cut where the property says
           const batched: CreateResult[] = []
           let batch: CreateRequest[] = []
@@ -198,7 +188,11 @@ for (const kind of STORAGE_KINDS) {
           for (const [index, item] of requests.entries()) {
             batch.push(item)
             if (cuts[index] || index === requests.length - 1) {
-              for (const result of await createPlants(storage.db, ownerKeyCache(storage.keyring), batch)) {
+              for (const result of await createPlants(
+                storage().db,
+                ownerKeyCache(storage().keyring),
+                batch,
+              )) {
                 if (result.status === 'rejected') throw result.reason
                 batched.push(result.value)
               }
@@ -219,16 +213,17 @@ for (const kind of STORAGE_KINDS) {
           expect(answers(batched)).toEqual(answers(serial))
           expect(batched.map((result) => result.outcome)).toEqual(modelOutcomes(creates))
           // and so are the log and the projection, in order
-          expect(await logOf(storage, `batched${run}-`)).toEqual(await logOf(storage, `serial${run}-`))
-          expect(await projectionOf(storage, `batched${run}-`)).toEqual(
-            await projectionOf(storage, `serial${run}-`),
+          expect(await logOf(storage(), `batched${run}-`)).toEqual(await logOf(storage(), `serial${run}-`))
+          expect(await projectionOf(storage(), `batched${run}-`)).toEqual(
+            await projectionOf(storage(), `serial${run}-`),
           )
         }),
         { numRuns: kind === 'postgres' ? 40 : 20 },
       )
     }, 120_000)
-  })
-}
+  },
+  30_000,
+)
 
 function modelOutcomes(creates: { owner: string; id: bigint; name: string; tag: string | null }[]) {
   const states = new Map<string, PlantState>()

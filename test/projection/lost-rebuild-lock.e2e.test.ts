@@ -1,15 +1,18 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
-import postgres from 'postgres'
-import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import { upgradeLog } from '../../src/event-log/upgrade.ts'
-import { createPlant } from '../../src/plants/create-plant.ts'
-import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import type postgres from 'postgres'
+import type { DatabaseHandle } from '../../src/store/database.ts'
+import {
+  countRows,
+  createOwnedPlant,
+  openCommandStore,
+  startCommandStore,
+  until,
+} from '../support/command-store.ts'
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts'
 import { plainEnv, runCli } from '../support/server-process.ts'
-import { type ServiceStorage, startService } from '../support/service.ts'
-import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
+import type { ServiceStorage } from '../support/service.ts'
+import { withTestKeys } from '../support/test-keys.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname
 // The rebuild's lock (event-log/maintenance-lock.ts) as pg_locks shows it.
@@ -33,15 +36,7 @@ describe('a projection rebuild that loses its lock (PostgreSQL)', () => {
     children.push(child)
     return child
   }
-  const until = async (what: string, check: () => Promise<boolean>) => {
-    const deadline = Date.now() + 30_000
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`not reached in 30 s: ${what}`)
-      await Bun.sleep(20)
-    }
-  }
-  const count = async (where: string) =>
-    Number((await sql.unsafe(`select count(*)::int as n from ${where}`))[0]?.n)
+  const count = (where: string) => countRows(sql, where)
   // A rebuild held at its swap: a transaction that reads `plants` keeps its DROP waiting.
   const holdSwap = async () => {
     const reader = await sql.reserve()
@@ -69,24 +64,10 @@ describe('a projection rebuild that loses its lock (PostgreSQL)', () => {
   }
 
   beforeEach(async () => {
-    storage = await startService({ label: 'lost_rebuild_lock', instances: 0 })
-    const url = String(storage.databaseUrl)
-    await migratePostgresDatabase(url, (db, keyring) => upgradeLog(db, keyring), TEST_KEYS)
-    handle = openPostgres({ keys: TEST_KEYS, url, poolSize: 4, statementTimeoutMs: 60_000 })
-    sql = postgres(url, { max: 4, onnotice: () => {} })
+    ;({ storage, sql } = await startCommandStore('lost_rebuild_lock', 4))
+    handle = openCommandStore(storage, 4)
     for (const owner of ['alice', 'bob'])
-      for (const id of [1, 2, 3])
-        await createPlant(
-          handle.db,
-          ownerKeyCache(handle.keyring),
-          {
-            type: 'CreatePlant',
-            owner,
-            plant: { id: BigInt(id), name: `${owner} ${id}`, tag: null },
-            now: new Date(),
-          },
-          `${owner}-${id}`,
-        )
+      for (const id of [1, 2, 3]) await createOwnedPlant(handle, owner, id, `${owner} ${id}`)
   })
   afterEach(async () => {
     for (const child of children.splice(0)) {

@@ -105,24 +105,19 @@ for (const kind of STORAGE_KINDS) {
       }
     })
     afterAll(() => storage.close())
+    // Why a read of Olivia's plant `plantId` stops.
+    const refusalOfOliviaPlant = async (plantId: bigint) => {
+      const key = await keyOf(storage, 'olivia')
+      return readPlantStream(storage.db, storage.keyring, key, plantId).catch(causeOf)
+    }
 
     test('a version newer than the definition knows stops a stream read with its position', async () => {
-      const refusal = await readPlantStream(
-        storage.db,
-        storage.keyring,
-        await keyOf(storage, 'olivia'),
-        7n,
-      ).catch(causeOf)
+      const refusal = await refusalOfOliviaPlant(7n)
       expect(refusal).toMatch(/event PlantCreated v2 at position \d+: unknown schema version 2/)
     })
 
     test('a v0 id that is not an integer is refused, not rounded', async () => {
-      const refusal = await readPlantStream(
-        storage.db,
-        storage.keyring,
-        await keyOf(storage, 'olivia'),
-        8n,
-      ).catch(causeOf)
+      const refusal = await refusalOfOliviaPlant(8n)
       expect(refusal).toMatch(/malformed event PlantCreated v0 at position \d+/)
     })
   })

@@ -1,9 +1,10 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { makeDataDir, otherUsersSecret } from '../support/data-dir.ts'
+import { leftAfterTests } from '../support/left-after-tests.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import {
   runServerToExit,
@@ -26,12 +27,7 @@ const AS_OWNER = [
   ...SERVER_COMMAND,
 ]
 
-const servers: ServerProcess[] = []
-const folders: string[] = []
-afterAll(async () => {
-  for (const server of servers) server.process.kill('SIGKILL')
-  for (const folder of folders) await rm(folder, { recursive: true, force: true })
-})
+const { servers, folders } = leftAfterTests()
 
 // A DATA_DIR of the owner's that has served one plant, and a token for it.
 async function servedDataDir(): Promise<{ folder: string; token: string }> {

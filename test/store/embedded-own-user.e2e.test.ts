@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, chown, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { makeDataDir, otherUsersSecret } from '../support/data-dir.ts'
+import { leftAfterTests } from '../support/left-after-tests.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import {
   runServerToExit,
@@ -19,12 +20,7 @@ import {
 const POSTGRES_UID = Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim())
 const OTHERS = ['nobody', 'postgres']
 
-const servers: ServerProcess[] = []
-const folders: string[] = []
-afterAll(async () => {
-  for (const server of servers) server.process.kill('SIGKILL')
-  for (const folder of folders) await rm(folder, { recursive: true, force: true })
-})
+const { servers, folders } = leftAfterTests()
 
 async function dataDir(): Promise<string> {
   const folder = await makeDataDir('plant-store-own-user-')
@@ -72,14 +68,20 @@ async function tokenFor(folder: string, subject: string): Promise<string> {
   return issueToken(await otherUsersSecret(folder), { subject, ttlSeconds: 600, now: new Date() })
 }
 
+// A server started as root on a new DATA_DIR, and plant 1 (`name`) created through it by `subject`.
+async function servedWithPlant(subject: string, name: string) {
+  const folder = await dataDir()
+  const server = await startServer({ DATA_DIR: folder })
+  servers.push(server)
+  const token = await tokenFor(folder, subject)
+  expect((await postPlant(server.url, token, { id: 1, name })).status).toBe(200)
+  return { folder, server, token }
+}
+
 describe('as root', () => {
   test('PostgreSQL runs as a user of its own, whom no other local user can connect as or read', async () => {
     // given a service started as root on a DATA_DIR others may enter
-    const folder = await dataDir()
-    const server = await startServer({ DATA_DIR: folder })
-    servers.push(server)
-    const token = await tokenFor(folder, 'root-owned')
-    expect((await postPlant(server.url, token, { id: 1, name: 'Fern' })).status).toBe(200)
+    const { folder, server, token } = await servedWithPlant('root-owned', 'Fern')
     // then its PostgreSQL runs neither as root nor as the system's postgres user, but its own
     const uid = await uidOf(await postmasterPid(folder))
     expect(uid).not.toBe(0)
@@ -96,15 +98,11 @@ describe('as root', () => {
 
   test("a DATA_DIR an earlier version ran as the postgres user is handed to the server's own user", async () => {
     // given a store served as root, whose data folder is then the postgres user's, as before
-    const folder = await dataDir()
-    let server = await startServer({ DATA_DIR: folder })
-    servers.push(server)
-    const token = await tokenFor(folder, 'kept')
-    expect((await postPlant(server.url, token, { id: 1, name: 'Kept' })).status).toBe(200)
-    expect(await server.stop('SIGTERM')).toBe(0)
+    const { folder, server: first, token } = await servedWithPlant('kept', 'Kept')
+    expect(await first.stop('SIGTERM')).toBe(0)
     Bun.spawnSync(['chown', '-R', 'postgres:postgres', join(folder, 'postgres')])
     // when it starts again as root
-    server = await startServer({ DATA_DIR: folder })
+    const server = await startServer({ DATA_DIR: folder })
     servers.push(server)
     // then it serves what was kept, from a folder that the postgres user no longer owns
     expect(await listEveryPlant(server.url, token)).toEqual([{ name: 'Kept' }])

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { serveEmbeddedDefault } from '../support/embedded-default.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { runServerToExit, type ServerProcess } from '../support/server-process.ts'
-import { type ServiceStorage, startService } from '../support/service.ts'
+import type { ServiceStorage } from '../support/service.ts'
 
 // The zero-setup default, as a newcomer runs it: no settings, a data directory, a CLI token.
 describe('the embedded default', () => {
@@ -13,12 +14,8 @@ describe('the embedded default', () => {
   let server: ServerProcess
   let token: string
   beforeAll(async () => {
-    storage = await startService({ storage: 'embedded', secret: null, label: 'e2e', instances: 0 })
+    ;({ storage, server, token } = await serveEmbeddedDefault('e2e', ['alice', '--ttl', '1h']))
     dataDir = String(storage.dataDir)
-    const issued = await storage.cli(['token', 'issue', 'alice', '--ttl', '1h'])
-    expect(issued.exitCode).toBe(0)
-    token = issued.stdout.trim()
-    server = await storage.startAnother()
   })
   afterAll(async () => {
     await storage?.stop()

@@ -16,11 +16,11 @@ import {
   listing,
   openTestStorage,
   rowsOf,
-  type StorageKind,
   type TestStorage,
 } from '../support/storage.ts'
 import { withRawKeys } from '../support/test-keys.ts'
 import { exportText } from './export-text.ts'
+import { openRoundTrip, ROUND_TRIPS } from './round-trips.ts'
 
 // Chunks cut at awkward places (inside a line, inside a multi-byte character) as a pipe may.
 async function* chunked(text: string) {
@@ -34,17 +34,12 @@ async function importText({ db, keyring }: KeyedStore, text: string, append = fa
   return imported
 }
 
-const ROUND_TRIPS: [StorageKind, StorageKind][] = [
-  ['embedded', 'postgres'],
-  ['postgres', 'embedded'],
-]
-
 for (const [from, to] of ROUND_TRIPS) {
   describe(`export from ${from}, import into ${to}`, () => {
     let source: TestStorage
     let target: TestStorage
     beforeAll(async () => {
-      ;[source, target] = await Promise.all([openTestStorage(from), openTestStorage(to)])
+      ;[source, target] = await openRoundTrip(from, to)
       await createTrickyPlants(source)
       // A PlantCreated v0, sealed as the upgrade of a log of the previous version seals it.
       await appendSealedText(source, 'olivia', {

@@ -1,12 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { FileSink, Subprocess } from 'bun'
-import postgres from 'postgres'
-import { upgradeLog } from '../../src/event-log/upgrade.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import type postgres from 'postgres'
+import { countRows, startCommandStore, until } from '../support/command-store.ts'
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts'
 import { plainEnv, runCli } from '../support/server-process.ts'
-import { type ServiceStorage, startService } from '../support/service.ts'
-import { TEST_KEYS, withTestKeys } from '../support/test-keys.ts'
+import type { ServiceStorage } from '../support/service.ts'
+import { withTestKeys } from '../support/test-keys.ts'
 import { plainLine } from './sealed-lines.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname
@@ -18,15 +17,7 @@ describe('an events import that loses its lock (PostgreSQL)', () => {
   let sql: postgres.Sql
   let bouncer: PgBouncer | undefined
   const children: Subprocess[] = []
-  const until = async (what: string, check: () => Promise<boolean>) => {
-    const deadline = Date.now() + 30_000
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`not reached in 30 s: ${what}`)
-      await Bun.sleep(20)
-    }
-  }
-  const count = async (where: string) =>
-    Number((await sql.unsafe(`select count(*)::int as n from ${where}`))[0]?.n)
+  const count = (where: string) => countRows(sql, where)
   const stagingTables = async () =>
     (
       await sql<{ name: string }[]>`select relname as name from pg_class where relkind = 'r'
@@ -34,10 +25,7 @@ describe('an events import that loses its lock (PostgreSQL)', () => {
     ).map((row) => row.name)
 
   beforeEach(async () => {
-    storage = await startService({ label: 'lost_import_lock', instances: 0 })
-    const url = String(storage.databaseUrl)
-    await migratePostgresDatabase(url, (db, keyring) => upgradeLog(db, keyring), TEST_KEYS)
-    sql = postgres(url, { max: 2, onnotice: () => {} })
+    ;({ storage, sql } = await startCommandStore('lost_import_lock', 2))
   })
   afterEach(async () => {
     for (const child of children.splice(0)) {

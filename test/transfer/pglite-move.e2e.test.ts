@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { chmod, readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
 import { ERASED_OWNER, FIXTURE_OWNERS, type FixturePlant } from '../store/fixtures/pglite-store-plants.ts'
 import { makeDataDir } from '../support/data-dir.ts'
+import { leftAfterTests } from '../support/left-after-tests.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { runCli, runServerToExit, type ServerProcess, startServer } from '../support/server-process.ts'
 
@@ -15,12 +16,7 @@ import { runCli, runServerToExit, type ServerProcess, startServer } from '../sup
 const FIXTURE = new URL('../store/fixtures/pglite-data-dir.tar.xz', import.meta.url).pathname
 const EVENTS = Object.values(FIXTURE_OWNERS).flat().length + 2 + 1
 
-const folders: string[] = []
-const servers: ServerProcess[] = []
-afterAll(async () => {
-  for (const server of servers) server.process.kill('SIGKILL')
-  for (const folder of folders) await rm(folder, { recursive: true, force: true })
-})
+const { servers, folders } = leftAfterTests()
 
 // The fixture unpacked into a fresh folder: its DATA_DIR.
 async function oldDataDir(): Promise<string> {
