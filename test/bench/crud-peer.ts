@@ -44,8 +44,9 @@ const app = new Elysia()
     async ({ query, owner, set }) => {
       const limit = query.limit === undefined ? 1000 : Number(query.limit)
       const after = query.after ?? '-9223372036854775808'
+      // Ordered by the column, not the text output named after it: pages in id order, by its index.
       const rows = await sql`select id::text, name, tag from crud_plants
-        where owner = ${owner} and id > ${after} order by id limit ${limit + 1}`
+        where owner = ${owner} and id > ${after} order by crud_plants.id limit ${limit + 1}`
       const page = rows.slice(0, limit)
       if (rows.length > limit)
         set.headers.link = `</plants?limit=${limit}&after=${page.at(-1)?.id}>; rel="next"`
