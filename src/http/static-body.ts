@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { promisify } from 'node:util'
 import { brotliCompress, constants, gzip } from 'node:zlib'
-import { matchesIfNoneMatch } from '../plants/etag.ts'
+import { matchesIfNoneMatch } from './if-none-match.ts'
 
 export type StaticBodyOptions = { contentType: string; cacheControl: string }
 
