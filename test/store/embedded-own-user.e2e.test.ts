@@ -124,7 +124,9 @@ describe('as root', () => {
       KEY_ENCRYPTION_KEYS: kek,
     })
     servers.push({ process: child } as unknown as ServerProcess)
-    const seen = new Map<number, string>()
+    // Every program seen, by pid and command line: a child forked from the server's watchdog shows
+    // the shell's command line until it execs postgres, so a pid is looked at again when it changes.
+    const seen = new Map<string, string>()
     const leaked = new Set<string>()
     const listening = (async () => {
       const reader = child.stdout.getReader()
@@ -142,11 +144,11 @@ describe('as root', () => {
     while (!started) {
       for (const entry of readdirSync('/proc')) {
         const pid = Number(entry)
-        if (!Number.isInteger(pid) || pid === child.pid || seen.has(pid)) continue
+        if (!Number.isInteger(pid) || pid === child.pid) continue
         try {
           const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')
-          if (!command.includes(folder)) continue
-          seen.set(pid, command)
+          if (!command.includes(folder) || seen.has(`${pid} ${command}`)) continue
+          seen.set(`${pid} ${command}`, command)
           const environ = readFileSync(`/proc/${pid}/environ`, 'utf8')
           if (environ.includes(secret) || environ.includes(kek)) leaked.add(command.split(' ')[0] ?? '')
         } catch {
