@@ -81,18 +81,12 @@ export async function takeLock(
     await connection.unsafe('begin isolation level read committed')
     // A DBA's idle_in_transaction_session_timeout would end the lock while its holder works.
     await connection.unsafe('set local idle_in_transaction_session_timeout = 0')
-    const suffix = mode === 'shared' ? '_shared' : ''
     const tryTake = async () =>
-      (await run<{ taken: boolean }>(`select pg_try_advisory_xact_lock${suffix}(${key}) as taken`))[0]?.taken
-    let waited = false
-    while (!(await tryTake())) {
-      if (!wait) {
-        await abandon()
-        return undefined
-      }
-      if (!waited) onWait?.()
-      waited = true
-      await sleep(pollMs)
+      (await run<{ taken: boolean }>(`select pg_try_advisory_xact_lock${suffixOf(mode)}(${key}) as taken`))[0]
+        ?.taken === true
+    if (!(await tryUntilTaken(tryTake, wait, onWait, pollMs))) {
+      await abandon()
+      return undefined
     }
   } catch (error) {
     await abandon()
@@ -170,18 +164,30 @@ async function sessionLock(
   onWait: (() => void) | undefined,
   pollMs: number,
 ): Promise<HeldLock | undefined> {
-  const suffix = mode === 'shared' ? '_shared' : ''
   const run = async (call: string) =>
-    rowsOf<{ done: boolean }>(await db.execute(sql.raw(`select ${call}${suffix}(${key}) as done`)))[0]?.done
-  let waited = false
-  while (!(await run('pg_try_advisory_lock'))) {
-    if (!wait) return undefined
-    if (!waited) onWait?.()
-    waited = true
-    await sleep(pollMs)
-  }
+    rowsOf<{ done: boolean }>(await db.execute(sql.raw(`select ${call}${suffixOf(mode)}(${key}) as done`)))[0]
+      ?.done === true
+  if (!(await tryUntilTaken(() => run('pg_try_advisory_lock'), wait, onWait, pollMs))) return undefined
   const unlock = async () => {
     await run('pg_advisory_unlock').catch(() => {})
   }
   return { fenced: db, prove: async () => {}, release: unlock, abandon: unlock }
+}
+
+const suffixOf = (mode: 'shared' | 'exclusive') => (mode === 'shared' ? '_shared' : '')
+
+// Tries `take` until it succeeds, every `pollMs` (`onWait` told once, when the first try fails);
+// false at once when it fails and `wait` is false.
+async function tryUntilTaken(
+  take: () => Promise<boolean>,
+  wait: boolean,
+  onWait: (() => void) | undefined,
+  pollMs: number,
+): Promise<boolean> {
+  if (await take()) return true
+  if (!wait) return false
+  onWait?.()
+  do await sleep(pollMs)
+  while (!(await take()))
+  return true
 }
