@@ -74,7 +74,7 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
   }
 }
 
-// FNV-1a, kept to 31 bits so that it is a positive int4 (and the same oid in pg_locks).
+// FNV-1a of the stream's name (31 bits), so that any stream's name makes a lock name of digits.
 function nameHash(name: string): number {
   let hash = 0x811c9dc5
   for (const byte of new TextEncoder().encode(name)) hash = Math.imul(hash ^ byte, 0x01000193)
