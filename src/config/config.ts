@@ -238,10 +238,16 @@ function requireSetting(config: Config, env: Env, need: Need): void {
   // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.
   const given = [text(env, 'KEY_ENCRYPTION_KEYS'), text(env, 'KEY_ENCRYPTION_KEYS_FILE')]
   if (config.storage.kind === 'postgres' && given.every((value) => value === undefined))
-    throw new Failure(
-      'BAD_SETTING',
-      'DATABASE_URL is set but KEY_ENCRYPTION_KEYS is not: set it (or KEY_ENCRYPTION_KEYS_FILE) to base64 keys of 32 bytes, comma-separated, kept outside the database (`openssl rand -base64 32` makes one)',
-    )
+    throw missingKeyEncryptionKeys()
+}
+
+// On PostgreSQL without KEY_ENCRYPTION_KEYS: said at a start's load, and by what opens the store
+// for a command that needs them (opening/open-store.ts).
+export function missingKeyEncryptionKeys(): Failure {
+  return new Failure(
+    'BAD_SETTING',
+    'DATABASE_URL is set but KEY_ENCRYPTION_KEYS is not: set it (or KEY_ENCRYPTION_KEYS_FILE) to base64 keys of 32 bytes, comma-separated, kept outside the database (`openssl rand -base64 32` makes one)',
+  )
 }
 
 // KEY_ENCRYPTION_KEYS, or the file KEY_ENCRYPTION_KEYS_FILE names; whether a command needs them is

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import type { Config } from '../config/config.ts'
+import { type Config, missingKeyEncryptionKeys } from '../config/config.ts'
 import { describeUpgrade, type UpgradeOptions } from '../event-log/fenced-rewrite.ts'
 import { upgradeLog } from '../event-log/upgrade.ts'
 import { requireKeysCovered, wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
@@ -136,8 +136,5 @@ function moveIn(dataDir: string, move: EarlierStoreMove | undefined): EarlierSto
 // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.
 function requireKeys(keys: KeyEncryptionKeys | undefined): KeyEncryptionKeys {
   if (keys) return keys
-  throw new Failure(
-    'BAD_SETTING',
-    'DATABASE_URL is set but KEY_ENCRYPTION_KEYS is not: set it (or KEY_ENCRYPTION_KEYS_FILE) to base64 keys of 32 bytes, comma-separated, kept outside the database (`openssl rand -base64 32` makes one)',
-  )
+  throw missingKeyEncryptionKeys()
 }
