@@ -1,9 +1,9 @@
-import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs'
+import { closeSync, constants, ftruncateSync, writeSync } from 'node:fs'
 import { lstat, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../shared/errors.ts'
-import { isOwnFile, notOwnFile, ownDataDir } from './own-data-dir.ts'
+import { isOwnFile, notOwnFile, openOwnFile, ownDataDir } from './own-data-dir.ts'
 import { unwritableDataDir } from './unwritable-data-dir.ts'
 
 // How long a busy lock is tried again before the start is refused. A process killed together with
@@ -116,17 +116,7 @@ const BUN_FFI = 'bun:ffi'
 
 // Bun has no file lock of its own: flock(2) from the C library, on a descriptor from node:fs.
 async function tryLockWithFlock(path: string): Promise<LockedFile | undefined> {
-  let fd: number
-  try {
-    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
-  } catch (error) {
-    throw (error as NodeJS.ErrnoException).code === 'ELOOP' ? notOwnFile(path) : error
-  }
-  const found = fstatSync(fd)
-  if (!isOwnFile({ isFile: found.isFile(), uid: found.uid, nlink: found.nlink })) {
-    closeSync(fd)
-    throw notOwnFile(path)
-  }
+  const fd = openOwnFile(path, constants.O_RDWR)
   const libc = await openLibc().catch((error: unknown) => {
     closeSync(fd)
     throw error

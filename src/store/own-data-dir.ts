@@ -1,4 +1,4 @@
-import type { Stats } from 'node:fs'
+import { closeSync, constants, fstatSync, openSync, type Stats } from 'node:fs'
 import { lstat, mkdir, stat } from 'node:fs/promises'
 import process from 'node:process'
 import { Failure } from '../shared/errors.ts'
@@ -66,6 +66,21 @@ export type OpenedFile = { isFile: boolean; uid: number | null; nlink: number | 
 export function isOwnFile(found: OpenedFile): boolean {
   const uid = process.getuid?.()
   return found.isFile && (uid === undefined || found.uid === uid) && found.nlink === 1
+}
+
+// Opens `path` to write (made, 0600, when missing) without following a link: its descriptor, or
+// notOwnFile when it is anything but a file of this user's alone.
+export function openOwnFile(path: string, flags: number): number {
+  let fd: number
+  try {
+    fd = openSync(path, flags | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
+  } catch (error) {
+    throw (error as NodeJS.ErrnoException).code === 'ELOOP' ? notOwnFile(path) : error
+  }
+  const found = fstatSync(fd)
+  if (isOwnFile({ isFile: found.isFile(), uid: found.uid, nlink: found.nlink })) return fd
+  closeSync(fd)
+  throw notOwnFile(path)
 }
 
 export function notOwnFile(path: string): Failure {

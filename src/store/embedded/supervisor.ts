@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs'
+import { closeSync, constants, fstatSync, readSync } from 'node:fs'
 import process from 'node:process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Failure } from '../../shared/errors.ts'
-import { isOwnFile, notOwnFile } from '../own-data-dir.ts'
+import { openOwnFile } from '../own-data-dir.ts'
 import type { Binaries } from './binaries.ts'
 import { lastLines } from './cluster.ts'
 import { readPostmasterFile } from './postmaster.ts'
@@ -101,20 +101,7 @@ export async function launchPostmaster(options: PostmasterOptions): Promise<Post
 // the user's own): a link or a hard link put there in its place is not written through, and the
 // lines read back are the file's that was opened, whatever is at its name since.
 function openLog(logFile: string): number {
-  let log: number
-  try {
-    log = openSync(
-      logFile,
-      constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
-      0o600,
-    )
-  } catch (error) {
-    throw (error as NodeJS.ErrnoException).code === 'ELOOP' ? notOwnFile(logFile) : error
-  }
-  const found = fstatSync(log)
-  if (isOwnFile({ isFile: found.isFile(), uid: found.uid, nlink: found.nlink })) return log
-  closeSync(log)
-  throw notOwnFile(logFile)
+  return openOwnFile(logFile, constants.O_RDWR | constants.O_APPEND)
 }
 
 function readFrom(log: number, position: number): string {
