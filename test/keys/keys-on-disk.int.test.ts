@@ -93,7 +93,11 @@ test('given owners on the embedded store, when everything is checkpointed, then 
 test("given owners on the machine's PostgreSQL, when everything is checkpointed, then neither the database's files nor the WAL hold a raw key", async () => {
   // given (the test runs as root, beside the server, and reads its data directory)
   const storage = await openTestStorage('postgres')
+  // The WAL written from here on is kept while this connection lives: a temporary slot holds it, so
+  // the checkpoints and writes of the tests beside this one cannot recycle and overwrite it first.
+  const walKeeper = postgresClient(storage.url ?? '', { max: 1, onnotice: () => {} })
   try {
+    await walKeeper`select pg_create_physical_replication_slot(${`keys_on_disk_${process.pid}`}, true, true)`
     await createOwners({ ...storage, url: storage.url })
     // when
     await storage.db.execute(sql`checkpoint`)
@@ -109,6 +113,7 @@ test("given owners on the machine's PostgreSQL, when everything is checkpointed,
     expect((await filesHolding(folders[1] ?? '', wrapped.slice(0, 3))).length).toBeGreaterThan(0)
     for (const folder of folders) expect(await filesHolding(folder, raw)).toEqual([])
   } finally {
+    await walKeeper.end()
     await storage.close()
   }
 }, 120_000)
