@@ -25,6 +25,7 @@ export async function rawExchange(
   const { hostname, port } = new URL(url)
   const chunks: Uint8Array<ArrayBuffer>[] = []
   const { promise: ended, resolve } = Promise.withResolvers<void>()
+  const { promise: gone, resolve: onGone } = Promise.withResolvers<void>()
   let closed = false
   let firstByteMs: number | undefined
   const startedAt = performance.now()
@@ -40,10 +41,12 @@ export async function rawExchange(
       close: () => {
         closed = true
         resolve()
+        onGone()
       },
       error: () => {
         closed = true
         resolve()
+        onGone()
       },
     },
   })
@@ -51,10 +54,12 @@ export async function rawExchange(
   await Promise.race([ended, Bun.sleep(waitMs)])
   const elapsedMs = performance.now() - startedAt
   // A closed connection shows itself within a moment of the answer that announced it.
-  if (!closed) await Promise.race([ended, Bun.sleep(50)])
+  if (!closed) await Promise.race([gone, Bun.sleep(50)])
+  // (our own end below closes it too)
+  const closedByServer = closed
   socket.end()
   const text = new TextDecoder().decode(await new Blob(chunks).arrayBuffer())
-  return { ...parseAnswer(text), text, closed, firstByteMs, elapsedMs }
+  return { ...parseAnswer(text), text, closed: closedByServer, firstByteMs, elapsedMs }
 }
 
 function isWholeAnswer(chunks: Uint8Array<ArrayBuffer>[]): boolean {
