@@ -12,9 +12,9 @@ import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { percentile } from '../support/resident-memory.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { benchCreate } from './bench-create.ts'
-import { percentile } from './memory.ts'
 
 const CREATES = Number(process.argv[2] ?? 2000)
 const OWNERS = 200

@@ -1,10 +1,10 @@
 import { connect, type Socket } from 'node:net'
 import type postgres from 'postgres'
 import { tokenHeader } from '../support/plant-client.ts'
+import { percentile, residentMb } from '../support/resident-memory.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 import { meterCpu } from './cpu.ts'
 import { createRuns } from './load.ts'
-import { percentile, residentMb } from './memory.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
 
@@ -83,7 +83,7 @@ export async function measureChanges(
       const sorted = [...latencies].sort((a, b) => a - b)
       const level = {
         streams: sockets.length,
-        rssMb: residentMb(service.process.pid),
+        rssMb: await residentMb(service.process.pid),
         cpuPercent: (cpu.processMs / (performance.now() - started)) * 100,
         deliveries: sorted.length,
         p50Ms: percentile(sorted, 0.5),

@@ -16,10 +16,10 @@ import { createInMemoryStore } from '../../src/test-store.ts'
 import { makeDataDirSync } from '../support/data-dir.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { processTree, sampleTreePss, treePssMb } from '../support/pss.ts'
+import { median } from '../support/resident-memory.ts'
 import { runCli, type ServerProcess, startServer } from '../support/server-process.ts'
 import { meterCpu, processCpuMs } from './cpu.ts'
 import { ensureWrk, runsAgainst } from './load.ts'
-import { median } from './memory.ts'
 import { writeFixture } from './tokens.ts'
 
 const { values: flags } = parseArgs({

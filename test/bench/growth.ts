@@ -1,7 +1,7 @@
 import type postgres from 'postgres'
 import { tokenHeader } from '../support/plant-client.ts'
+import { median, peakResidentMemory, residentMb } from '../support/resident-memory.ts'
 import { runWrk } from './load.ts'
-import { median, residentMb, sampleMemory } from './memory.ts'
 import { countEvents, seedTestEvents } from './seed.ts'
 import { type Bench, startService } from './services.ts'
 import { writeFixture } from './tokens.ts'
@@ -88,8 +88,8 @@ async function streamListing(bench: Bench, databaseUrl: string, token: string, e
       await (await fetch(`${service.url}/plants?limit=100`, { headers })).text()
     Bun.gc(true)
     await Bun.sleep(500)
-    const baselineRssMb = residentMb(service.process.pid)
-    const memory = sampleMemory(service.process.pid, 20)
+    const baselineRssMb = await residentMb(service.process.pid)
+    const memory = peakResidentMemory(service.process.pid, 20)
     const started = performance.now()
     const response = await fetch(`${service.url}/plants`, { headers })
     let plants = 0

@@ -3,8 +3,8 @@ import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
+import { median } from '../support/resident-memory.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
-import { median } from './memory.ts'
 import { seedTestEvents } from './seed.ts'
 
 // The listing's statements of checkouts side by side, in process, on one store, round after round:

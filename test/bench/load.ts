@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { median, sampleMemory } from './memory.ts'
+import { median, peakResidentMemory } from '../support/resident-memory.ts'
 
 // One load run: throughput, latency percentiles and the target's resident memory meanwhile.
 export type LoadResult = {
@@ -41,7 +41,7 @@ export function ensureWrk(): void {
 }
 
 export async function runWrk(run: WrkRun): Promise<LoadResult> {
-  const memory = sampleMemory(run.pid)
+  const memory = peakResidentMemory(run.pid)
   const child = Bun.spawn(
     [
       'wrk',

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
+import { percentile } from '../support/resident-memory.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
-import { percentile } from './memory.ts'
 
 // The database ceilings, independent of the service's design: pgbench (prepared statements, as
 // many clients as the service's pool) on the project's migrated schema, running the least any

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { sampleTreePss } from '../support/pss.ts'
-import { median } from './memory.ts'
+import { median } from '../support/resident-memory.ts'
 
 const { values: flags } = parseArgs({
   options: { runs: { type: 'string', default: '3' }, stores: { type: 'string', default: '11' } },

@@ -1,7 +1,7 @@
 import type postgres from 'postgres'
+import { median } from '../support/resident-memory.ts'
 import { meterCpu } from './cpu.ts'
 import { type LoadResult, runWrk, type WrkRun } from './load.ts'
-import { median } from './memory.ts'
 import { runPgbench, seedCeilingOwners } from './pgbench.ts'
 import { seedTestEvents } from './seed.ts'
 import { type Bench, startCrudPeer, startHttpCeiling, startService } from './services.ts'

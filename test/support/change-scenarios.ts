@@ -1,7 +1,7 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
-import { residentMb } from '../bench/memory.ts'
 import { postPlant } from './plant-client.ts'
+import { residentMb, sampleResidentMemory } from './resident-memory.ts'
 import type { ServerProcess } from './server-process.ts'
 import { readSlowly } from './slow-sse-reader.ts'
 import { changesRequest, openSse, plantOf, type SseEvent } from './sse-client.ts'
@@ -107,11 +107,14 @@ export async function expectStalledClientDisconnected(
   { plants = 8000, runtime = 'bun' }: { plants?: number; runtime?: 'bun' | 'deno' } = {},
 ) {
   const memoryChecked = runtime === 'bun'
-  // The same load first without a stalled client, so that the heap has grown to its working size
-  // (half of it left the heap growing by up to 33 MB more in the measured half, on a loaded machine),
-  // with a stream open that reads it: an instance reads the log only while a stream is open. Only
-  // where the growth is checked: elsewhere it would double the test's time for nothing it asserts.
+  const memory = sampleResidentMemory(server.process.pid, 50)
+  const peakRss = (from: number, to: number) =>
+    Math.max(...memory.samples.filter(({ atMs }) => atMs >= from && atMs <= to).map(({ rssMb }) => rssMb))
+  // The same load first without a stalled client, with a stream open that reads it (an instance
+  // reads the log only while a stream is open): its peak is the heap's at work. Only where the
+  // growth is checked: elsewhere it would double the test's time for nothing it asserts.
   const streamsAtStart = await openStreamCount(server.url)
+  const warmUpStart = performance.now()
   if (memoryChecked) {
     const warmUp = new AbortController()
     const warmUpStream = await fetch(changesRequest(server.url, warmUpToken))
@@ -120,21 +123,59 @@ export async function expectStalledClientDisconnected(
     warmUp.abort()
     await drained
   }
+  // (unchecked, the growth is reported from where the stalled client starts)
+  const warmUpPeak = memoryChecked
+    ? peakRss(warmUpStart, performance.now())
+    : await residentMb(server.process.pid)
   // Gone before the stalled client comes, so that the count below is of that client's stream only.
   const gone = Date.now() + 10_000
   while ((await openStreamCount(server.url)) > streamsAtStart && Date.now() < gone) await Bun.sleep(50)
   expect(await openStreamCount(server.url)).toBe(streamsAtStart)
+  const client = await stalledClient(server, token)
+  try {
+    expect(client.head()).toStartWith('HTTP/1.1 200')
+    const streamsBefore = await openStreamCount(server.url)
+    const stalledStart = performance.now()
+    await createLargePlants(server.url, token, plants)
+    const deadline = Date.now() + 60_000
+    while ((await openStreamCount(server.url)) >= streamsBefore && Date.now() < deadline) await Bun.sleep(200)
+    expect(await openStreamCount(server.url)).toBe(streamsBefore - 1)
+    memory.stop()
+    // Peak against peak: both loads leave the same garbage, and the collector's sawtooth tops out
+    // alike (the difference moved by -15 to +2 MB, where one sample before and one after moved by
+    // -30 to +44). Held, the text the client never read would add about 8 KB a plant on top, less
+    // the few MB the kernel's socket buffers took.
+    const grewMb = peakRss(stalledStart, performance.now()) - warmUpPeak
+    if (memoryChecked) expect(grewMb).toBeLessThan((plants * 8) / 1024 / 2)
+    // and the connection is gone: reading on reaches its end. Reported, not asserted: Bun does not
+    // always close the socket of a body that errored while the socket was backed up (about one run
+    // in five, on a clean checkout too); the stream is released either way, as checked above.
+    if (runtime === 'bun') {
+      // When Bun closes it, it does so within moments of the release; waiting longer only delays the run.
+      const ending = await Promise.race([client.ended(), Bun.sleep(5_000).then(() => 'open')])
+      if (ending === 'open') console.warn('stalled client: Bun left the reset connection open')
+    }
+    return { grewMb, reset: client.reset() }
+  } finally {
+    memory.stop()
+    // A connection left open would hold a Deno server's graceful stop.
+    client.destroy()
+  }
+}
+
+// A change stream on a bare socket that stops reading once the stream has said it is connected.
+async function stalledClient(server: ServerProcess, token: string) {
   const { hostname, port } = new URL(server.url)
   const socket = connect(Number(port), hostname)
   let received = ''
   let reset = false
-  const closed = new Promise<void>((resolve) => {
+  const closed = new Promise<string>((resolve) => {
     socket.on('error', () => {
       reset = true
     })
     // The server's end of the connection is gone: a reset, or its FIN once the data before it is read.
-    socket.on('end', () => resolve())
-    socket.on('close', () => resolve())
+    socket.on('end', () => resolve('closed'))
+    socket.on('close', () => resolve('closed'))
   })
   const connected = new Promise<void>((resolve) => {
     socket.on('data', (chunk) => {
@@ -147,31 +188,15 @@ export async function expectStalledClientDisconnected(
   })
   socket.write(`GET /plants/changes HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${token}\r\n\r\n`)
   await connected
-  try {
-    expect(received).toStartWith('HTTP/1.1 200')
-    const streamsBefore = await openStreamCount(server.url)
-    const before = residentMb(server.process.pid)
-    await createLargePlants(server.url, token, plants)
-    const deadline = Date.now() + 60_000
-    while ((await openStreamCount(server.url)) >= streamsBefore && Date.now() < deadline) await Bun.sleep(200)
-    expect(await openStreamCount(server.url)).toBe(streamsBefore - 1)
-    const grewMb = residentMb(server.process.pid) - before
-    // Unbounded, the text the client never read would stay in the process: about 8 KB a plant (as
-    // JS strings), less the few MB the kernel's socket buffers took.
-    if (memoryChecked) expect(grewMb).toBeLessThan((plants * 8) / 1024 / 2)
-    socket.resume()
-    // and the connection is gone: reading on reaches its end. Reported, not asserted: Bun does not
-    // always close the socket of a body that errored while the socket was backed up (about one run
-    // in five, on a clean checkout too); the stream is released either way, as checked above.
-    if (runtime === 'bun') {
-      // When Bun closes it, it does so within moments of the release; waiting longer only delays the run.
-      const ending = await Promise.race([closed.then(() => 'closed'), Bun.sleep(5_000).then(() => 'open')])
-      if (ending === 'open') console.warn('stalled client: Bun left the reset connection open')
-    }
-    return { grewMb, reset }
-  } finally {
-    // A connection left open would hold a Deno server's graceful stop.
-    socket.destroy()
+  return {
+    head: () => received,
+    reset: () => reset,
+    // Reads on, to the end of what the server sent.
+    ended: () => {
+      socket.resume()
+      return closed
+    },
+    destroy: () => socket.destroy(),
   }
 }
 

@@ -28,6 +28,18 @@ export function sampleResidentMemory(pid: number, everyMs = 250) {
   }
 }
 
+// Samples a process's RSS every `everyMs` until stopped; stop() gives the peak in MB (NaN when no
+// sample was read).
+export function peakResidentMemory(pid: number, everyMs = 50) {
+  const sampling = sampleResidentMemory(pid, everyMs)
+  return {
+    stop: () => {
+      sampling.stop()
+      return sampling.samples.length === 0 ? Number.NaN : Math.max(...sampling.samples.map((s) => s.rssMb))
+    },
+  }
+}
+
 // The median RSS over the `windowMs` that end at `endMs`: one sample can sit on a GC sawtooth's
 // peak or trough, a few seconds' median does not.
 export function settledRss(samples: MemorySample[], endMs: number, windowMs: number): number {
