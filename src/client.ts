@@ -35,14 +35,17 @@ export function createPlantStoreClient(
 export type PlantStoreClient = ReturnType<typeof createPlantStoreClient>
 
 const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete'])
+const QUERY_METHODS = new Set(['get', 'head'])
 // Standard in Bun, Deno and Node 21+, not yet in TypeScript's lib.
 const rawJson = (JSON as unknown as { rawJSON: (text: string) => unknown }).rawJSON
 
-type CallOptions = { headers?: Record<string, unknown> } | undefined
+type CallOptions = { headers?: Record<string, unknown>; query?: Record<string, unknown> } | undefined
 
-// Eden writes a JSON body with JSON.stringify, which refuses a bigint. This writes it instead, a
-// bigint as its exact digits, and hands Eden the text, which it sends as it is. Eden's client is a
-// proxy whose every property is a function (a path segment or a method), wrapped here alike.
+// Eden writes a JSON body with JSON.stringify, which refuses a bigint, and passes a GET's options
+// through it too. This writes a body instead, a bigint as its exact digits, and hands Eden the
+// text, which it sends as it is; a bigint in a query or a header becomes its digits, as a number
+// does. Eden's client is a proxy whose every property is a function (a path segment or a
+// method), wrapped here alike.
 function exactBodies<Client extends object>(client: Client, method = ''): Client {
   return new Proxy(client, {
     get: (target, key) => {
@@ -50,18 +53,42 @@ function exactBodies<Client extends object>(client: Client, method = ''): Client
       return typeof value === 'function' ? exactBodies(value, String(key)) : value
     },
     apply: (target, self, args: unknown[]) => {
-      const [body, options] = args as [unknown, CallOptions]
-      if (!BODY_METHODS.has(method) || !isJsonValue(body)) {
-        const result: unknown = Reflect.apply(target as () => unknown, self, args)
+      const call = (sent: unknown[]) => {
+        const result: unknown = Reflect.apply(target as () => unknown, self, sent)
         return typeof result === 'function' ? exactBodies(result) : result
       }
+      if (QUERY_METHODS.has(method)) return call([withDigits(args[0] as CallOptions)])
+      const [body, options] = args as [unknown, CallOptions]
+      if (!BODY_METHODS.has(method)) return call(args)
+      if (!isJsonValue(body)) return call([body, withDigits(options)])
       const text = JSON.stringify(body, (_key, value: unknown) =>
         typeof value === 'bigint' ? rawJson(value.toString()) : value,
       )
-      const sent = { ...options, headers: { ...options?.headers, 'content-type': 'application/json' } }
-      return Reflect.apply(target as () => unknown, self, [text, sent])
+      const sent = withDigits({
+        ...options,
+        headers: { ...options?.headers, 'content-type': 'application/json' },
+      })
+      return call([text, sent])
     },
   })
+}
+
+function withDigits(options: CallOptions): CallOptions {
+  if (options === undefined || !isJsonValue(options)) return options
+  const digits = (values: Record<string, unknown> | undefined) =>
+    values === undefined
+      ? undefined
+      : Object.fromEntries(
+          Object.entries(values).map(([name, value]) => [
+            name,
+            typeof value === 'bigint' ? value.toString() : value,
+          ]),
+        )
+  return {
+    ...options,
+    ...(options.query === undefined ? {} : { query: digits(options.query) }),
+    ...(options.headers === undefined ? {} : { headers: digits(options.headers) }),
+  }
 }
 
 function isJsonValue(body: unknown): body is object {

@@ -10,8 +10,12 @@ import { POSITION_RULE, parsePosition } from './position.ts'
 
 export type ChangeRoutesDeps = { verifyToken: TokenVerifier; changes?: Changes }
 
+// A position arrives as a string; its type also admits a number or a bigint, which typed clients
+// (Eden) send as their digits.
 const Position = (name: string, description: string) =>
-  Type.String({ pattern: '^[0-9]+$', description, error: `${name} ${POSITION_RULE}` })
+  Type.Unsafe<string | number | bigint>(
+    Type.String({ pattern: '^[0-9]+$', description, error: `${name} ${POSITION_RULE}` }),
+  )
 
 export const ChangesQuery = Type.Object({
   after: Type.Optional(
@@ -71,10 +75,12 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
   )
 }
 
-function startPosition(lastEventId: string | undefined, after: string | undefined): bigint | undefined {
-  const [name, text] = lastEventId !== undefined ? ['Last-Event-ID', lastEventId] : ['after', after]
-  if (text === undefined) return undefined
-  const position = parsePosition(text)
+type PositionInput = string | number | bigint | undefined
+
+function startPosition(lastEventId: PositionInput, after: PositionInput): bigint | undefined {
+  const [name, given] = lastEventId !== undefined ? ['Last-Event-ID', lastEventId] : ['after', after]
+  if (given === undefined) return undefined
+  const position = parsePosition(String(given))
   if (position === undefined) throw new Failure('BAD_REQUEST', `${name} ${POSITION_RULE}`)
   return position
 }

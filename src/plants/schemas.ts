@@ -64,7 +64,9 @@ export const POSITION_HEADER = 'plant-store-position'
 // Read-your-writes (docs/operating.md, Scaling out): a create's answer carries the position of its event, and a
 // listing that sends back the highest one received shows every plant created up to it. Checked by
 // the Position kind (http/schema-kinds.ts): decimal, 0 to 9223372036854775807, leading zeros allowed.
-export const Position = Type.Unsafe<string>({
+// It arrives as a string; its type also admits a number or a bigint, which typed clients send as
+// their digits.
+export const Position = Type.Unsafe<string | number | bigint>({
   [Kind]: 'Position',
   type: 'string',
   pattern: '^[0-9]{1,40}$',

@@ -43,6 +43,26 @@ test('a typed client creates, retries, conflicts and lists, with typed data and 
   expect((await client.plants.get()).data).toEqual([{ name: 'Monstera', tag: 'tropical' }, { name: 'Fern' }])
 })
 
+test('a position goes back as the number or bigint it is: on a listing, and to follow the changes after it', async () => {
+  // given a create's position, read as a bigint
+  const created = await client.plants.post({ id: 10n, name: 'Pilea' })
+  const position = BigInt(created.response.headers.get('plant-store-position') ?? 'none')
+  // when a listing asks to see it, then it is listed
+  const listed = await client.plants.get({ headers: { 'plant-store-position': position } })
+  expect(listed.status).toBe(200)
+  expect(listed.data?.at(-1)).toEqual({ name: 'Pilea' })
+  // when the changes after it are followed (a bigint, then a number), then the stream opens there
+  for (const after of [position, Number(position)]) {
+    const followed = await client.plants.changes.get({ query: { after } })
+    expect({ after, status: followed.status }).toEqual({ after, status: 200 })
+    expect(followed.response.headers.get('content-type')).toBe('text/event-stream')
+    await followed.response.body?.cancel()
+  }
+  // and a position the API refuses is still refused
+  const refused = await client.plants.get({ headers: { 'plant-store-position': -1 } })
+  expect(refused.status).toBe(400)
+})
+
 test('a name that looks like a date comes back as the string it is', async () => {
   // when a plant is named as a date reads, then the answers hold that string, not a Date
   const created = await client.plants.post({ id: 9, name: '2026-11-29', tag: 'Sun Nov 29 2026' })
@@ -65,6 +85,8 @@ test('the compiler refuses calls that do not fit the API', () => {
     client.plants.post({ id: '1', name: 'x' })
     // @ts-expect-error there is no DELETE /plants
     client.plants.delete()
+    // @ts-expect-error a position is an integer, not a boolean
+    client.plants.changes.get({ query: { after: true } })
   }
   expect(typeof calls).toBe('function')
 })
