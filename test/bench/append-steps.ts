@@ -11,8 +11,8 @@ import { createKeyring } from '../../src/keys/keyring.ts'
 import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { postgresClient } from '../../src/store/postgres-client.ts'
+import { median } from '../support/percentiles.ts'
 import { createTestDatabase } from '../support/postgres.ts'
-import { percentile } from '../support/resident-memory.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { benchCreate } from './bench-create.ts'
 
@@ -66,11 +66,6 @@ try {
     }
     visit(plan)
   }
-  const median = (values: number[]) =>
-    percentile(
-      [...values].sort((a, b) => a - b),
-      0.5,
-    )
   console.log(`append statement, ${CREATES} lone creates of known owners (median ms):`)
   console.log(`  whole statement (execution)  ${median(whole).toFixed(4)}`)
   for (const [name, values] of steps) console.log(`  ${name.padEnd(28)} ${median(values).toFixed(4)}`)

@@ -1,6 +1,7 @@
 import type postgres from 'postgres'
+import { median } from '../support/percentiles.ts'
 import { tokenHeader } from '../support/plant-client.ts'
-import { median, peakResidentMemory, residentMb } from '../support/resident-memory.ts'
+import { peakResidentMemory, residentMb } from '../support/resident-memory.ts'
 import { runWrk } from './load.ts'
 import { countEvents, seedTestEvents } from './seed.ts'
 import { type Bench, startService } from './services.ts'

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
-import { median, peakResidentMemory } from '../support/resident-memory.ts'
+import { median } from '../support/percentiles.ts'
+import { peakResidentMemory } from '../support/resident-memory.ts'
 
 // One load run: throughput, latency percentiles and the target's resident memory meanwhile.
 export type LoadResult = {

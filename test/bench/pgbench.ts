@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type postgres from 'postgres'
 import { createKeyring } from '../../src/keys/keyring.ts'
-import { percentile } from '../support/resident-memory.ts'
+import { percentile } from '../support/percentiles.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
 

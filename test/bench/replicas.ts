@@ -1,6 +1,7 @@
 import postgres from 'postgres'
 import { encodeCursor } from '../../src/plants/cursor.ts'
 import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { percentile } from '../support/percentiles.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -204,10 +205,7 @@ async function readSources(url: string) {
 }
 
 function percentiles(values: number[]) {
-  const sorted = values.toSorted((a, b) => a - b)
-  const at = (fraction: number) =>
-    sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? 0
-  return { p50: at(0.5), p99: at(0.99) }
+  return { p50: percentile(values, 0.5), p99: percentile(values, 0.99) }
 }
 
 type Figures = {

@@ -2,7 +2,7 @@
 // service's logger (pino, JSON, the chunked writer replaced by one that drops the text), microseconds
 // a line, the median of rounds. Run: bun test/bench/request-log.ts [--root <checkout>] [--lines N]
 import { parseArgs } from 'node:util'
-import { percentile } from '../support/resident-memory.ts'
+import { percentile } from '../support/percentiles.ts'
 
 const { values: flags } = parseArgs({
   options: {

@@ -11,8 +11,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { median } from '../support/percentiles.ts'
 import { sampleTreePss } from '../support/pss.ts'
-import { median } from '../support/resident-memory.ts'
 
 const { values: flags } = parseArgs({
   options: { runs: { type: 'string', default: '3' }, stores: { type: 'string', default: '11' } },

@@ -1,5 +1,5 @@
 import type postgres from 'postgres'
-import { median } from '../support/resident-memory.ts'
+import { median } from '../support/percentiles.ts'
 import { meterCpu } from './cpu.ts'
 import { type LoadResult, runWrk, type WrkRun } from './load.ts'
 import { runPgbench, seedCeilingOwners } from './pgbench.ts'

@@ -40,13 +40,6 @@ export function startLoad(urls: () => string[], token: string, { workers = 8, fi
   }
 }
 
-// Throws on an empty sample: a limit on the latency of nothing would pass.
-export function percentile(values: number[], p: number): number {
-  if (values.length === 0) throw new Error('a percentile of no samples')
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0
-}
-
 // The value of a metric without labels in a Prometheus text exposition.
 export async function metricValue(url: string, name: string): Promise<number | undefined> {
   const text = await (await fetch(`${url}/metrics`)).text()

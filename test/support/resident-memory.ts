@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises'
+import { median } from './percentiles.ts'
 
 export type MemorySample = { atMs: number; rssMb: number }
 
@@ -44,18 +45,4 @@ export function peakResidentMemory(pid: number, everyMs = 50) {
 // peak or trough, a few seconds' median does not.
 export function settledRss(samples: MemorySample[], endMs: number, windowMs: number): number {
   return median(samples.filter((s) => s.atMs > endMs - windowMs && s.atMs <= endMs).map((s) => s.rssMb))
-}
-
-export function median(values: number[]): number {
-  return percentile(
-    [...values].sort((a, b) => a - b),
-    0.5,
-  )
-}
-
-// The value below which `fraction` of the sorted values lie (nearest rank).
-export function percentile(sorted: number[], fraction: number): number {
-  if (sorted.length === 0) return Number.NaN
-  const rank = Math.ceil(sorted.length * fraction) - 1
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))] as number
 }

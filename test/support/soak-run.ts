@@ -1,7 +1,8 @@
 import { openPostgres } from '../../src/store/database.ts'
+import { median, percentile } from './percentiles.ts'
 import { checkProjection, type ProjectionReport } from './projection-check.ts'
 import { INTENDED_STATUS, type Kind, kindCycle, type MixState, planRequest } from './request-mix.ts'
-import { type MemorySample, median, percentile, sampleResidentMemory, settledRss } from './resident-memory.ts'
+import { type MemorySample, sampleResidentMemory, settledRss } from './resident-memory.ts'
 import { type Service, startService } from './service.ts'
 import { TEST_KEYS } from './test-keys.ts'
 
