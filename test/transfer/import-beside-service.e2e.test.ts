@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { percentile } from '../support/percentiles.ts'
 import { postPlant } from '../support/plant-client.ts'
 import { runCli, type ServerProcess, startCli } from '../support/server-process.ts'
 import { type Service, startService } from '../support/service.ts'
@@ -36,10 +37,15 @@ async function importLines(from: number, count: number): Promise<string> {
   return text
 }
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0
-}
+const p99 = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    0.99,
+  )
+// A create or a delivery held behind the paused import, or behind the rebuild, would wait for
+// seconds (the pause is 10); beside the whole suite on two cores, an unheld delivery's p99 reached
+// 1.1 s.
+const UNHELD_MS = PAUSE_MS / 4
 
 test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no create and no stream', async () => {
   // given: a stream open for an owner who creates through the API
@@ -113,11 +119,11 @@ test('an import paused on its input for 10 s, and a rebuild meanwhile, stall no 
   expect(new Set(statuses)).toEqual(new Set([200]))
   expect(delivered).toEqual([...answeredAt.keys()])
   console.log(
-    `creates: ${createMs.length}, create p99 ${percentile(createMs, 99).toFixed(0)} ms, ` +
-      `delivery p99 ${percentile(deliveryMs, 99).toFixed(0)} ms`,
+    `creates: ${createMs.length}, create p99 ${p99(createMs).toFixed(0)} ms, ` +
+      `delivery p99 ${p99(deliveryMs).toFixed(0)} ms`,
   )
   expect(createMs.length).toBeGreaterThan(50)
-  expect(percentile(createMs, 99)).toBeLessThan(1_000)
-  expect(percentile(deliveryMs, 99)).toBeLessThan(1_000)
+  expect(p99(createMs)).toBeLessThan(UNHELD_MS)
+  expect(p99(deliveryMs)).toBeLessThan(UNHELD_MS)
   expect((await runCli(['projection', 'verify'], env)).exitCode).toBe(0)
 }, 120_000)
