@@ -3,7 +3,15 @@ import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
 import { BearerHeaders } from '../auth/bearer-headers.ts'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
-import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
+import {
+  errorReply,
+  replies,
+  reply,
+  retryAfter,
+  unauthorized,
+  unavailable,
+  unexpected,
+} from '../openapi/replies.ts'
 import { Failure } from '../shared/errors.ts'
 import type { Changes } from './changes-service.ts'
 import { POSITION_RULE, parsePosition } from './position.ts'
@@ -40,9 +48,7 @@ const followed = replies({
   ),
   400: errorReply('A malformed Last-Event-ID or after'),
   401: unauthorized,
-  429: errorReply('The caller already holds as many open change streams as allowed here', {
-    'Retry-After': { schema: Type.Integer(), description: 'Seconds to wait before retrying' },
-  }),
+  429: errorReply('The caller already holds as many open change streams as allowed here', retryAfter),
   500: unexpected,
   503: unavailable,
 })

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
-import { isDatabaseUnavailable } from '../shared/database-error.ts'
-import { Failure, isFailure } from '../shared/errors.ts'
+import { isDatabaseFull, isDatabaseUnavailable } from '../shared/database-error.ts'
+import { Failure, type FailureCode, isFailure } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import { errorResponse } from './http-error.ts'
 import type { RequestIds } from './request-id.ts'
@@ -13,6 +13,10 @@ export type ErrorHandlerDeps = {
 }
 
 const RETRY_AFTER_SECONDS = '5'
+// What the log line of a failure the database caused says, where the operator can do something.
+const CAUSE_LOGGED: Partial<Record<FailureCode, string>> = {
+  DATABASE_FULL: "database full: free space on the disk of the database's files",
+}
 
 // Every response carries X-Request-Id, and every error becomes {"error": status, "message": …}
 // with the status its code has in the codes' table (src/shared/errors.ts); anything else is a 500.
@@ -27,7 +31,7 @@ export function errorHandler({ logger, allowedMethods, requestIds }: ErrorHandle
       const status = failure?.status ?? 500
       if (failure === undefined) logger.error({ requestId, err: error }, 'unexpected error')
       else if (failure.cause !== undefined)
-        logger.warn({ requestId, err: failure.cause }, 'database unavailable')
+        logger.warn({ requestId, err: failure.cause }, CAUSE_LOGGED[failure.code] ?? 'database unavailable')
       // Elysia does not hand the after-response hook the Response returned here: the request
       // observation reads the status from `set`.
       set.status = status
@@ -59,6 +63,13 @@ export function failureOf(
         : new Failure('NOT_FOUND', `no such path: ${path}`)
     }
   }
+  if (isDatabaseFull(error))
+    return new Failure(
+      'DATABASE_FULL',
+      'the database has no room left to write; retry later',
+      { 'retry-after': RETRY_AFTER_SECONDS },
+      { cause: error },
+    )
   if (!isDatabaseUnavailable(error)) return undefined
   return new Failure(
     'UNAVAILABLE',

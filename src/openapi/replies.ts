@@ -36,9 +36,10 @@ export const unauthorized = errorReply('Missing, malformed or rejected bearer to
     description: 'Bearer realm="plants"[, error="invalid_token"]',
   },
 })
-export const unavailable = errorReply('The database is unreachable', {
+export const retryAfter = {
   'Retry-After': { schema: Type.Integer(), description: 'Seconds to wait before retrying' },
-})
+}
+export const unavailable = errorReply('The database is unreachable', retryAfter)
 export const unexpected = errorReply('Unexpected error; the message carries the request id')
 
 export type DocumentedResponses = Record<string, DocumentedResponse>

@@ -12,7 +12,7 @@ import { type Appended, appendEvents, readPlantStream, type StreamAppend } from 
 import type { OwnerKeyCache } from '../event-log/owner-keys.ts'
 import type { StoredKey } from '../keys/keyring.ts'
 import { groupCommit } from '../shared/batching.ts'
-import { isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
+import { isDatabaseFull, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import type { Database } from '../store/database.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
 
@@ -86,7 +86,7 @@ export async function createPlant(
 
 // A batch of creates, each with its own answer. When the batch's statement fails, no create of it
 // has changed anything; the creates are then made one by one, so that an error reaches only the
-// creates it concerns. When the database is unreachable, they all fail at once.
+// creates it concerns. When the database is unreachable or full, they all fail at once.
 export async function createPlants(
   db: Database,
   keys: OwnerKeyCache,
@@ -95,7 +95,7 @@ export async function createPlants(
   try {
     return (await appendWithRetries(db, keys, requests)).map((value) => ({ status: 'fulfilled', value }))
   } catch (error) {
-    if (requests.length === 1 || isDatabaseUnavailable(error)) {
+    if (requests.length === 1 || isDatabaseUnavailable(error) || isDatabaseFull(error)) {
       return requests.map(() => ({ status: 'rejected', reason: error }))
     }
     const results: PromiseSettledResult<CreateResult>[] = []

@@ -1,5 +1,13 @@
 import { Type } from '@sinclair/typebox'
-import { errorReply, replies, reply, unauthorized, unavailable, unexpected } from '../openapi/replies.ts'
+import {
+  errorReply,
+  replies,
+  reply,
+  retryAfter,
+  unauthorized,
+  unavailable,
+  unexpected,
+} from '../openapi/replies.ts'
 import { PlantView, Position } from './schemas.ts'
 
 // What POST /plants and GET /plants answer, as the routes declare it (and so the OpenAPI document).
@@ -20,7 +28,7 @@ export const created = replies({
   413: errorReply('The body is larger than 65536 bytes'),
   415: errorReply('Content-Type is not application/json'),
   500: unexpected,
-  503: unavailable,
+  503: errorReply('The database is unreachable, or has no room left to write', retryAfter),
 })
 
 const listingHeaders = {

@@ -14,6 +14,8 @@ const FAILURES = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },
   TOO_MANY_STREAMS: { status: 429 },
   UNAVAILABLE: { status: 503 },
+  // The database has no room left to write (disk_full): creates answer 503 until room is made.
+  DATABASE_FULL: { status: 503 },
   // A setting or an argument that cannot work: the start stops, a command exits 2 (usage).
   BAD_SETTING: { exit: 2 },
   BAD_USAGE: { exit: 2 },

@@ -4,7 +4,8 @@ import { chmod, mkdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expectCliSucceeded } from '../support/cli-assertions.ts'
-import { runCli, runServerToExit } from '../support/server-process.ts'
+import { listEveryPlant, postPlant } from '../support/plant-client.ts'
+import { runCli, runServerToExit, startServer } from '../support/server-process.ts'
 
 // A DATA_DIR on a file system with no room left: the server's start and every command stop in one
 // line that names DATA_DIR, with no stack. Each file system is a small tmpfs of the test's own
@@ -75,4 +76,56 @@ test('given a new DATA_DIR on a disk too small for the database, when the server
     stderr: `plant store cannot start: DATA_DIR ${dataDir} is full (): free space on its file system (df ${dataDir}) or move DATA_DIR to a larger one, then try again\n`,
   })
   expect(start.stderr).toMatch(/ is full \(no space left on device\)/i)
+}, 120_000)
+
+test('given a serving store whose disk fills, then creates answer 503 with Retry-After and the log says the database is full, and once room is made they succeed, none acknowledged lost', async () => {
+  // given a server on a small disk, and an owner with a plant
+  const mount = await smallDisk('96m')
+  const dataDir = join(mount, 'data')
+  const server = await startServer({ DATA_DIR: dataDir, PORT: '0' })
+  try {
+    const token = (await runCli(['token', 'issue', 'gil'], { DATA_DIR: dataDir })).stdout.trim()
+    const acknowledged: string[] = []
+    const create = async (id: number) => {
+      const name = `${id}`.padEnd(1024, '.')
+      const answer = await postPlant(server.url, token, { id, name })
+      if (answer.status === 200) acknowledged.push(name)
+      return answer
+    }
+    expect((await create(1)).status).toBe(200)
+    // when the disk fills, and creates go on
+    fill(mount)
+    let refused: Response | undefined
+    for (let id = 2; id < 20_000 && refused === undefined; id++) {
+      const answer = await create(id)
+      if (answer.status !== 200) refused = answer
+    }
+    // then the first create that could not be written is a 503 saying why, and the log says it
+    expect({ status: refused?.status, retryAfter: refused?.headers.get('retry-after') }).toEqual({
+      status: 503,
+      retryAfter: '5',
+    })
+    expect(await refused?.json()).toEqual({
+      error: 503,
+      message: 'the database has no room left to write; retry later',
+    })
+    const loggedBy = Date.now() + 5_000
+    const logged = () => server.logLines().filter((line) => line.includes('database full'))
+    while (logged().length === 0 && Date.now() < loggedBy) await Bun.sleep(50)
+    const said = logged()
+    expect(said.length).toBeGreaterThan(0)
+    expect(JSON.parse(said[0] ?? '{}')).toMatchObject({ level: 40 })
+    // and once room is made, creates succeed again, and every acknowledged plant is listed
+    await rm(join(mount, 'filler'))
+    let again = 0
+    for (let id = 100_000; again !== 200 && id < 100_300; id++) {
+      again = (await create(id)).status
+      if (again !== 200) await Bun.sleep(100)
+    }
+    expect(again).toBe(200)
+    const listed = (await listEveryPlant(server.url, token)).map(({ name }) => name)
+    expect(listed.toSorted()).toEqual(acknowledged.toSorted())
+  } finally {
+    await server.stop()
+  }
 }, 120_000)
