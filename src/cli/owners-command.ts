@@ -5,12 +5,13 @@ import { eraseOwner } from '../erasure/erase-owner.ts'
 import { noSuchOwner } from '../erasure/unknown-owner.ts'
 import { erasureFeed } from '../feed/erasure-feed.ts'
 import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
+import { isDatabaseFull } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import { createLogger, silentLogger } from '../shared/logger.ts'
 import { createTracing } from '../tracing/otel-tracing.ts'
 import { badValue } from './arguments.ts'
 import { command } from './command.ts'
-import { reportDatabaseFailure } from './command-failed.ts'
+import { databaseCause, reportDatabaseFailure } from './command-failed.ts'
 import { parseDuration } from './duration.ts'
 import { withStorage } from './storage.ts'
 
@@ -93,8 +94,10 @@ async function eraseCommand(
         say(error.message)
         return 1
       }
-      if (!isFailure(error, 'ERASURE_PENDING')) return reportDatabaseFailure(error, 'owners erase failed')
-      say(`${error.message}; the owner is hidden, the erasure pending: run the command again to complete it`)
+      if (!isFailure(error, 'ERASURE_PENDING'))
+        return reportDatabaseFailure(error, 'owners erase failed', config.storage)
+      const cause = isDatabaseFull(error.cause) ? databaseCause(error.cause, config.storage) : error.message
+      say(`${cause}; the owner is hidden, the erasure pending: run the command again to complete it`)
       return 1
     } finally {
       await feed?.close()

@@ -2,7 +2,8 @@ import { sql } from 'drizzle-orm'
 import { takeErasureLock } from '../event-log/maintenance-lock.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../event-log/schema.ts'
 import { clearDeadWorkTables } from '../event-log/work-tables.ts'
-import { Failure } from '../shared/errors.ts'
+import { databaseMessage, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
+import { Failure, isFailure } from '../shared/errors.ts'
 import type { Database, Executor, Transaction } from '../store/database.ts'
 import { rowsOf } from '../store/database.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
@@ -74,18 +75,25 @@ export async function eraseOwner(
     )
     const pending = await pendingErasures(db, owner)
     let plantsErased = 0
-    for (const erasure of pending) {
-      if (feed) {
-        await step('erasure: await the notice in the stream', () => feed.awaitPublished(erasure.notice))
-        await step('erasure: purge the stream', () => feed.purge({ pseudonym: erasure.pseudonym, owner }))
+    try {
+      for (const erasure of pending) {
+        if (feed) {
+          await step('erasure: await the notice in the stream', () => feed.awaitPublished(erasure.notice))
+          await step('erasure: purge the stream', () => feed.purge({ pseudonym: erasure.pseudonym, owner }))
+        }
+        await step('erasure: await imports', () => awaitImports(db, { waitMs, onWait }))
+        plantsErased +=
+          erasure.pseudonym === begun?.pseudonym ? begun.plants : await plantsOf(db, erasure.pseudonym)
+        await step('erasure: delete the key', () => completeErasure(db, erasure.pseudonym, now()))
       }
-      await step('erasure: await imports', () => awaitImports(db, { waitMs, onWait }))
-      plantsErased +=
-        erasure.pseudonym === begun?.pseudonym ? begun.plants : await plantsOf(db, erasure.pseudonym)
-      await step('erasure: delete the key', () => completeErasure(db, erasure.pseudonym, now()))
+      await step('erasure: drop dead work tables', () => clearDeadWorkTables(db))
+      await step('erasure: refresh statistics', () => refreshStatistics(db))
+    } catch (error) {
+      // The owner is hidden from step 1 on: a database that fails a later step leaves it pending.
+      const fromDatabase = postgresErrorCode(error) !== undefined || isDatabaseUnavailable(error)
+      if (pending.length === 0 || isFailure(error) || !fromDatabase) throw error
+      throw new Failure('ERASURE_PENDING', databaseMessage(error), {}, { cause: error })
     }
-    await step('erasure: drop dead work tables', () => clearDeadWorkTables(db))
-    await step('erasure: refresh statistics', () => refreshStatistics(db))
     root?.end({ attributes: { 'plant_store.erasure.completed': pending.length } })
     return { plants: plantsErased, completed: pending.length }
   } catch (error) {

@@ -34,6 +34,9 @@ function fill(mount: string): void {
   expect(free).toBe('0')
 }
 
+const remedy = (dataDir: string) =>
+  `: free space on its file system (df ${dataDir}) or move DATA_DIR to a larger one, then try again`
+
 const COMMANDS = [
   ['projection', 'verify'],
   ['db', 'migrate'],
@@ -53,11 +56,10 @@ test('given a store whose disk is full, when the server or any command starts, t
   const commands = await Promise.all(COMMANDS.map((args) => runCli(args, { DATA_DIR: dataDir })))
   // then
   const full = `DATA_DIR ${dataDir} is full (`
-  const remedy = `): free space on its file system (df ${dataDir}) or move DATA_DIR to a larger one, then try again`
   const lines = [start, ...commands].map(({ stderr }) => stderr.replace(/\(.*?\)/, '()'))
   expect(lines).toEqual([
-    `plant store cannot start: ${full}${remedy}\n`,
-    ...COMMANDS.map(() => `${full}${remedy}\n`),
+    `plant store cannot start: ${full})${remedy(dataDir)}\n`,
+    ...COMMANDS.map(() => `${full})${remedy(dataDir)}\n`),
   ])
   expect([start, ...commands].map(({ exitCode }) => exitCode)).toEqual([1, 1, 1, 1, 1, 1])
   for (const { stderr } of [start, ...commands]) expect(stderr).toMatch(/ is full \(no space left on device/i)
@@ -78,8 +80,8 @@ test('given a new DATA_DIR on a disk too small for the database, when the server
   expect(start.stderr).toMatch(/ is full \(no space left on device\)/i)
 }, 120_000)
 
-test('given a serving store whose disk fills, then creates answer 503 with Retry-After and the log says the database is full, and once room is made they succeed, none acknowledged lost', async () => {
-  // given a server on a small disk, and an owner with a plant
+test('given a serving store whose disk fills, then creates answer 503 with Retry-After and the log says the database is full, a rebuild and an erasure beside it say DATA_DIR in one line, and once room is made all succeed, none acknowledged lost', async () => {
+  // given a server on a small disk, an owner with a plant, and another to erase
   const mount = await smallDisk('96m')
   const dataDir = join(mount, 'data')
   const server = await startServer({ DATA_DIR: dataDir, PORT: '0' })
@@ -93,6 +95,8 @@ test('given a serving store whose disk fills, then creates answer 503 with Retry
       return answer
     }
     expect((await create(1)).status).toBe(200)
+    const leaving = (await runCli(['token', 'issue', 'hal'], { DATA_DIR: dataDir })).stdout.trim()
+    expect((await postPlant(server.url, leaving, { id: 1, name: 'Hal' })).status).toBe(200)
     // when the disk fills, and creates go on
     fill(mount)
     let refused: Response | undefined
@@ -115,6 +119,21 @@ test('given a serving store whose disk fills, then creates answer 503 with Retry
     const said = logged()
     expect(said.length).toBeGreaterThan(0)
     expect(JSON.parse(said[0] ?? '{}')).toMatchObject({ level: 40 })
+    // and a rebuild beside the service stops in one line naming DATA_DIR
+    const rebuild = await runCli(['projection', 'rebuild'], { DATA_DIR: dataDir })
+    expect({ exitCode: rebuild.exitCode, stderr: rebuild.stderr.replace(/\(.*?\)/, '()') }).toEqual({
+      exitCode: 1,
+      stderr: `projection rebuild failed, nothing was swapped: DATA_DIR ${dataDir} is full ()${remedy(dataDir)}\n`,
+    })
+    // and so does an erasure: failed whole, or with the owner hidden and the erasure pending,
+    // whichever of its steps met the full disk
+    const erasure = await runCli(['owners', 'erase', 'hal'], { DATA_DIR: dataDir })
+    const full = `DATA_DIR ${dataDir} is full ()${remedy(dataDir)}`
+    expect(erasure.exitCode).toBe(1)
+    expect([
+      `owners erase failed: ${full}\n`,
+      `owners erase: ${full}; the owner is hidden, the erasure pending: run the command again to complete it\n`,
+    ]).toContain(erasure.stderr.replace(/\(.*?\)/, '()'))
     // and once room is made, creates succeed again, and every acknowledged plant is listed
     await rm(join(mount, 'filler'))
     let again = 0
@@ -125,6 +144,12 @@ test('given a serving store whose disk fills, then creates answer 503 with Retry
     expect(again).toBe(200)
     const listed = (await listEveryPlant(server.url, token)).map(({ name }) => name)
     expect(listed.toSorted()).toEqual(acknowledged.toSorted())
+    // and the erasure run again completes
+    expectCliSucceeded(
+      ['owners', 'erase', 'hal'],
+      await runCli(['owners', 'erase', 'hal'], { DATA_DIR: dataDir }),
+    )
+    expect(await listEveryPlant(server.url, leaving)).toEqual([])
   } finally {
     await server.stop()
   }
