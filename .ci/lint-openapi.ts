@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createTokenVerifier } from '../src/auth/token-verifier.ts'
+import type { Database } from '../src/database/database.ts'
 import { silentLogger } from '../src/shared/logger.ts'
 import { createApp } from '../src/start/app.ts'
-import type { Database } from '../src/store/database.ts'
 
 // The document needs the routes, not a database: no request reaches one here.
 const app = createApp({

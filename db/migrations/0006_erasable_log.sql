@@ -17,7 +17,7 @@ CREATE TABLE "store_facts" (
 --> statement-breakpoint
 CREATE UNIQUE INDEX "owner_keys_owner" ON "owner_keys" USING btree ("owner") WHERE not erasing;--> statement-breakpoint
 -- Crypto-shredding (CONTRACT §12, src/store/erasable.ts). pgcrypto is a trusted extension: CREATE
--- on the database is enough, and PGlite loads it when opened with it (store/database.ts).
+-- on the database is enough, and PGlite loads it when opened with it (database/database.ts).
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
 --> statement-breakpoint
 -- Text sealed under an owner's key: AES-256-CBC with a random IV in front, as base64 (one line).

@@ -1,6 +1,6 @@
 -- Owners' keys wrapped under a key-encryption key (KEK) that the database never stores
 -- (docs/keys.md). Each session is handed the KEKs as the startup parameter plant_store.keks,
--- `<id>:<base64>` entries, comma-separated, the first the one that wraps (store/database.ts): never
+-- `<id>:<base64>` entries, comma-separated, the first the one that wraps (database/database.ts): never
 -- in a statement's text, so pg_stat_activity and the statement log do not show them. A wrapped
 -- key is 52 bytes: the KEK's 4-byte id, a random IV, the 32-byte key under AES-256-CBC.
 -- The KEK of `kek_id`; an error naming only the id when this session was not given it.

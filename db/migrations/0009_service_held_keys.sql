@@ -19,7 +19,7 @@ DROP EXTENSION IF EXISTS pgcrypto;
 --> statement-breakpoint
 -- A wrapped key is in today's form (64 bytes: the KEK's id, an IV, the key under AES-256-GCM, its
 -- tag) or the earlier one (52 bytes, AES-256-CBC), which `keys rotate` re-wraps. The check stays
--- NOT VALID where the wrapping of an old store's raw keys has not run yet (event-log/wrap-stored-keys.ts).
+-- NOT VALID where the wrapping of an old store's raw keys has not run yet (keys/wrap-stored-keys.ts).
 ALTER TABLE "owner_keys" DROP CONSTRAINT "owner_keys_wrapped";
 --> statement-breakpoint
 ALTER TABLE "owner_keys" ADD CONSTRAINT "owner_keys_wrapped" CHECK (length(key) in (52, 64)) NOT VALID;

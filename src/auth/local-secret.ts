@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer'
-import { readLocalFile, writeSecretFile } from '../store/local-file.ts'
-import { ownDataDir } from '../store/own-data-dir.ts'
+import { readLocalFile, writeSecretFile } from '../data-dir/local-file.ts'
+import { ownDataDir } from '../data-dir/own-data-dir.ts'
 
 const SECRET_FILE = 'auth-secret'
 

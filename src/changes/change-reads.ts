@@ -1,4 +1,4 @@
-import type { Executor } from '../store/database.ts'
+import type { Executor } from '../database/database.ts'
 import type { PlantChange } from './change-frame.ts'
 import { readOwnerChanges, readOwnerHead, readOwnerPseudonym } from './owner-changes.ts'
 

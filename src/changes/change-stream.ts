@@ -142,7 +142,7 @@ export function createChangeStream({
 
   const stream = {
     owner,
-    // The owner's pseudonym once known (event-log/sealing.ts): their OwnerErased ends the stream.
+    // The owner's pseudonym once known (event-log/pseudonyms.ts): their OwnerErased ends the stream.
     pseudonym: undefined as string | undefined,
     expiresAt,
     lastSentAt: now(),

@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, lte, sql } from 'drizzle-orm'
+import { type Executor, preparedQuery, rowsOf } from '../database/database.ts'
+import { currentPseudonym } from '../event-log/pseudonyms.ts'
 import { plants } from '../event-log/schema.ts'
-import { currentPseudonym } from '../event-log/sealing.ts'
-import { type Executor, preparedQuery, rowsOf } from '../store/database.ts'
 import type { PlantChange } from './change-frame.ts'
 
 // Both are range scans of the projection's (owner, position) index; ids and positions travel as

@@ -1,5 +1,10 @@
-import type { Database, Executor } from '../store/database.ts'
-import { askReplicas, PRIMARY, type ReplicaAnswer, type ReplicaChoiceDeps } from '../store/replica-choice.ts'
+import type { Database, Executor } from '../database/database.ts'
+import {
+  askReplicas,
+  PRIMARY,
+  type ReplicaAnswer,
+  type ReplicaChoiceDeps,
+} from '../replicas/replica-choice.ts'
 import type { ChangeReads } from './change-reads.ts'
 import { readOwnerChanges, readOwnerHead, readOwnerPseudonym } from './owner-changes.ts'
 import { hasReplayed, type WalMark, type WalMarks } from './wal-marks.ts'
@@ -21,7 +26,7 @@ type Read<T> = (db: Executor, upTo: bigint) => Promise<T>
 // primary: each read is served by a replica that has replayed the primary's WAL past a mark of the
 // follower's position (wal-marks.ts), so it shows every event up to that position, and reads no
 // further than it. A replica behind the mark is looked at again until `waitMs`, then the primary
-// answers; one that fails is skipped, as listings do (store/replica-choice.ts).
+// answers; one that fails is skipped, as listings do (replicas/replica-choice.ts).
 export function replicaChangeReads({
   primary,
   marks,

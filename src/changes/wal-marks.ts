@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { type Executor, rowsOf } from '../store/database.ts'
+import { type Executor, rowsOf } from '../database/database.ts'
 
 // A follower position and where the primary's WAL stood once the follower had settled it: every
 // commit of an event up to `position` lies at or below `lsn`.

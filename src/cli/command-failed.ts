@@ -1,5 +1,6 @@
 import process from 'node:process'
 import type { Config } from '../config/config.ts'
+import { fullDataDir } from '../data-dir/full-data-dir.ts'
 import {
   databaseMessage,
   isDatabaseFull,
@@ -7,7 +8,6 @@ import {
   unreachableDatabase,
 } from '../shared/database-error.ts'
 import { isFailure } from '../shared/errors.ts'
-import { fullDataDir } from '../store/full-data-dir.ts'
 
 // A command the database stopped: one line on stderr, without a stack or SQL text, and exit code
 // 1. A lock lost on the way says so. A database that cannot be used at all (refused, unreachable)

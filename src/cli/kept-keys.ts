@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { Config } from '../config/config.ts'
-import { LOCAL_KEYS_FILE } from '../store/local-keys.ts'
+import { LOCAL_KEYS_FILE } from '../data-dir/local-keys.ts'
 
 // Where the key-encryption keys of the store a command opened are kept: the file in DATA_DIR that
 // holds the embedded default's generated KEK (`generated`), or the operator's setting. A restore

@@ -2,16 +2,16 @@ import { join } from 'node:path'
 import process from 'node:process'
 import { sql } from 'drizzle-orm'
 import type { Config } from '../config/config.ts'
-import { rotateKeys } from '../event-log/rotate-keys.ts'
 import {
   type KeyEncryptionKeys,
   keyEncryptionKeyId,
   newKeyEncryptionKey,
-} from '../keys/key-encryption-keys.ts'
-import { createKeyring } from '../keys/keyring.ts'
+} from '../crypto/key-encryption-keys.ts'
+import { createKeyring } from '../crypto/keyring.ts'
+import { LOCAL_KEYS_FILE, readLocalKeys, retireLocalKeys, writeLocalKeys } from '../data-dir/local-keys.ts'
+import { type Database, rowsOf } from '../database/database.ts'
+import { rotateKeys } from '../keys/rotate-keys.ts'
 import { Failure } from '../shared/errors.ts'
-import { type Database, rowsOf } from '../store/database.ts'
-import { LOCAL_KEYS_FILE, readLocalKeys, retireLocalKeys, writeLocalKeys } from '../store/local-keys.ts'
 import { command } from './command.ts'
 import { stderrProgress } from './progress.ts'
 import { withStorage } from './storage.ts'

@@ -1,9 +1,9 @@
 import process from 'node:process'
 import { type Config, IN_MEMORY } from '../config/config.ts'
+import { fullDataDir } from '../data-dir/full-data-dir.ts'
+import { type Database, type DatabaseHandle, openPostgres } from '../database/database.ts'
 import { type EarlierStoreMove, openStorage } from '../opening/open-store.ts'
 import { Failure } from '../shared/errors.ts'
-import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
-import { fullDataDir } from '../store/full-data-dir.ts'
 
 // The store a command works on, opened (which applies the migrations) for the length of `run`.
 // On an embedded DATA_DIR that a service holds, the command works beside it, on its server.

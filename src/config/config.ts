@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
-import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../keys/key-encryption-keys.ts'
+import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../crypto/key-encryption-keys.ts'
+import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from '../database/target-session-attrs.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
-import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from '../store/target-session-attrs.ts'
 import { parseResourceAttributes } from './resource-attributes.ts'
 import { SETTINGS, type Setting, type SettingName } from './settings.ts'
 
@@ -23,7 +23,7 @@ export type Config = {
         statementTimeoutMs: number
         keys?: KeyEncryptionKeys
       }
-    // `keys` unset: the KEK generated into DATA_DIR (store/local-keys.ts).
+    // `keys` unset: the KEK generated into DATA_DIR (data-dir/local-keys.ts).
     | { kind: 'embedded'; dataDir: string; keys?: KeyEncryptionKeys }
     // DATA_DIR=memory:, for test suites: nothing on disk, gone when the process ends.
     // `keys` unset: a random key-encryption key of the store's own.

@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm'
-import { takeErasureLock } from '../event-log/maintenance-lock.ts'
+import type { Database, Executor, Transaction } from '../database/database.ts'
+import { rowsOf } from '../database/database.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../event-log/schema.ts'
-import { clearDeadWorkTables } from '../event-log/work-tables.ts'
+import { takeErasureLock } from '../locks/maintenance-lock.ts'
+import { clearDeadWorkTables } from '../locks/work-tables.ts'
 import { databaseMessage, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
-import type { Database, Executor, Transaction } from '../store/database.ts'
-import { rowsOf } from '../store/database.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
 import { awaitImports } from './leftovers.ts'
 
@@ -102,7 +102,7 @@ export async function eraseOwner(
   }
 }
 
-// Step 1. Excludes a projection rebuild (event-log/maintenance-lock.ts): a rebuild's table filled
+// Step 1. Excludes a projection rebuild (locks/maintenance-lock.ts): a rebuild's table filled
 // before it would bring the owner's rows back at its swap. Fenced: it commits in the lock's own
 // transaction, so a first step whose lock was lost on the way (a rebuild may have begun since)
 // commits nothing. A rebuild's lock is waited for as long as the rebuild runs, unless `wait` is false.

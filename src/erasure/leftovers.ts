@@ -1,6 +1,6 @@
-import { listWorkTables } from '../event-log/work-tables.ts'
+import type { Executor } from '../database/database.ts'
+import { listWorkTables } from '../locks/work-tables.ts'
 import { Failure } from '../shared/errors.ts'
-import type { Executor } from '../store/database.ts'
 
 // How often the running imports are looked at while the erasure waits for them.
 const CHECK_MS = 200
@@ -8,7 +8,7 @@ const CHECK_MS = 200
 // An import's staging table holds what it has read so far in the clear: subjects and keys, and a
 // plaintext export's names. The import drops it when it ends, but one killed later would leave it
 // holding the owner after the erasure: so the erasure's last steps wait for the imports running to
-// end (at most `waitMs`), and a dead one's table is dropped (event-log/work-tables.ts clearDeadWorkTables).
+// end (at most `waitMs`), and a dead one's table is dropped (locks/work-tables.ts clearDeadWorkTables).
 export async function awaitImports(
   db: Executor,
   { waitMs, onWait }: { waitMs: number; onWait: (what: string) => void },

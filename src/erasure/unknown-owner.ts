@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
+import { type Executor, rowsOf } from '../database/database.ts'
 import { ownerKeys } from '../event-log/schema.ts'
-import { type Executor, rowsOf } from '../store/database.ts'
 
 const FORMS = ['NFC', 'NFD', 'NFKC', 'NFKD'] as const
 

@@ -1,12 +1,12 @@
 import { Buffer } from 'node:buffer'
 import { asc, eq, type SQL, sql } from 'drizzle-orm'
+import type { Keyring, StoredKey } from '../crypto/keyring.ts'
+import { seal, streamIdOf } from '../crypto/sealing.ts'
+import { type Executor, preparedQuery } from '../database/database.ts'
 import { readStoredPlant } from '../domain/plant.ts'
-import type { Keyring, StoredKey } from '../keys/keyring.ts'
-import { seal, streamIdOf } from '../keys/sealing.ts'
-import { type Executor, preparedQuery } from '../store/database.ts'
-import { openedData } from './opening.ts'
 import type { AppendKey, OwnerKeyCache } from './owner-keys.ts'
 import { events, ownerKeys, plants } from './schema.ts'
+import { openedData } from './sealed-parts.ts'
 
 export type NewEvent = { type: string; schemaVersion: number; data: unknown; recordedAt: Date }
 
@@ -14,7 +14,7 @@ export type NewEvent = { type: string; schemaVersion: number; data: unknown; rec
 export type RecordedEvent = NewEvent & { position: bigint; streamVersion: number }
 
 // One plant's stream, found by its id under its owner's key, opened here (the raw key opened from
-// the keyring at each use: it is not held across the read, keys/keyring.ts).
+// the keyring at each use: it is not held across the read, crypto/keyring.ts).
 const plantStreamQuery = preparedQuery((db) =>
   db
     .select({

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { type Executor, preparedQuery, rowsOf } from '../store/database.ts'
+import { type Executor, preparedQuery, rowsOf } from '../database/database.ts'
 import { events } from './schema.ts'
 
 // The settled log: every event up to a position, none above it, read in position order. A

@@ -1,12 +1,12 @@
 import { Buffer } from 'node:buffer'
 import { and, inArray, not } from 'drizzle-orm'
-import type { Keyring, StoredKey } from '../keys/keyring.ts'
-import type { Executor } from '../store/database.ts'
+import type { Keyring, StoredKey } from '../crypto/keyring.ts'
+import type { Executor } from '../database/database.ts'
 import { ownerKeys } from './schema.ts'
 
 // An owner's key for an append, wrapped: found in the database, or made here (`made`: the append
 // stores it, if no other writer stored one first). The raw key is opened from the keyring where it
-// is used, at once (keys/keyring.ts).
+// is used, at once (crypto/keyring.ts).
 export type AppendKey = StoredKey & { made?: true }
 
 // Where creates find their owners' keys: owners' pseudonyms and wrapped keys kept in the process

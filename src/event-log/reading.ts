@@ -1,11 +1,11 @@
 import { Buffer } from 'node:buffer'
 import { and, count, gt, max, type SQL, sql } from 'drizzle-orm'
-import type { Keyring } from '../keys/keyring.ts'
-import { type Executor, rowsOf } from '../store/database.ts'
+import type { Keyring } from '../crypto/keyring.ts'
+import { type Executor, rowsOf } from '../database/database.ts'
 import { type Horizon, settledReader } from './horizon.ts'
-import { openedData, openedMetadata, type StoredParts, UnfitEvent } from './opening.ts'
+import { pseudonymOf, readersKeyOf } from './pseudonyms.ts'
 import { events } from './schema.ts'
-import { pseudonymOf, readersKeyOf } from './sealing.ts'
+import { openedData, openedMetadata, type StoredParts, UnfitEvent } from './sealed-parts.ts'
 
 // Where a reader of the global log stands: the last event it has read. The log is read in
 // (transaction id, position) order, not by position alone: a position is taken at insert but
@@ -31,7 +31,7 @@ export type LoggedEvent = {
   metadata: { owner: string | null; pseudonym: string; traceparent?: string }
 }
 
-// The wrapped key of each event's owner, by the readers' rule (event-log/sealing.ts): a
+// The wrapped key of each event's owner, by the readers' rule (event-log/pseudonyms.ts): a
 // PlantCreated is read only while its owner can be (`readable`); an OwnerErased names its owner
 // while the erasure runs. The key is a lateral probe of its primary key per event read: a join the
 // planner may hash would read every owner's key on every read of a few events.
@@ -177,9 +177,9 @@ type FoldRowArray = [
 // The next `batchSize` events of the log after `after`, in log order, opened: what a rebuild
 // folds. `settled` keeps to events whose transaction is older than every transaction still
 // running: nothing can commit before them any more, so the cursor never moves past a late commit.
-// Only a reader that holds the append lock exclusively (see event-log/append-lock.ts) may drop
+// Only a reader that holds the append lock exclusively (see locks/append-lock.ts) may drop
 // it. A PlantCreated whose owner cannot be read is counted in `read`, not returned; so is an event
-// that does not open or fit (event-log/opening.ts), which is handed to `onUnfit` and makes no row.
+// that does not open or fit (event-log/sealed-parts.ts), which is handed to `onUnfit` and makes no row.
 export async function readLogBatch(
   db: Executor,
   keyring: Keyring,

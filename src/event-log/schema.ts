@@ -22,13 +22,13 @@ const xid8 = customType<{ data: bigint; driverData: string }>({
 
 const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => 'bytea' })
 
-// What the log keeps of an owner is in the erasable form (docs/erasure.md, event-log/sealing.ts): the
+// What the log keeps of an owner is in the erasable form (docs/erasure.md, event-log/pseudonyms.ts): the
 // owner's pseudonym, and the plant's data and the request id sealed under the owner's key.
 export type EventMetadata = { pseudonym: string; sealed?: string }
 
 // Append-only: a trigger in the migrations refuses UPDATE, DELETE and TRUNCATE. A check added
 // NOT VALID by migration 0006 (events_erasable) refuses an event without a pseudonym, so that an
-// instance of a version before erasure can no longer write plaintext (event-log/upgrade.ts).
+// instance of a version before erasure can no longer write plaintext (keys/log-upgrade.ts).
 export const events = pgTable(
   'events',
   {

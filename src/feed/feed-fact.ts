@@ -1,8 +1,8 @@
 import { eq } from 'drizzle-orm'
 import type { FeedConfig } from '../config/config.ts'
+import type { Executor } from '../database/database.ts'
 import { storeFacts } from '../event-log/schema.ts'
 import { Failure } from '../shared/errors.ts'
-import type { Executor } from '../store/database.ts'
 import { feedFilter } from './cloud-event.ts'
 
 const FEED = 'feed'

@@ -1,6 +1,6 @@
 import { drizzle } from 'drizzle-orm/postgres-js'
-import { type HeldLock, takeLock } from '../store/advisory-lock.ts'
-import { postgresClient } from '../store/postgres-client.ts'
+import { postgresClient } from '../database/postgres-client.ts'
+import { type HeldLock, takeLock } from '../locks/advisory-lock.ts'
 
 // Whether this process is the one that publishes. Only an optimisation: a second publisher is
 // refused by the stream (see nats-stream.ts), never duplicated; the lock keeps them from racing.
@@ -20,7 +20,7 @@ export const soleLeadership: Leadership = {
   close: async () => {},
 }
 
-// 'plan' in ASCII, and a hash of the stream's name: the lock that makes a leader (store/advisory-lock.ts).
+// 'plan' in ASCII, and a hash of the stream's name: the lock that makes a leader (locks/advisory-lock.ts).
 // Feeds to different streams from one database each have their own leader.
 const LOCK_CLASS = 0x706c616e
 

@@ -1,8 +1,8 @@
+import type { Keyring } from '../crypto/keyring.ts'
+import type { Executor } from '../database/database.ts'
 import { type Horizon, probeHorizon } from '../event-log/horizon.ts'
 import { type LoggedEvent, readSettledEvents } from '../event-log/reading.ts'
-import type { Keyring } from '../keys/keyring.ts'
 import type { Logger } from '../shared/logger.ts'
-import type { Executor } from '../store/database.ts'
 import { advanceWaiters, followerHolds, wakeups } from './follower-signals.ts'
 import { asReadNow } from './kept-events.ts'
 import { recentEvents } from './recent-events.ts'
@@ -10,7 +10,7 @@ import { recentEvents } from './recent-events.ts'
 export type LogFollowerDeps = {
   // Where the log is read: the primary, or a replica of it.
   db: Executor
-  // Opens the events read (keys/keyring.ts).
+  // Opens the events read (crypto/keyring.ts).
   keyring: Keyring
   logger: Logger
   // How often the log is read when nothing woke the follower: another instance's writes, an import.

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
+import { type Executor, preparedQuery } from '../database/database.ts'
+import { readersKeyOf } from '../event-log/pseudonyms.ts'
 import type { LoggedEvent } from '../event-log/reading.ts'
-import { readersKeyOf } from '../event-log/sealing.ts'
-import { type Executor, preparedQuery } from '../store/database.ts'
 
 // The owner each (type, pseudonym) has now by the readers' rule, one probe of the key each: the
 // rows are handed over as one JSON array, shaped as the rule reads an event.
@@ -22,7 +22,7 @@ const ownersNow = preparedQuery((db) => {
 // Events read from the log a while ago, as a read of the log would give them now (docs/erasure.md:
 // nothing opened is reused past its owner's erasure): an erased owner's PlantCreated is left out,
 // and an OwnerErased whose erasure has completed names no one, by the rule every read of the log
-// applies (event-log/sealing.ts readersKeyOf). Only the keys are read again, not the events.
+// applies (event-log/pseudonyms.ts readersKeyOf). Only the keys are read again, not the events.
 export async function asReadNow(db: Executor, events: LoggedEvent[]): Promise<LoggedEvent[]> {
   if (events.length === 0) return events
   const asked = new Map<string, { type: string; metadata: { pseudonym: string } }>()

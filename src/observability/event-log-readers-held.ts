@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
 import { Gauge, type Registry } from 'prom-client'
+import { type Database, rowsOf } from '../database/database.ts'
 import type { Logger } from '../shared/logger.ts'
 import { repeatEvery } from '../shared/repeat.ts'
-import { type Database, rowsOf } from '../store/database.ts'
 
 // The transaction that holds the log's readers back, as pg_stat_activity shows it.
 export type HoldingBackend = {

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
+import type { Database } from '../database/database.ts'
 import { replies, reply, unavailable } from '../openapi/replies.ts'
 import { Failure } from '../shared/errors.ts'
 import { within } from '../shared/time-limit.ts'
-import type { Database } from '../store/database.ts'
 
 const READY_TIMEOUT_MS = 2000
 

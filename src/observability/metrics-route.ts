@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox'
 import { sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
+import { type Database, rowsOf } from '../database/database.ts'
+import { liveKeys, pseudonymOf } from '../event-log/pseudonyms.ts'
 import { events, plants } from '../event-log/schema.ts'
-import { liveKeys, pseudonymOf } from '../event-log/sealing.ts'
 import { replies, reply } from '../openapi/replies.ts'
 import { within } from '../shared/time-limit.ts'
-import { type Database, rowsOf } from '../store/database.ts'
 import type { Metrics, StoreState } from './metrics.ts'
 
 const READ_TIMEOUT_MS = 1000

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
-import type { ReplicaStatus } from '../store/replica-health.ts'
+import type { ReplicaStatus } from '../replicas/replica-health.ts'
 
 // Where listings and change streams are read (docs/operating.md, Scaling out), in the app's
 // registry; replica states are read at scrape time.

@@ -1,18 +1,18 @@
 import { fileURLToPath } from 'node:url'
 import { type Config, missingKeyEncryptionKeys } from '../config/config.ts'
-import { describeUpgrade, type UpgradeOptions } from '../event-log/fenced-rewrite.ts'
-import { upgradeLog } from '../event-log/upgrade.ts'
-import { requireKeysCovered, wrapStoredKeys } from '../event-log/wrap-stored-keys.ts'
-import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../keys/key-encryption-keys.ts'
+import { type KeyEncryptionKeys, newKeyEncryptionKey } from '../crypto/key-encryption-keys.ts'
+import { fullDataDir } from '../data-dir/full-data-dir.ts'
+import { removeUnplacedCopies } from '../data-dir/local-file.ts'
+import { generatedKeys } from '../data-dir/local-keys.ts'
+import { describeMove, holdsPgliteStore, type Moved } from '../data-dir/pglite-folder.ts'
+import { type Database, type DatabaseHandle, openPostgres } from '../database/database.ts'
+import { openDataDirServer } from '../embedded/data-dir-server.ts'
+import { throwawayServer } from '../embedded/throwaway-server.ts'
+import { describeUpgrade, type UpgradeOptions } from '../keys/fenced-rewrite.ts'
+import { upgradeLog } from '../keys/log-upgrade.ts'
+import { requireKeysCovered, wrapStoredKeys } from '../keys/wrap-stored-keys.ts'
 import { Failure } from '../shared/errors.ts'
-import { type Database, type DatabaseHandle, openPostgres } from '../store/database.ts'
-import { openDataDirServer } from '../store/embedded/data-dir-server.ts'
-import { throwawayServer } from '../store/embedded/throwaway-server.ts'
-import { fullDataDir } from '../store/full-data-dir.ts'
-import { removeUnplacedCopies } from '../store/local-file.ts'
-import { generatedKeys } from '../store/local-keys.ts'
-import { migratePostgresDatabase, migrationsFolder } from '../store/migrate.ts'
-import { describeMove, holdsPgliteStore, type Moved } from '../store/pglite-folder.ts'
+import { migratePostgresDatabase, migrationsFolder } from './migrate.ts'
 
 // The embedded server's pool. Two cores serve no more than a few statements at once, and each
 // connection is a PostgreSQL process of its own: docs/operating.md (The embedded default) has the
@@ -39,9 +39,9 @@ export type EarlierStoreMove = (
 ) => Promise<Moved | undefined>
 
 // Opens the configured storage with every migration applied and the log in today's form: a log
-// written before erasure is sealed first (event-log/upgrade.ts; `onProgress` reports its
+// written before erasure is sealed first (keys/log-upgrade.ts; `onProgress` reports its
 // progress), and a store the previous engine left in DATA_DIR is moved in. The embedded kinds are
-// PostgreSQL servers the service runs itself (store/embedded/), used from here on as any
+// PostgreSQL servers the service runs itself (src/embedded/), used from here on as any
 // PostgreSQL is. The service, the CLI and the test store all open their storage here.
 export async function openStorage(
   storage: Config['storage'],
@@ -75,8 +75,11 @@ export async function openStorage(
     const keys = storage.keys ?? [newKeyEncryptionKey()]
     const server = await throwawayServer({
       prepare: prepareWith(keys),
-      // The migrations, and the log's code that prepares a new store after them.
-      inputs: [migrationsFolder, fileURLToPath(new URL('../event-log', import.meta.url))],
+      // The migrations, and the code that prepares a new store after them (the log's upgrade is in keys/).
+      inputs: [
+        migrationsFolder,
+        ...['../event-log', '../keys'].map((folder) => fileURLToPath(new URL(folder, import.meta.url))),
+      ],
       poolSize: THROWAWAY_POOL.poolSize,
     })
     const database = await server.createDatabase()

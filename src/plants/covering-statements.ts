@@ -1,6 +1,6 @@
 import { and, asc, eq, gte, sql } from 'drizzle-orm'
+import { type Executor, preparedQuery } from '../database/database.ts'
 import { plants } from '../event-log/schema.ts'
-import { type Executor, preparedQuery } from '../store/database.ts'
 import type { ListingVersion } from './etag.ts'
 import {
   type Covered,

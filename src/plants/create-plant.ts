@@ -1,3 +1,5 @@
+import type { StoredKey } from '../crypto/keyring.ts'
+import type { Database } from '../database/database.ts'
 import {
   type CreatePlant,
   type Decision,
@@ -10,10 +12,8 @@ import {
 } from '../domain/plant.ts'
 import { type Appended, appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
 import type { OwnerKeyCache } from '../event-log/owner-keys.ts'
-import type { StoredKey } from '../keys/keyring.ts'
 import { groupCommit } from '../shared/batching.ts'
 import { isDatabaseFull, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
-import type { Database } from '../store/database.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,

@@ -1,5 +1,10 @@
-import type { Executor } from '../store/database.ts'
-import { askReplicas, PRIMARY, type ReplicaAnswer, type ReplicaChoiceDeps } from '../store/replica-choice.ts'
+import type { Executor } from '../database/database.ts'
+import {
+  askReplicas,
+  PRIMARY,
+  type ReplicaAnswer,
+  type ReplicaChoiceDeps,
+} from '../replicas/replica-choice.ts'
 import { type ListRequest, listPlants, listPlantsCovering, type PlantListing } from './listing.ts'
 import { groupedReads } from './page-groups.ts'
 
@@ -25,7 +30,7 @@ export function primaryReads(primary: Executor, inFlight = 1): ReadPlants {
   return (request) => listPlants(primary, request, reads)
 }
 
-// Reads go to a replica that is up and not far behind (store/replica-choice.ts). A read that
+// Reads go to a replica that is up and not far behind (replicas/replica-choice.ts). A read that
 // names the caller's position is served by a replica that shows it in the same snapshot as the
 // rows (so every plant of the caller up to it: one owner's events commit in position order, and a
 // replica replays commits in order); replicas that do not show it yet are looked at again until

@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
+import { currentPseudonym } from '../event-log/pseudonyms.ts'
 import { events, ownerGenerations, plants } from '../event-log/schema.ts'
-import { currentPseudonym } from '../event-log/sealing.ts'
 
 // The parts every listing statement shares, written once. Each is an index probe or a range scan
 // of the (owner, position) index whatever its parameters, so a statement built of them keeps one

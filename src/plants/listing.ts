@@ -1,4 +1,4 @@
-import type { Executor } from '../store/database.ts'
+import type { Executor } from '../database/database.ts'
 import {
   type Batch,
   type CoveredRead,

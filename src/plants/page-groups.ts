@@ -1,5 +1,5 @@
+import type { Executor } from '../database/database.ts'
 import { groupCommit } from '../shared/batching.ts'
-import type { Executor } from '../store/database.ts'
 import { type PageFound, type PageRead, type PlainReads, readPages, readVersions } from './page-statements.ts'
 
 // Pages as large as this wait for no other; larger ones are read alone, so that a batch's text,

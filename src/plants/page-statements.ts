@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { type Executor, preparedQuery } from '../store/database.ts'
+import { type Executor, preparedQuery } from '../database/database.ts'
 import type { ListingVersion } from './etag.ts'
 import { ownerGeneration, ownerHead, pageJson, plantArrays, versionColumns } from './listing-sql.ts'
 

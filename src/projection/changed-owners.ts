@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
+import { type Executor, rowsOf, type Transaction } from '../database/database.ts'
 import type { LogCursor } from '../event-log/reading.ts'
 import { events, ownerGenerations, ownerKeys, type PlantsTable, plants } from '../event-log/schema.ts'
-import { type Executor, rowsOf, type Transaction } from '../store/database.ts'
 
 // A rebuild keeps a listing's ETag when it writes an owner the same rows, and changes it when it
 // does not (plants/etag.ts): the owners whose rows differ get their generation bumped at the swap.

@@ -1,8 +1,8 @@
 import { eq, sql } from 'drizzle-orm'
-import { isProjected } from '../event-log/projection.ts'
+import type { Executor } from '../database/database.ts'
+import { isProjected } from '../event-log/plant-rows.ts'
 import { countEventsAfter, logHead } from '../event-log/reading.ts'
 import { projectionCheckpoints } from '../event-log/schema.ts'
-import type { Executor } from '../store/database.ts'
 
 export type ProjectionStatus = {
   // Where the log stood at the last rebuild (the highest position it folded); undefined if the

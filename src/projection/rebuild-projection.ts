@@ -1,8 +1,7 @@
 import { sql } from 'drizzle-orm'
-import { GiveWay, whileAppendsBlocked } from '../event-log/append-lock.ts'
-import { takeRebuildLock } from '../event-log/maintenance-lock.ts'
-import type { UnfitEvent } from '../event-log/opening.ts'
-import { foldLog } from '../event-log/projection.ts'
+import type { Keyring } from '../crypto/keyring.ts'
+import type { Database, Executor } from '../database/database.ts'
+import { foldLog } from '../event-log/plant-rows.ts'
 import { countLogAfter, LOG_START, type LogCursor, logHead } from '../event-log/reading.ts'
 import {
   events,
@@ -12,10 +11,11 @@ import {
   plantsTable,
   projectionCheckpoints,
 } from '../event-log/schema.ts'
-import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
-import type { Keyring } from '../keys/keyring.ts'
-import type { HeldLock } from '../store/advisory-lock.ts'
-import type { Database, Executor } from '../store/database.ts'
+import type { UnfitEvent } from '../event-log/sealed-parts.ts'
+import type { HeldLock } from '../locks/advisory-lock.ts'
+import { GiveWay, whileAppendsBlocked } from '../locks/append-lock.ts'
+import { takeRebuildLock } from '../locks/maintenance-lock.ts'
+import { claimWorkTable, clearDeadWorkTables, workTableName } from '../locks/work-tables.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
 
@@ -27,7 +27,7 @@ export type RebuildOptions = {
   // Builds and compares with the live projection, then throws the result away.
   dryRun?: boolean
   onProgress?: (progress: { events: number; total: number }) => void
-  // Each event that does not open or fit (event-log/opening.ts): it makes no row, and the
+  // Each event that does not open or fit (event-log/sealed-parts.ts): it makes no row, and the
   // rebuild goes on.
   onUnfit?: (unfit: UnfitEvent) => void
   clock?: () => number
@@ -45,12 +45,12 @@ export type RebuildResult = {
 
 // Folds the whole log into a fresh table while the service keeps serving, then swaps it in.
 // Each batch is read opened in the service, which holds the keys, and its rows written in one
-// statement (event-log/projection.ts): one batch in memory, whatever the log's size.
+// statement (event-log/plant-rows.ts): one batch in memory, whatever the log's size.
 // Appends that land meanwhile are caught up in two passes: one without any lock, and the last
 // few under the events table's exclusive lock, held only for that short tail and the swap, and
 // given up (then tried again) rather than waited for while it would hold creates back. The tables
 // of rebuilds and imports that died are dropped first. The swap is fenced: it runs in the
-// transaction of the lock that keeps an erasure's first step out (event-log/maintenance-lock.ts),
+// transaction of the lock that keeps an erasure's first step out (locks/maintenance-lock.ts),
 // and commits with it, or, that lock lost, not at all (LOCK_LOST).
 export async function rebuildProjection(
   db: Database,

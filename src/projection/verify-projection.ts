@@ -1,16 +1,16 @@
 import { and, eq, getTableColumns, isNull, sql } from 'drizzle-orm'
-import type { UnfitEvent } from '../event-log/opening.ts'
-import { foldLog } from '../event-log/projection.ts'
+import type { Keyring } from '../crypto/keyring.ts'
+import type { Database, Executor } from '../database/database.ts'
+import { foldLog } from '../event-log/plant-rows.ts'
 import { LOG_START } from '../event-log/reading.ts'
 import { events as eventsTable, type PlantsTable, plants, plantsTable } from '../event-log/schema.ts'
-import type { Keyring } from '../keys/keyring.ts'
-import type { Database, Executor } from '../store/database.ts'
+import type { UnfitEvent } from '../event-log/sealed-parts.ts'
 
-// `unfit`: how many events did not open or fit (event-log/opening.ts); each was handed to
+// `unfit`: how many events did not open or fit (event-log/sealed-parts.ts); each was handed to
 // `onUnfit` and folded into nothing.
 export type Verification = { events: number; unfit: number; diff: ProjectionDiff }
 
-// Folds the log, opened in the service batch by batch (event-log/projection.ts), into a temporary
+// Folds the log, opened in the service batch by batch (event-log/plant-rows.ts), into a temporary
 // table and compares it with `plants`. One REPEATABLE READ snapshot sees the log and the projection
 // at the same instant (appends project in their own transaction), so writes landing meanwhile
 // cause no false drift; every event the snapshot sees is folded, settled or not. Nothing is kept:

@@ -86,7 +86,7 @@ export function unreachableDatabase(error: unknown, connectTimeoutSeconds = 5): 
 }
 
 // The settings the service itself sends at connection unless DATABASE_URL has prepare=false
-// (store/postgres-client.ts).
+// (database/postgres-client.ts).
 const SENT_AT_CONNECTION = new Set(['statement_timeout', 'plan_cache_mode'])
 
 // A startup parameter refused by its name: PgBouncer's words for one it does not track, or

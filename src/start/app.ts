@@ -1,16 +1,17 @@
 import { Elysia } from 'elysia'
 import { Registry } from 'prom-client'
 import type { TokenVerifier } from '../auth/token-verifier.ts'
+import { changeRoutes } from '../changes/change-routes.ts'
 import type { Changes } from '../changes/changes-service.ts'
-import { changeRoutes } from '../changes/routes.ts'
 import type { CorsConfig } from '../config/config.ts'
+import type { Keyring } from '../crypto/keyring.ts'
+import type { Database } from '../database/database.ts'
 import { buildAsyncApiDocument } from '../feed/asyncapi-document.ts'
 import { cors } from '../http/cors.ts'
 import { ErrorBody } from '../http/error-body.ts'
 import { errorHandler } from '../http/error-handler.ts'
 import { requestIds } from '../http/request-id.ts'
 import { registerSchemaKinds } from '../http/schema-kinds.ts'
-import type { Keyring } from '../keys/keyring.ts'
 import { healthRoutes } from '../observability/health.ts'
 import { createMetrics } from '../observability/metrics.ts'
 import { metricsRoute } from '../observability/metrics-route.ts'
@@ -19,16 +20,15 @@ import { requestObservation } from '../observability/request-observation.ts'
 import { docsRoutes } from '../openapi/docs-routes.ts'
 import type { DocumentedRoute } from '../openapi/document.ts'
 import type { ReadPlants } from '../plants/listing-source.ts'
-import { plantRoutes } from '../plants/routes.ts'
+import { plantRoutes } from '../plants/plant-routes.ts'
 import { NewPlant, PlantView } from '../plants/schemas.ts'
 import type { Logger } from '../shared/logger.ts'
-import type { Database } from '../store/database.ts'
 import { requestSpans } from '../tracing/request-spans.ts'
 import type { Tracing } from '../tracing/tracing.ts'
 
 export type AppDeps = {
   db: Database
-  // The service's keys (keys/keyring.ts): creates seal under them.
+  // The service's keys (crypto/keyring.ts): creates seal under them.
   keyring: Keyring
   verifyToken: TokenVerifier
   logger: Logger

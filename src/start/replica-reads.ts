@@ -1,11 +1,11 @@
 import type { Registry } from 'prom-client'
 import type { ReadReplicasConfig } from '../config/config.ts'
+import { type Database, openPostgres, type PostgresSettings } from '../database/database.ts'
 import { createReadMetrics } from '../observability/read-metrics.ts'
 import { type ReadPlants, replicaReads } from '../plants/listing-source.ts'
+import { type ReplicaSet, watchReplicas } from '../replicas/replica-health.ts'
 import type { Logger } from '../shared/logger.ts'
 import { within } from '../shared/time-limit.ts'
-import { type Database, openPostgres, type PostgresSettings } from '../store/database.ts'
-import { type ReplicaSet, watchReplicas } from '../store/replica-health.ts'
 
 export type ReplicaReads = {
   readPlants: ReadPlants

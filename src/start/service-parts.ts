@@ -2,6 +2,13 @@ import { Registry } from 'prom-client'
 import { verifierFromConfig } from '../auth/verifier-from-config.ts'
 import { type Changes, runChanges } from '../changes/changes-service.ts'
 import type { Config } from '../config/config.ts'
+import type { DatabaseHandle } from '../database/database.ts'
+import { isUnprepared } from '../database/postgres-client.ts'
+import {
+  describeClientTimeout,
+  describeSettingsNotApplied,
+  settingsNotApplied,
+} from '../database/settings-applied.ts'
 import { runFeed } from '../feed/feed-service.ts'
 import { followLog } from '../follower/follower.ts'
 import { BODY_TIMEOUT_MS } from '../http/json-body.ts'
@@ -9,13 +16,6 @@ import { watchEventLogReadersHeld } from '../observability/event-log-readers-hel
 import { collectProcessMetrics } from '../observability/process-metrics.ts'
 import { openStorage } from '../opening/open-store.ts'
 import type { Logger } from '../shared/logger.ts'
-import type { DatabaseHandle } from '../store/database.ts'
-import { isUnprepared } from '../store/postgres-client.ts'
-import {
-  describeClientTimeout,
-  describeSettingsNotApplied,
-  settingsNotApplied,
-} from '../store/settings-applied.ts'
 import { createTracing } from '../tracing/otel-tracing.ts'
 import { moveFromPglite } from '../transfer/pglite-move.ts'
 import { type App, createApp } from './app.ts'

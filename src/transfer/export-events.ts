@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
+import { type Database, type Executor, rowsOf } from '../database/database.ts'
 import { settleNow } from '../event-log/horizon.ts'
 import { type ExportedText, readSettledText } from '../event-log/reading.ts'
 import { events } from '../event-log/schema.ts'
-import { type Database, type Executor, rowsOf } from '../store/database.ts'
 import { erasedLine, HEADER_LINE, keyLine } from './export-format.ts'
 import { readErasedPseudonyms, readLiveKeys, readWrappingKeyIds } from './exported-keys.ts'
 

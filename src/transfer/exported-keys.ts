@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
+import { type Executor, rowsOf } from '../database/database.ts'
 import { erasedOwners, events, ownerKeys } from '../event-log/schema.ts'
-import { type Executor, rowsOf } from '../store/database.ts'
 
 // What an export carries beside the events (transfer/export-format.ts), read a page at a time, in
 // pseudonym order, in the export's snapshot.

@@ -1,10 +1,10 @@
-import { whileAppendsBlocked } from '../event-log/append-lock.ts'
-import { claimWorkTable, clearDeadWorkTables, workTableName } from '../event-log/work-tables.ts'
-import type { Keyring } from '../keys/keyring.ts'
+import type { Keyring } from '../crypto/keyring.ts'
+import type { Database } from '../database/database.ts'
+import { whileAppendsBlocked } from '../locks/append-lock.ts'
+import { claimWorkTable, clearDeadWorkTables, workTableName } from '../locks/work-tables.ts'
 import { projectionStatus } from '../projection/projection-status.ts'
 import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
-import type { Database } from '../store/database.ts'
 import { lineChecker } from './import-lines.ts'
 import {
   appendStaged,

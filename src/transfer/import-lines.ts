@@ -1,8 +1,8 @@
 import { Buffer } from 'node:buffer'
 import { Value } from '@sinclair/typebox/value'
+import { EARLIER_WRAPPED_KEY_BYTES, unwrapOwnerKey, WRAPPED_KEY_BYTES } from '../crypto/envelope.ts'
+import type { Keyring } from '../crypto/keyring.ts'
 import { isOwner, OWNER_RULE } from '../domain/plant.ts'
-import { EARLIER_WRAPPED_KEY_BYTES, unwrapOwnerKey, WRAPPED_KEY_BYTES } from '../keys/envelope.ts'
-import type { Keyring } from '../keys/keyring.ts'
 import {
   checkPlainEvent,
   checkSealedEvent,

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
+import type { Keyring } from '../crypto/keyring.ts'
+import { type Database, type Executor, rowsOf, type Transaction } from '../database/database.ts'
 import { erasedOwners, events, ownerKeys, plants } from '../event-log/schema.ts'
-import type { Keyring } from '../keys/keyring.ts'
-import { type Database, type Executor, rowsOf, type Transaction } from '../store/database.ts'
 import { sealPlainOwners } from './plain-owners.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by

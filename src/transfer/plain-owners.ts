@@ -1,9 +1,9 @@
 import { Buffer } from 'node:buffer'
 import { type SQL, sql } from 'drizzle-orm'
+import type { Keyring } from '../crypto/keyring.ts'
+import { seal, streamIdOf } from '../crypto/sealing.ts'
+import { rowsOf, type Transaction } from '../database/database.ts'
 import { ownerKeys } from '../event-log/schema.ts'
-import type { Keyring } from '../keys/keyring.ts'
-import { seal, streamIdOf } from '../keys/sealing.ts'
-import { rowsOf, type Transaction } from '../store/database.ts'
 
 const BATCH = 5_000
 

@@ -1,8 +1,8 @@
 import { Buffer } from 'node:buffer'
-import { type EventPlace, type Opened, openSealed, type SealedPart, streamIdOf } from '../keys/sealing.ts'
+import { type EventPlace, type Opened, openSealed, type SealedPart, streamIdOf } from '../crypto/sealing.ts'
 
 // An owner's key from an export, as an import checks the events sealed under it before it stores
-// them (keys/sealing.ts): a field is opened in either form, today's (AES-256-GCM, authenticated)
+// them (crypto/sealing.ts): a field is opened in either form, today's (AES-256-GCM, authenticated)
 // or the earlier one (AES-256-CBC, which authenticates nothing: a changed byte is caught when it
 // breaks what the opened text must be: JSON, a plant within the API's rules, the stream id).
 export type ImportedOwnerKey = {

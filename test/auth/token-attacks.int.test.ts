@@ -10,8 +10,8 @@ import {
   UnsecuredJWT,
 } from 'jose'
 import { createTokenVerifier, type VerifierSettings } from '../../src/auth/token-verifier.ts'
+import type { DatabaseHandle } from '../../src/database/database.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
-import type { DatabaseHandle } from '../../src/store/database.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { checkProjection } from '../support/projection-check.ts'

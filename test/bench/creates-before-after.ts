@@ -1,5 +1,5 @@
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
+import { createKeyring } from '../../src/crypto/keyring.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { meterCpu } from './cpu.ts'
@@ -15,7 +15,7 @@ import { writeFixture } from './tokens.ts'
 const root = process.argv[2] ?? new URL('../..', import.meta.url).pathname
 const seconds = Number(process.argv[3] ?? 5)
 const connectionCounts = (process.argv[4] ?? '32,4,1').split(',').map(Number)
-const { migratePostgresDatabase } = await import(`${root}/src/store/migrate.ts`)
+const { migratePostgresDatabase } = await import(`${root}/src/opening/migrate.ts`)
 const { seedEvents } = await import(`${root}/test/bench/seed.ts`)
 const bench = {
   secret: crypto.randomUUID() + crypto.randomUUID(),

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { median } from '../support/percentiles.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
@@ -49,7 +49,7 @@ try {
   const checkouts: Checkout[] = []
   for (const argument of positionals) {
     const [root = '', listingPath = '', groupsPath = ''] = argument.split('=')
-    const { openPostgres } = await import(join(root, 'src/store/database.ts'))
+    const { openPostgres } = await import(join(root, 'src/database/database.ts'))
     const handle = openPostgres({
       keys: TEST_KEYS,
       url: database.url,

@@ -1,16 +1,16 @@
-// What the lock fences (store/advisory-lock.ts) cost a create, counted rather than timed (the
+// What the lock fences (locks/advisory-lock.ts) cost a create, counted rather than timed (the
 // machine may be shared): per create, the statements the service sends and the transactions
 // PostgreSQL counts for the database (its statistics are flushed on their own schedule: a few
 // percent either way), after a rebuild has taken and released its locks.
 // Run: bun test/bench/lock-fences.ts [creates]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import { drizzle } from 'drizzle-orm/postgres-js'
+import { createKeyring } from '../../src/crypto/keyring.ts'
+import { postgresClient } from '../../src/database/postgres-client.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import { createKeyring } from '../../src/keys/keyring.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { postgresClient } from '../../src/store/postgres-client.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 

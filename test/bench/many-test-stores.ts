@@ -1,7 +1,7 @@
 import { pssMb, treePssMb } from '../support/pss.ts'
 
 // What a user's test process costs with 1 and with 100 createInMemoryStore stores open, each with
-// a plant created and listed (test/store/fixtures/test-stores.ts): the wall time until all are
+// a plant created and listed (test/embedded/fixtures/test-stores.ts): the wall time until all are
 // used, and then the summed PSS of its PostgreSQL server's processes and of the whole process tree.
 // `bun test/bench/many-test-stores.ts [--runs 3]`; docs/testing.md has the figures.
 const ROOT = new URL('../..', import.meta.url).pathname
@@ -10,11 +10,14 @@ const runs = runsFlag === -1 ? 3 : Number(process.argv[runsFlag + 1])
 
 async function measure(count: number) {
   const started = performance.now()
-  const child = Bun.spawn(['bun', 'test/store/fixtures/test-stores.ts', String(count), '--pids', '--stay'], {
-    cwd: ROOT,
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
+  const child = Bun.spawn(
+    ['bun', 'test/embedded/fixtures/test-stores.ts', String(count), '--pids', '--stay'],
+    {
+      cwd: ROOT,
+      stdout: 'pipe',
+      stderr: 'inherit',
+    },
+  )
   const reader = child.stdout.getReader()
   let text = ''
   while (!text.includes('\n')) {

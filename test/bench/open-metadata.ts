@@ -3,7 +3,7 @@
 // Run: bun test/bench/open-metadata.ts [events]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { seedTestEvents } from './seed.ts'

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { meterCpu } from './cpu.ts'
 import { runWrk } from './load.ts'
 import { seedTestEvents } from './seed.ts'

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { median } from '../support/percentiles.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'

@@ -6,9 +6,9 @@
 // Run: bun test/bench/rebuild.ts [events]   (needs the PostgreSQL of the tests)
 import process from 'node:process'
 import postgres from 'postgres'
+import { openPostgres } from '../../src/database/database.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
-import { openPostgres } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { createTestDatabase } from '../support/postgres.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'

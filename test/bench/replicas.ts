@@ -1,6 +1,6 @@
 import postgres from 'postgres'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { encodeCursor } from '../../src/plants/cursor.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { percentile } from '../support/percentiles.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { startPrimaryWithReplica } from '../support/postgres-replica.ts'

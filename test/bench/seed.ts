@@ -1,5 +1,5 @@
 import type postgres from 'postgres'
-import { createKeyring, type Keyring } from '../../src/keys/keyring.ts'
+import { createKeyring, type Keyring } from '../../src/crypto/keyring.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 

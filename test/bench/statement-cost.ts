@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { drizzle } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
-import type { Executor } from '../../src/store/database.ts'
+import type { Executor } from '../../src/database/database.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 import { benchCreate } from './bench-create.ts'
 import { seedCeilingOwners } from './pgbench.ts'
@@ -67,14 +67,14 @@ const { ownerKeyCache } = (await import(
   `${root}/src/event-log/owner-keys.ts`
 )) as typeof import('../../src/event-log/owner-keys.ts')
 const { createKeyring } = (await import(
-  `${root}/src/keys/keyring.ts`
-)) as typeof import('../../src/keys/keyring.ts')
+  `${root}/src/crypto/keyring.ts`
+)) as typeof import('../../src/crypto/keyring.ts')
 const { migratePostgresDatabase } = (await import(
-  `${root}/src/store/migrate.ts`
-)) as typeof import('../../src/store/migrate.ts')
+  `${root}/src/opening/migrate.ts`
+)) as typeof import('../../src/opening/migrate.ts')
 const { streamIdOf } = (await import(
-  `${root}/src/keys/sealing.ts`
-)) as typeof import('../../src/keys/sealing.ts')
+  `${root}/src/crypto/sealing.ts`
+)) as typeof import('../../src/crypto/sealing.ts')
 const { primaryReads } = (await import(
   `${root}/src/plants/listing-source.ts`
 )) as typeof import('../../src/plants/listing-source.ts')

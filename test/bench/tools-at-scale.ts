@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import process from 'node:process'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { CLI_COMMAND, childEnv } from '../support/server-process.ts'
 import { TEST_KEY_ENCRYPTION_KEYS, TEST_KEYS } from '../support/test-keys.ts'
@@ -65,7 +65,7 @@ async function databaseMb(sql: postgres.Sql): Promise<number> {
   return Math.round(Number(row?.mb ?? 0))
 }
 
-// Runs `bun src/cli/main.ts <args>` under GNU time, stdin and stdout from and to files when given,
+// Runs `bun src/cli/command-line.ts <args>` under GNU time, stdin and stdout from and to files when given,
 // stderr kept in a file of its own (the progress lines) and its tail shown.
 async function runTool(
   tool: string,

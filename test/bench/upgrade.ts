@@ -1,4 +1,4 @@
-// The downtime of the log's upgrade (src/event-log/upgrade.ts) on PostgreSQL: a store at the
+// The downtime of the log's upgrade (src/keys/log-upgrade.ts) on PostgreSQL: a store at the
 // previous version's migrations holding N plaintext events, opened by this version (migrations,
 // sealing in batches, VACUUM FULL, ANALYZE, validation), each step timed. The worst case the API allows:
 // every name and tag 1,024 characters (hex, so that PostgreSQL cannot compress them away).
@@ -6,10 +6,10 @@
 import process from 'node:process'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
-import type { UpgradeProgress } from '../../src/event-log/fenced-rewrite.ts'
-import { upgradeLog } from '../../src/event-log/upgrade.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
-import { createLegacyStore } from '../event-log/upgrade-legacy-store.ts'
+import type { UpgradeProgress } from '../../src/keys/fenced-rewrite.ts'
+import { upgradeLog } from '../../src/keys/log-upgrade.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
+import { createLegacyStore } from '../keys/upgrade-legacy-store.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'
 
 const EVENTS = Number(process.argv[2] ?? 100_000)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFile, rm, symlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import { keyEncryptionKeyId, parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
+import { keyEncryptionKeyId, parseKeyEncryptionKeys } from '../../src/crypto/key-encryption-keys.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'

@@ -25,7 +25,7 @@ export function commentOf(path: string, line: string): string | null {
   return trailing === -1 ? null : line.slice(trailing)
 }
 
-// The paths of the repository a comment names: `src/store/database.ts`, `store/database.ts` (from
+// The paths of the repository a comment names: `src/database/database.ts`, `database/database.ts` (from
 // src/), a fixture's `README.md` in `fixtures/` (from the file's folder), `event-log/*.ts`, `test/failover/`.
 export function pathsNamed(comment: string): string[] {
   return [...comment.matchAll(SLASHED)]
@@ -82,15 +82,15 @@ test('given comments that name files gone or moved, then each is found; paths th
     "import { x } from '../log/append.ts'",
     '// the lock of log/work-tables.ts, as src/event-log/append.ts takes it',
     '// the readers of log/*.ts and of event-log/*.ts',
-    '  * a test under test/gone/ and one in test/store/, fixtures in fixtures/README.md',
-    "const url = 'https://example.com/src/gone.ts' // see store/database.ts, not store/gone.ts.",
+    '  * a test under test/gone/ and one in test/embedded/, fixtures in fixtures/README.md',
+    "const url = 'https://example.com/src/gone.ts' // see database/database.ts, not store/gone.ts.",
     '// @elysiajs/openapi, HTTP/1.1, I/O, /proc/self/status and docs/*.md',
   ].join('\n')
-  expect(missingPaths('test/store/example.ts', text)).toEqual([
-    'test/store/example.ts:2: log/work-tables.ts',
-    'test/store/example.ts:3: log/*.ts',
-    'test/store/example.ts:4: test/gone/',
-    'test/store/example.ts:5: store/gone.ts',
+  expect(missingPaths('test/embedded/example.ts', text)).toEqual([
+    'test/embedded/example.ts:2: log/work-tables.ts',
+    'test/embedded/example.ts:3: log/*.ts',
+    'test/embedded/example.ts:4: test/gone/',
+    'test/embedded/example.ts:5: store/gone.ts',
   ])
 })
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import type postgres from 'postgres'
-import type { DatabaseHandle } from '../../src/store/database.ts'
+import type { DatabaseHandle } from '../../src/database/database.ts'
 import { createOwnedPlant, openCommandStore, startCommandStore, until } from '../support/command-store.ts'
 import { runCli, startCli } from '../support/server-process.ts'
 import type { ServiceStorage } from '../support/service.ts'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { openPostgres } from '../../src/store/database.ts'
+import { openPostgres } from '../../src/database/database.ts'
 import { create, list, readsFrom, SECRET, tokenFor } from '../replicas/replica-client.ts'
 import type { PrimaryWithReplica } from '../support/postgres-replica.ts'
 import { runCli, type ServerProcess } from '../support/server-process.ts'

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
+import type { Database } from '../../src/database/database.ts'
 import { type ErasureFeed, eraseOwner } from '../../src/erasure/erase-owner.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
-import type { Database } from '../../src/store/database.ts'
 import { importEvents, readLines } from '../../src/transfer/import-events.ts'
 import { createTrickyPlants, listingsByOwner, openedTexts } from '../projection/fixtures.ts'
 import {

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type postgres from 'postgres'
-import type { DatabaseHandle } from '../../src/store/database.ts'
+import type { DatabaseHandle } from '../../src/database/database.ts'
 import { createOwnedPlant, openCommandStore, startCommandStore } from '../support/command-store.ts'
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts'
 import { startCli } from '../support/server-process.ts'
 import type { ServiceStorage } from '../support/service.ts'
 
-// An erasure whose lock (event-log/maintenance-lock.ts) is lost during its first step: a real CLI
+// An erasure whose lock (locks/maintenance-lock.ts) is lost during its first step: a real CLI
 // process on PostgreSQL, the step held by a transaction that holds the owner's key row.
 describe('an erasure that loses its lock (PostgreSQL)', () => {
   let storage: ServiceStorage

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createLegacyStore, type LegacyStore, loadLegacyLog } from '../event-log/upgrade-legacy-store.ts'
+import { createLegacyStore, type LegacyStore, loadLegacyLog } from '../keys/upgrade-legacy-store.ts'
 import { runCli } from '../support/server-process.ts'
 import { plainLine } from '../transfer/sealed-lines.ts'
 

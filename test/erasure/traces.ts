@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { type Executor, rowsOf } from '../../src/store/database.ts'
+import { type Executor, rowsOf } from '../../src/database/database.ts'
 
 // Where any of `needles` can still be read in the store: every live row of every table of the
 // service's schema, and PostgreSQL's statistics of them (pg_stats), each row as text. Returns

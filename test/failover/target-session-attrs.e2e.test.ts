@@ -59,7 +59,7 @@ test('a target_session_attrs libpq does not know stops the start naming DATABASE
   expect(stderr).toContain('target_session_attrs')
 })
 
-// src/store/target-session-attrs.ts hands `read-write` to postgres.js as `primary` because
+// src/database/target-session-attrs.ts hands `read-write` to postgres.js as `primary` because
 // postgres.js 3.4.9 takes a PostgreSQL 14+ standby for read-write. When this fails, postgres.js
 // skips the standby by itself, and the mapping can go.
 test('upstream: postgres.js alone takes a standby listed first for read-write', async () => {

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
+import type { Keyring } from '../../src/crypto/keyring.ts'
+import { seal, streamIdOf } from '../../src/crypto/sealing.ts'
+import type { Executor } from '../../src/database/database.ts'
 import { type AppendKey, ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import type { Keyring } from '../../src/keys/keyring.ts'
-import { seal, streamIdOf } from '../../src/keys/sealing.ts'
-import type { Executor } from '../../src/store/database.ts'
 
 export type RawEvent = {
   owner: string

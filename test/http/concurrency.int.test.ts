@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { openPostgres } from '../../src/store/database.ts'
+import { openPostgres } from '../../src/database/database.ts'
 import { createHarness, type Harness, testApp } from '../support/harness.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'

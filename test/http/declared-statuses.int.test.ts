@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { openPostgres } from '../../src/store/database.ts'
+import { openPostgres } from '../../src/database/database.ts'
 import { createHarness, type Harness, testApp } from '../support/harness.ts'
 import { type HostileRequest, hostileRequest, tamperToken } from '../support/hostile-requests.ts'
 import { tokenHeader } from '../support/plant-client.ts'

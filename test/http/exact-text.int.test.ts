@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { rowsOf } from '../../src/database/database.ts'
 import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
-import { rowsOf } from '../../src/store/database.ts'
 import { exportEvents } from '../../src/transfer/export-events.ts'
 import { base64Bytes, type ImportedOwnerKey, ownerKey } from '../../src/transfer/sealed-event.ts'
 import { createHarness, type Harness, STORAGE_KINDS } from '../support/harness.ts'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import pino from 'pino'
 import { createTokenVerifier } from '../../src/auth/token-verifier.ts'
-import { openPostgres } from '../../src/store/database.ts'
+import { openPostgres } from '../../src/database/database.ts'
 import { TEST_SECRET, testApp } from '../support/harness.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { TEST_KEYS } from '../support/test-keys.ts'

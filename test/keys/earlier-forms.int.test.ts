@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
 import postgres from 'postgres'
-import { EARLIER_WRAPPED_KEY_BYTES, newOwnerKey, unwrapOwnerKey } from '../../src/keys/envelope.ts'
-import { keyEncryptionKeyId, newKeyEncryptionKey } from '../../src/keys/key-encryption-keys.ts'
-import { openSealed, streamIdOf } from '../../src/keys/sealing.ts'
+import { EARLIER_WRAPPED_KEY_BYTES, newOwnerKey, unwrapOwnerKey } from '../../src/crypto/envelope.ts'
+import { keyEncryptionKeyId, newKeyEncryptionKey } from '../../src/crypto/key-encryption-keys.ts'
+import { openSealed, streamIdOf } from '../../src/crypto/sealing.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 
 // The forms the database wrote while it held the keys (migrations 0006-0008, pgcrypto), made here

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
 import postgres from 'postgres'
-import { keyEncryptionKeyId } from '../../src/keys/key-encryption-keys.ts'
+import { keyEncryptionKeyId } from '../../src/crypto/key-encryption-keys.ts'
 import { postPlant, tokenHeader } from '../support/plant-client.ts'
 import { POSTGRES_ADMIN_URL } from '../support/postgres.ts'
 import { type Env, runCli, runServerToExit } from '../support/server-process.ts'

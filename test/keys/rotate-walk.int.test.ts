@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
 import { sql } from 'drizzle-orm'
-import { rotateKeys } from '../../src/event-log/rotate-keys.ts'
-import { keyEncryptionKeyId } from '../../src/keys/key-encryption-keys.ts'
-import { createKeyring, type Keyring } from '../../src/keys/keyring.ts'
-import { type Database, type DatabaseHandle, openPostgres, rowsOf } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
+import { keyEncryptionKeyId } from '../../src/crypto/key-encryption-keys.ts'
+import { createKeyring, type Keyring } from '../../src/crypto/keyring.ts'
+import { type Database, type DatabaseHandle, openPostgres, rowsOf } from '../../src/database/database.ts'
+import { rotateKeys } from '../../src/keys/rotate-keys.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 
 // `keys rotate` walks owner_keys once in pseudonym order: each batch goes on from the last one's

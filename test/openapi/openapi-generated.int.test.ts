@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { isDeepStrictEqual } from 'node:util'
+import type { DatabaseHandle } from '../../src/database/database.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
-import type { DatabaseHandle } from '../../src/store/database.ts'
 import { testApp } from '../support/harness.ts'
 import before from './fixtures/openapi-earlier.json'
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Ajv2020 from 'ajv/dist/2020'
+import type { DatabaseHandle } from '../../src/database/database.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
-import type { DatabaseHandle } from '../../src/store/database.ts'
 import { type TestApp, testApp } from '../support/harness.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 

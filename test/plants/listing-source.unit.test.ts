@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test'
+import type { Database } from '../../src/database/database.ts'
 import type { PlantListing, Uncovered } from '../../src/plants/listing.ts'
 import { replicaReads } from '../../src/plants/listing-source.ts'
-import type { Database } from '../../src/store/database.ts'
-import { PRIMARY } from '../../src/store/replica-choice.ts'
-import type { ReadReplica } from '../../src/store/replica-health.ts'
+import { PRIMARY } from '../../src/replicas/replica-choice.ts'
+import type { ReadReplica } from '../../src/replicas/replica-health.ts'
 
 // Routing decided over stand-in sources: each answers what the test says, on a clock of the test.
 type Answer = PlantListing | Uncovered | Error

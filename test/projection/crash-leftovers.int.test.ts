@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { claimWorkTable, clearDeadWorkTables } from '../../src/event-log/work-tables.ts'
+import type { Database } from '../../src/database/database.ts'
+import { claimWorkTable, clearDeadWorkTables } from '../../src/locks/work-tables.ts'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
-import type { Database } from '../../src/store/database.ts'
 import { importEvents, readLines } from '../../src/transfer/import-events.ts'
 import {
   appendAround,

@@ -1,7 +1,7 @@
 import { and, eq, not, sql } from 'drizzle-orm'
+import { openSealed, seal, streamIdOf } from '../../src/crypto/sealing.ts'
+import type { Database } from '../../src/database/database.ts'
 import { events, ownerKeys } from '../../src/event-log/schema.ts'
-import { openSealed, seal, streamIdOf } from '../../src/keys/sealing.ts'
-import type { Database } from '../../src/store/database.ts'
 import { create, type KeyedStore, listing } from '../support/storage.ts'
 
 // Plants that stress exactness: ids beyond 2^53 and at the int64 edges, text well outside

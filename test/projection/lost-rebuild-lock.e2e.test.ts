@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import type postgres from 'postgres'
-import type { DatabaseHandle } from '../../src/store/database.ts'
+import type { DatabaseHandle } from '../../src/database/database.ts'
 import {
   countRows,
   createOwnedPlant,
@@ -15,7 +15,7 @@ import type { ServiceStorage } from '../support/service.ts'
 import { withTestKeys } from '../support/test-keys.ts'
 
 const ROOT = new URL('../..', import.meta.url).pathname
-// The rebuild's lock (event-log/maintenance-lock.ts) as pg_locks shows it.
+// The rebuild's lock (locks/maintenance-lock.ts) as pg_locks shows it.
 const REBUILD_LOCK = `locktype = 'advisory' and classid = 1347638356 and objid = hashtext('erasure-or-rebuild')::oid`
 
 // A projection rebuild whose lock is lost while it runs (its backend ended, its pooler restarted):
@@ -27,7 +27,7 @@ describe('a projection rebuild that loses its lock (PostgreSQL)', () => {
   let bouncer: PgBouncer | undefined
   const children: Subprocess[] = []
   const spawnCli = (args: string[], env: Record<string, string>) => {
-    const child = Bun.spawn(['bun', 'src/cli/main.ts', ...args], {
+    const child = Bun.spawn(['bun', 'src/cli/command-line.ts', ...args], {
       cwd: ROOT,
       env: withTestKeys(plainEnv(env)),
       stdout: 'pipe',

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
+import { createKeyring } from '../../src/crypto/keyring.ts'
 import { tokenHeader } from '../support/plant-client.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
 import { type Service, startService } from '../support/service.ts'

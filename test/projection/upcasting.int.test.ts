@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { seal, streamIdOf } from '../../src/crypto/sealing.ts'
+import type { DatabaseHandle } from '../../src/database/database.ts'
 import { readPlantStream } from '../../src/event-log/append.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import { seal, streamIdOf } from '../../src/keys/sealing.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
-import type { DatabaseHandle } from '../../src/store/database.ts'
-import { createLegacyStore, type LegacyStore, openAsIs } from '../event-log/upgrade-legacy-store.ts'
+import { createLegacyStore, type LegacyStore, openAsIs } from '../keys/upgrade-legacy-store.ts'
 import {
   count,
   create,
@@ -20,7 +20,7 @@ import {
 // Events as an older version of the service wrote them: PlantCreated v0 named the id `plantId`
 // and stored it as a JSON number, called the name `title`, and left an absent tag out. Only a
 // version before erasure wrote them, in plaintext: they reach this one through the log's upgrade
-// (src/event-log/upgrade.ts), which seals them as stored, v0 inside.
+// (src/keys/log-upgrade.ts), which seals them as stored, v0 inside.
 const V0_FIXTURE = sql`
   insert into events (stream_id, stream_version, type, schema_version, data, metadata, recorded_at) values
   ('plant:9007199254740993:olivia', 1, 'PlantCreated', 0, '{"plantId": 9007199254740993, "title": "Old fern"}',

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
+import { type DatabaseHandle, openPostgres } from '../../src/database/database.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
-import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import { checkProjection } from '../support/projection-check.ts'
 import { type ServiceStorage, startService } from '../support/service.ts'

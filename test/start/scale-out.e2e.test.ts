@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
+import { createKeyring } from '../../src/crypto/keyring.ts'
 import { openedLog } from '../support/opened-log.ts'
 import { listEveryPlant, postPlant } from '../support/plant-client.ts'
 import type { ServerProcess } from '../support/server-process.ts'

@@ -1,9 +1,9 @@
 import postgres from 'postgres'
+import { type DatabaseHandle, openPostgres } from '../../src/database/database.ts'
 import { ownerKeyCache } from '../../src/event-log/owner-keys.ts'
-import { upgradeLog } from '../../src/event-log/upgrade.ts'
+import { upgradeLog } from '../../src/keys/log-upgrade.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
-import { type DatabaseHandle, openPostgres } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { type ServiceStorage, startService } from './service.ts'
 import { TEST_KEYS } from './test-keys.ts'
 

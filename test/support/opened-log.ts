@@ -1,9 +1,9 @@
 import { Buffer } from 'node:buffer'
 import { sql as drizzleSql } from 'drizzle-orm'
 import type postgres from 'postgres'
-import { openedData, openedMetadata } from '../../src/event-log/opening.ts'
-import type { Keyring } from '../../src/keys/keyring.ts'
-import { type Database, rowsOf } from '../../src/store/database.ts'
+import type { Keyring } from '../../src/crypto/keyring.ts'
+import { type Database, rowsOf } from '../../src/database/database.ts'
+import { openedData, openedMetadata } from '../../src/event-log/sealed-parts.ts'
 
 // An event of the log opened in the test as the service opens it: with its owner's key, while the
 // key exists (`owner` null and nothing opened once it is gone).

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import type { Keyring } from '../../src/keys/keyring.ts'
-import { type Database, rowsOf } from '../../src/store/database.ts'
+import type { Keyring } from '../../src/crypto/keyring.ts'
+import { type Database, rowsOf } from '../../src/database/database.ts'
 import { openedLog } from './opened-log.ts'
 
 export type ProjectionReport = { events: number; plants: number; mismatches: number }

@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer'
 import type postgres from 'postgres'
-import type { Keyring } from '../../src/keys/keyring.ts'
-import { seal, streamIdOf } from '../../src/keys/sealing.ts'
+import type { Keyring } from '../../src/crypto/keyring.ts'
+import { seal, streamIdOf } from '../../src/crypto/sealing.ts'
 
 const BATCH = 10_000
 
@@ -30,7 +30,7 @@ export async function seedSealed(
       for (const row of stored) {
         keys.set(row.owner, {
           pseudonym: row.pseudonym,
-          // The seed's own copy: the keyring's is zeroed once idle (src/keys/keyring.ts).
+          // The seed's own copy: the keyring's is zeroed once idle (src/crypto/keyring.ts).
           raw: new Uint8Array(keyring.open({ pseudonym: row.pseudonym, wrapped: row.key })),
         })
       }

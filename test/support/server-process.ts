@@ -128,7 +128,7 @@ async function listeningPort(
 }
 
 // The CLI as `bun run cli` runs it, from the repository's root.
-export const CLI_COMMAND = ['bun', 'src/cli/main.ts']
+export const CLI_COMMAND = ['bun', 'src/cli/command-line.ts']
 
 // Starts a command of the CLI; the caller waits for it, or stops it on the way. Its stdin is
 // `input`, or a pipe the caller writes to (`pipe`), or nothing. `cwd`: another checkout's root.

@@ -1,4 +1,4 @@
-import { openPostgres } from '../../src/store/database.ts'
+import { openPostgres } from '../../src/database/database.ts'
 import { median, percentile } from './percentiles.ts'
 import { checkProjection, type ProjectionReport } from './projection-check.ts'
 import { INTENDED_STATUS, type Kind, kindCycle, type MixState, planRequest } from './request-mix.ts'

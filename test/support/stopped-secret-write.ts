@@ -3,9 +3,9 @@
 // 4: sync the folder), saying so on stdout, to be killed there by a test.
 // Run: bun test/support/stopped-secret-write.ts <dataDir> <stopAt> <keys, comma-separated>
 import process from 'node:process'
-import { parseKeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
-import { DISK_STEPS, type SecretFileSteps } from '../../src/store/local-file.ts'
-import { writeLocalKeys } from '../../src/store/local-keys.ts'
+import { parseKeyEncryptionKeys } from '../../src/crypto/key-encryption-keys.ts'
+import { DISK_STEPS, type SecretFileSteps } from '../../src/data-dir/local-file.ts'
+import { writeLocalKeys } from '../../src/data-dir/local-keys.ts'
 
 const [dataDir = '', stopAt = '0', text = ''] = process.argv.slice(2)
 const keys = parseKeyEncryptionKeys(text)

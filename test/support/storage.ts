@@ -1,14 +1,14 @@
 import { sql } from 'drizzle-orm'
+import type { Keyring } from '../../src/crypto/keyring.ts'
+import { seal, streamIdOf } from '../../src/crypto/sealing.ts'
+import { type Database, openPostgres } from '../../src/database/database.ts'
 import { type AppendKey, ownerKeyCache } from '../../src/event-log/owner-keys.ts'
 import { events, ownerKeys } from '../../src/event-log/schema.ts'
-import type { Keyring } from '../../src/keys/keyring.ts'
-import { seal, streamIdOf } from '../../src/keys/sealing.ts'
+import { migratePostgresDatabase } from '../../src/opening/migrate.ts'
 import { openStorage } from '../../src/opening/open-store.ts'
 import { createPlant } from '../../src/plants/create-plant.ts'
 import { listPlants } from '../../src/plants/listing.ts'
 import type { PlantView } from '../../src/plants/schemas.ts'
-import { type Database, openPostgres } from '../../src/store/database.ts'
-import { migratePostgresDatabase } from '../../src/store/migrate.ts'
 import { openedLog } from './opened-log.ts'
 import { createTestDatabase } from './postgres.ts'
 import { TEST_KEYS } from './test-keys.ts'
@@ -103,7 +103,7 @@ export async function appendAround(
     type === 'PlantCreated' && typeof data.id === 'string'
       ? streamIdOf(data.id, keyring.open(key))
       : `other:${crypto.randomUUID()}`
-  // Opened again after the insert: a raw key is not held across an await (keys/keyring.ts).
+  // Opened again after the insert: a raw key is not held across an await (crypto/keyring.ts).
   const raw = keyring.open(key)
   const [row] = await db
     .insert(events)

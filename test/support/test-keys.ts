@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer'
-import { unwrapOwnerKey } from '../../src/keys/envelope.ts'
-import type { KeyEncryptionKeys } from '../../src/keys/key-encryption-keys.ts'
+import { unwrapOwnerKey } from '../../src/crypto/envelope.ts'
+import type { KeyEncryptionKeys } from '../../src/crypto/key-encryption-keys.ts'
 
 // The key-encryption key every test store on PostgreSQL shares unless a test says otherwise:
 // spawned servers and commands get it as KEY_ENCRYPTION_KEYS (server-process.ts), stores opened

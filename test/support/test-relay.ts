@@ -1,10 +1,10 @@
+import type { Keyring } from '../../src/crypto/keyring.ts'
+import type { Executor } from '../../src/database/database.ts'
 import { soleLeadership } from '../../src/feed/leadership.ts'
 import { feedStream } from '../../src/feed/nats-stream.ts'
 import { type RelayDeps, runRelay } from '../../src/feed/relay.ts'
 import { runLogFollower } from '../../src/follower/follower.ts'
-import type { Keyring } from '../../src/keys/keyring.ts'
 import { silentLogger } from '../../src/shared/logger.ts'
-import type { Executor } from '../../src/store/database.ts'
 import type { TestFeed } from './nats.ts'
 
 // A relay as a server runs it: on a follower of the log of its own, which `wake` wakes.

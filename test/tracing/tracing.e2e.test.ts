@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
+import { createKeyring } from '../../src/crypto/keyring.ts'
 import { denoServerCommand } from '../support/deno.ts'
 import { createTestFeed, type TestFeed } from '../support/nats.ts'
 import { openedLog } from '../support/opened-log.ts'

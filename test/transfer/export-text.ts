@@ -1,4 +1,4 @@
-import type { Database } from '../../src/store/database.ts'
+import type { Database } from '../../src/database/database.ts'
 import { exportEvents } from '../../src/transfer/export-events.ts'
 
 // A store's export as one text, read three events at a time so that a few already take several

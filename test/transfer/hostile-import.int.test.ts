@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Buffer } from 'node:buffer'
+import type { Database } from '../../src/database/database.ts'
 import { rebuildProjection } from '../../src/projection/rebuild-projection.ts'
 import { isInSync, verifyProjection } from '../../src/projection/verify-projection.ts'
-import type { Database } from '../../src/store/database.ts'
 import { exportEvents } from '../../src/transfer/export-events.ts'
 import { importEvents, readLines } from '../../src/transfer/import-events.ts'
 import {

@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createKeyring } from '../../src/keys/keyring.ts'
+import { createKeyring } from '../../src/crypto/keyring.ts'
 import { seedSealed } from '../support/sealed-seed.ts'
 import { type Env, runCli, startCli } from '../support/server-process.ts'
 import { startService } from '../support/service.ts'

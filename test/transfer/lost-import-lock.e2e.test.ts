@@ -45,7 +45,7 @@ describe('an events import that loses its lock (PostgreSQL)', () => {
       const env = bouncer
         ? { ...storage.env, DATABASE_URL: `${bouncer.through(String(storage.databaseUrl))}?prepare=false` }
         : storage.env
-      const importing = Bun.spawn(['bun', 'src/cli/main.ts', 'events', 'import', '--append'], {
+      const importing = Bun.spawn(['bun', 'src/cli/command-line.ts', 'events', 'import', '--append'], {
         cwd: ROOT,
         env: withTestKeys(plainEnv(env)),
         stdin: 'pipe',

@@ -3,7 +3,7 @@ import { chmod, readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { issueToken } from '../../src/auth/issue-token.ts'
 import { readLocalSecret } from '../../src/auth/local-secret.ts'
-import { ERASED_OWNER, FIXTURE_OWNERS, type FixturePlant } from '../store/fixtures/pglite-store-plants.ts'
+import { ERASED_OWNER, FIXTURE_OWNERS, type FixturePlant } from '../embedded/fixtures/pglite-store-plants.ts'
 import { makeDataDir } from '../support/data-dir.ts'
 import { leftAfterTests } from '../support/left-after-tests.ts'
 import { tokenHeader } from '../support/plant-client.ts'
@@ -12,8 +12,8 @@ import { runCli, runServerToExit, type ServerProcess, startServer } from '../sup
 // A DATA_DIR written by the previous engine (PGlite, its data in DATA_DIR/pgdata) is moved into
 // the native server on the first start: exported and imported with the log's own tools, the old
 // folder kept aside, nothing lost, text exact at the limits. The fixture was made by that
-// version's own service and CLI (test/store/fixtures/README.md).
-const FIXTURE = new URL('../store/fixtures/pglite-data-dir.tar.xz', import.meta.url).pathname
+// version's own service and CLI (test/embedded/fixtures/README.md).
+const FIXTURE = new URL('../embedded/fixtures/pglite-data-dir.tar.xz', import.meta.url).pathname
 const EVENTS = Object.values(FIXTURE_OWNERS).flat().length + 2 + 1
 
 const { servers, folders } = leftAfterTests()

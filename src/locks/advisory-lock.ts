@@ -1,0 +1,193 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { sql } from 'drizzle-orm'
+import { drizzle } from 'drizzle-orm/postgres-js'
+import type postgres from 'postgres'
+import { type Database, rowsOf } from '../database/database.ts'
+import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
+import { Failure } from '../shared/errors.ts'
+
+// The one way this service holds a lock (docs/operating.md lists each): a PostgreSQL advisory lock
+// taken in a transaction held open on a connection lent for it alone. An open transaction pins its
+// server connection through any pooler (PgBouncer in transaction mode included), and a crash, a
+// killed backend or a restarted pooler ends it: a lock can be lost while its holder runs on. So
+// what is safe only under the lock is not trusted to it but fenced: written through `fenced`, in
+// the lock's own transaction, it commits with the release or not at all.
+export type LockName = {
+  // pg_locks' classid; objid is hashtext(`name`), objsubid 2 (the two-key form).
+  space: number
+  name: string
+  // For the message when the lock is lost: "the lock on <what> was lost".
+  what: string
+}
+
+export type HeldLock = {
+  // A database whose transactions run inside the lock's (each in a savepoint of it): what they
+  // write commits when the lock is released, and never if the lock is lost first.
+  fenced: Database
+  // Resolves while the lock's backend holds it; throws LOCK_LOST otherwise.
+  prove: () => Promise<void>
+  // Commits the lock's transaction, and with it what `fenced` wrote; throws LOCK_LOST when that
+  // cannot be done (the connection died: nothing of it was committed).
+  release: () => Promise<void>
+  // Rolls the lock's transaction back and lends its connection back; never throws.
+  abandon: () => Promise<void>
+}
+
+export type TakeOptions = {
+  mode?: 'shared' | 'exclusive'
+  // false: when another run holds it, give up at once (undefined).
+  wait?: boolean
+  // Called once, when the lock must be waited for.
+  onWait?: () => void
+  // What a loss means to the holder, after "the lock on … was lost: ".
+  consequence?: string
+  pollMs?: number
+}
+
+type Client = postgres.Sql & { reserve?: () => Promise<postgres.ReservedSql> }
+
+const NAME = /^[\w-]+$/
+
+// Takes the lock. It is tried, and tried again every `pollMs`, rather than waited for in one
+// statement: a waiting statement holds a snapshot (it would hold back VACUUM, and an upgrade that
+// waits for older snapshots would wait for its waiters) and meets any statement timeout.
+export async function takeLock(
+  db: Database,
+  lock: LockName,
+  { mode = 'exclusive', wait = true, onWait, consequence = 'run it again', pollMs = 100 }: TakeOptions = {},
+): Promise<HeldLock | undefined> {
+  if (!NAME.test(lock.name)) throw new Error(`not a lock name: ${lock.name}`)
+  const client = (db as unknown as { $client: Client }).$client
+  // Sent as text by the simple protocol (the name checked above): a portal of the extended one
+  // would stay open until the next statement, holding its snapshot.
+  const key = `${lock.space}, hashtext('${lock.name}')`
+  const lost = (cause?: unknown) =>
+    new Failure(
+      'LOCK_LOST',
+      `the lock on ${lock.what} was lost (${lossOf(cause)}): ${consequence}`,
+      {},
+      {
+        cause,
+      },
+    )
+  if (!client.reserve) return sessionLock(db, key, mode, wait, onWait, pollMs)
+  const connection = await client.reserve()
+  const run = async <Row>(statement: string) => rowsOf<Row>(await connection.unsafe(statement))
+  const abandon = async () => {
+    await connection.unsafe('rollback').catch(() => {})
+    connection.release()
+  }
+  try {
+    await connection.unsafe('begin isolation level read committed')
+    // A DBA's idle_in_transaction_session_timeout would end the lock while its holder works.
+    await connection.unsafe('set local idle_in_transaction_session_timeout = 0')
+    const tryTake = async () =>
+      (await run<{ taken: boolean }>(`select pg_try_advisory_xact_lock${suffixOf(mode)}(${key}) as taken`))[0]
+        ?.taken === true
+    if (!(await tryUntilTaken(tryTake, wait, onWait, pollMs))) {
+      await abandon()
+      return undefined
+    }
+  } catch (error) {
+    await abandon()
+    throw error
+  }
+  const prove = async () => {
+    const [row] = await run<{ held: boolean }>(
+      `select exists (select 1 from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()
+         and classid = ${lock.space} and objid = hashtext('${lock.name}')::oid and objsubid = 2
+         and granted) as held`,
+    ).catch((error: unknown) => {
+      throw lost(error)
+    })
+    if (row?.held !== true) throw lost()
+  }
+  return {
+    fenced: fencedDatabase(client, connection, prove),
+    prove,
+    release: async () => {
+      const result = await connection.unsafe('commit').catch((error: unknown) => {
+        throw lost(error)
+      })
+      connection.release()
+      // A transaction that had failed ends in a rollback, which COMMIT reports without an error.
+      if ((result as { command?: string }).command !== 'COMMIT') throw lost()
+    },
+    abandon,
+  }
+}
+
+// What ended the lock, in a few words: the server's message, or that the connection closed.
+function lossOf(cause: unknown): string {
+  if (cause === undefined) return 'its transaction ended'
+  return postgresErrorCode(cause) === undefined ? 'its connection closed' : databaseMessage(cause)
+}
+
+// Each transaction of the returned database is a savepoint of the lock's transaction, on its
+// connection. One that fails because the lock is gone fails as LOCK_LOST.
+function fencedDatabase(
+  client: Client,
+  connection: postgres.ReservedSql,
+  prove: () => Promise<void>,
+): Database {
+  let savepoints = 0
+  const fencedClient = {
+    options: client.options,
+    unsafe: connection.unsafe,
+    begin: async <Result>(work: (client: unknown) => Promise<Result>): Promise<Result> => {
+      const name = `fenced_${++savepoints}`
+      try {
+        await connection.unsafe(`savepoint ${name}`)
+        const result = await work(fencedClient)
+        await connection.unsafe(`release savepoint ${name}`)
+        return result
+      } catch (error) {
+        await connection.unsafe(`rollback to savepoint ${name}`).catch(() => {})
+        await prove()
+        throw error
+      }
+    },
+  }
+  // drizzle drives a client through `unsafe` and `begin` and reads its `options`; a reserved
+  // connection has no `begin` of its own, so this one opens a savepoint instead.
+  return drizzle({ client: fencedClient as unknown as postgres.Sql }) as unknown as Database
+}
+
+// A client that reserves no connection (PGlite, which reads a data folder of the previous engine
+// while it is moved) has one session, which lives exactly as long as the process: a session lock,
+// never lost while the process runs. A transaction held open would take in every other statement.
+async function sessionLock(
+  db: Database,
+  key: string,
+  mode: 'shared' | 'exclusive',
+  wait: boolean,
+  onWait: (() => void) | undefined,
+  pollMs: number,
+): Promise<HeldLock | undefined> {
+  const run = async (call: string) =>
+    rowsOf<{ done: boolean }>(await db.execute(sql.raw(`select ${call}${suffixOf(mode)}(${key}) as done`)))[0]
+      ?.done === true
+  if (!(await tryUntilTaken(() => run('pg_try_advisory_lock'), wait, onWait, pollMs))) return undefined
+  const unlock = async () => {
+    await run('pg_advisory_unlock').catch(() => {})
+  }
+  return { fenced: db, prove: async () => {}, release: unlock, abandon: unlock }
+}
+
+const suffixOf = (mode: 'shared' | 'exclusive') => (mode === 'shared' ? '_shared' : '')
+
+// Tries `take` until it succeeds, every `pollMs` (`onWait` told once, when the first try fails);
+// false at once when it fails and `wait` is false.
+async function tryUntilTaken(
+  take: () => Promise<boolean>,
+  wait: boolean,
+  onWait: (() => void) | undefined,
+  pollMs: number,
+): Promise<boolean> {
+  if (await take()) return true
+  if (!wait) return false
+  onWait?.()
+  do await sleep(pollMs)
+  while (!(await take()))
+  return true
+}

@@ -1,0 +1,53 @@
+import { sql } from 'drizzle-orm'
+import { type Database, type Executor, rowsOf } from '../database/database.ts'
+import { type HeldLock, takeLock } from './advisory-lock.ts'
+
+// Tables a command fills outside any one transaction: a rebuild's `plants_rebuild_*`, an import's
+// `import_staging_*`. A command that dies leaves its table behind. Each live one holds an advisory
+// lock named after its table for as long as it runs (claimWorkTable), so the next command can tell a dead
+// run's table (no such lock: dropped) from a live one's (left alone; two rebuilds may run at once).
+export const WORK_TABLE_PREFIXES = ['plants_rebuild_', 'import_staging_'] as const
+
+// The first key of the two-key advisory lock ("PLST"); the second is the table name's hash.
+export const LOCK_SPACE = 1347638356
+
+export type WorkTable = { name: string; bytes: number; alive: boolean }
+
+export function workTableName(prefix: (typeof WORK_TABLE_PREFIXES)[number]): string {
+  return `${prefix}${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`
+}
+
+// Marks `name` as in use until the lock is released or lost (locks/advisory-lock.ts). Taken
+// before the table is made, so no other command ever sees the table without the lock.
+export async function claimWorkTable(db: Database, name: string, consequence?: string): Promise<HeldLock> {
+  const held = await takeLock(
+    db,
+    { space: LOCK_SPACE, name, what: `the work table ${name}` },
+    { consequence, wait: false },
+  )
+  if (!held) throw new Error(`work table ${name} claimed twice`)
+  return held
+}
+
+// Every work table in the schema, with its size and whether a live command holds it.
+export async function listWorkTables(db: Executor): Promise<WorkTable[]> {
+  const rows = rowsOf<{ name: string; bytes: string; alive: boolean }>(
+    await db.execute(sql`
+      select c.relname as name, pg_total_relation_size(c.oid)::text as bytes,
+             exists (select 1 from pg_locks l
+                     where l.locktype = 'advisory' and l.classid = ${LOCK_SPACE}::oid
+                       and l.objid = hashtext(c.relname)::oid and l.objsubid = 2 and l.granted) as alive
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = current_schema() and c.relkind = 'r'
+        and (c.relname like 'plants\_rebuild\_%' or c.relname like 'import\_staging\_%')
+      order by c.relname`),
+  )
+  return rows.map((row) => ({ name: row.name, bytes: Number(row.bytes), alive: row.alive }))
+}
+
+// Drops the tables of commands that died; returns what it dropped.
+export async function clearDeadWorkTables(db: Database): Promise<WorkTable[]> {
+  const dead = (await listWorkTables(db)).filter((table) => !table.alive)
+  for (const table of dead) await db.execute(sql`drop table if exists ${sql.identifier(table.name)}`)
+  return dead
+}
