@@ -1,12 +1,8 @@
 import process from 'node:process'
 import type { Config } from '../config/config.ts'
 import { fullDataDir } from '../data-dir/full-data-dir.ts'
-import {
-  databaseMessage,
-  isDatabaseFull,
-  postgresErrorCode,
-  unreachableDatabase,
-} from '../shared/database-error.ts'
+import { databaseMessage, postgresErrorCode, unreachableDatabase } from '../shared/database-error.ts'
+import { diskFull } from '../shared/disk-full.ts'
 import { isFailure } from '../shared/errors.ts'
 
 // A command the database stopped: one line on stderr, without a stack or SQL text, and exit code
@@ -25,7 +21,7 @@ export function reportDatabaseFailure(error: unknown, what: string, storage: Con
 // What the database said, in one line; a disk that filled is said with what to do, naming DATA_DIR
 // on the embedded store.
 export function databaseCause(error: unknown, storage: Config['storage']): string {
-  if (!isDatabaseFull(error)) return databaseMessage(error)
+  if (!diskFull(error)) return databaseMessage(error)
   const inDataDir = storage.kind === 'embedded' ? fullDataDir(storage.dataDir, error) : undefined
   return (
     inDataDir?.message ??

@@ -1,12 +1,7 @@
 import { statfs } from 'node:fs/promises'
+import { diskFull } from '../shared/disk-full.ts'
 import { Failure } from '../shared/errors.ts'
 
-// What says that the disk under DATA_DIR has no room left: a write of this process (ENOSPC, or
-// EDQUOT for the user's quota), PostgreSQL's disk_full (SQLSTATE 53100), or the words its server
-// and initdb print when they stop for it.
-const FULL_CODES = new Set(['ENOSPC', 'EDQUOT'])
-const FULL_SQLSTATE = '53100'
-const FULL_WORDS = /no space left on device|disk quota exceeded/i
 // Less room than this when PostgreSQL would not start: it needs more (a WAL segment is 1 MB, and
 // its log may have been cut short before it said why).
 const TOO_LITTLE_BYTES = 1024 * 1024
@@ -14,14 +9,8 @@ const TOO_LITTLE_BYTES = 1024 * 1024
 // A full DATA_DIR as one line naming it and what to do, however the error surfaced (wrapped by
 // drizzle, or in a Failure's message); undefined for any other error.
 export function fullDataDir(dataDir: string, error: unknown): Failure | undefined {
-  for (let at: unknown = error; at instanceof Error; at = at.cause) {
-    const { code } = at as { code?: unknown }
-    const words = FULL_WORDS.exec(at.message)?.[0]
-    if (words !== undefined) return full(dataDir, words, error)
-    if (typeof code === 'string' && FULL_CODES.has(code)) return full(dataDir, firstLine(at.message), error)
-    if (code === FULL_SQLSTATE) return full(dataDir, `PostgreSQL: ${firstLine(at.message)}`, error)
-  }
-  return undefined
+  const said = diskFull(error)
+  return said === undefined ? undefined : full(dataDir, said, error)
 }
 
 // The same for a PostgreSQL server that would not start, or initdb that failed, without saying
@@ -41,8 +30,4 @@ function full(dataDir: string, said: string, error: unknown): Failure {
     {},
     { cause: error },
   )
-}
-
-function firstLine(text: string): string {
-  return (text.split('\n')[0] ?? '').trim()
 }
