@@ -95,8 +95,8 @@ async function eraseCommand(
         return 1
       }
       if (!isFailure(error, 'ERASURE_PENDING'))
-        return reportDatabaseFailure(error, 'owners erase failed', config.storage)
-      const cause = diskFull(error.cause) ? databaseCause(error.cause, config.storage) : error.message
+        return reportDatabaseFailure(error, 'owners erase failed', storage)
+      const cause = diskFull(error.cause) ? databaseCause(error.cause, storage) : error.message
       say(`${cause}; the owner is hidden, the erasure pending: run the command again to complete it`)
       return 1
     } finally {
