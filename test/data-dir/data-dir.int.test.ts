@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type DataDir, openDataDir } from '../../src/data-dir/data-dir.ts'
+import { lookAt, lookWithLs } from '../../src/data-dir/data-dir-parents.ts'
 
 // DATA_DIR's files are reached in the folder that was checked, through its descriptor (Linux's
 // /proc/self/fd/N): whatever is put at DATA_DIR's name after the check is not written or read.
@@ -47,4 +48,21 @@ test('given DATA_DIR swapped for another folder after its check, when its lock i
   } finally {
     await unlock()
   }
+})
+
+test('given a folder, a sticky folder, a file and a link, when ls(1) is asked of each, then it says what the file system says', async () => {
+  const sticky = join(base, 'sticky')
+  await mkdir(sticky, { mode: 0o755 })
+  await Bun.$`chmod 1777 ${sticky}`
+  await writeFile(join(base, 'file'), '', { mode: 0o640 })
+  await symlink('../some where/else', join(base, 'a link'))
+  for (const path of ['/', base, sticky, join(base, 'file'), join(base, 'a link')]) {
+    const [said, found] = await Promise.all([lookWithLs(path), lookAt(path)])
+    expect({ path, ...said, mode: (said?.mode ?? 0) & 0o7777 }).toEqual({
+      path,
+      ...found,
+      mode: (found?.mode ?? 0) & 0o7777,
+    })
+  }
+  expect(await lookWithLs(join(base, 'missing'))).toBeUndefined()
 })
