@@ -8,6 +8,7 @@ import {
   newKeyEncryptionKey,
 } from '../crypto/key-encryption-keys.ts'
 import { createKeyring } from '../crypto/keyring.ts'
+import { withDataDir } from '../data-dir/data-dir.ts'
 import { LOCAL_KEYS_FILE, readLocalKeys, retireLocalKeys, writeLocalKeys } from '../data-dir/local-keys.ts'
 import { type Database, rowsOf } from '../database/database.ts'
 import { rotateKeys } from '../keys/rotate-keys.ts'
@@ -47,7 +48,7 @@ async function rotate(config: Config): Promise<number> {
         }
         keys = [newKeyEncryptionKey(), ...keys]
         // On disk before anything is wrapped under it.
-        await writeLocalKeys(storage.dataDir, keys)
+        await withDataDir(storage.dataDir, (dataDir) => writeLocalKeys(dataDir, keys))
       }
       const progress = stderrProgress({ label: 'keys rotate', unit: 'keys' })
       const { rewrapped, kept } = await rotateKeys(db, createKeyring(keys), {
@@ -57,16 +58,16 @@ async function rotate(config: Config): Promise<number> {
       let dropped: string[] = []
       if (generated && storage.dataDir) {
         say(unrestorableExports(keys.slice(1).map(keyEncryptionKeyId), storage.dataDir))
-        await writeLocalKeys(storage.dataDir, keys.slice(0, 1))
+        await withDataDir(storage.dataDir, (dataDir) => writeLocalKeys(dataDir, keys.slice(0, 1)))
         dropped = keys.slice(1).map(keyEncryptionKeyId)
       } else if (config.storage.kind === 'embedded') {
         const { dataDir } = config.storage
         const inUse = await wrappingIds(db)
-        const retiring = ((await readLocalKeys(dataDir)) ?? [])
+        const retiring = ((await withDataDir(dataDir, readLocalKeys)) ?? [])
           .map(keyEncryptionKeyId)
           .filter((id) => !inUse.has(id))
         if (retiring.length > 0) say(unrestorableExports(retiring, dataDir))
-        dropped = await retireLocalKeys(dataDir, inUse)
+        dropped = await withDataDir(dataDir, (folder) => retireLocalKeys(folder, inUse))
       }
       say(
         `every owner's key is wrapped under key-encryption key ${first ? keyEncryptionKeyId(first) : '?'} (${rewrapped} re-wrapped, ${kept} already were)${dropped.length > 0 ? `; dropped from DATA_DIR: ${dropped.join(', ')}, under which nothing is wrapped any more` : generated ? '' : '; the others may be dropped now'}`,

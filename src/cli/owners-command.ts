@@ -5,7 +5,7 @@ import { eraseOwner } from '../erasure/erase-owner.ts'
 import { noSuchOwner } from '../erasure/unknown-owner.ts'
 import { erasureFeed } from '../feed/erasure-feed.ts'
 import { feedToErase, recordedFeed } from '../feed/feed-fact.ts'
-import { isDatabaseFull } from '../shared/database-error.ts'
+import { diskFull } from '../shared/disk-full.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
 import { createLogger, silentLogger } from '../shared/logger.ts'
 import { createTracing } from '../tracing/otel-tracing.ts'
@@ -95,8 +95,8 @@ async function eraseCommand(
         return 1
       }
       if (!isFailure(error, 'ERASURE_PENDING'))
-        return reportDatabaseFailure(error, 'owners erase failed', config.storage)
-      const cause = isDatabaseFull(error.cause) ? databaseCause(error.cause, config.storage) : error.message
+        return reportDatabaseFailure(error, 'owners erase failed', storage)
+      const cause = diskFull(error.cause) ? databaseCause(error.cause, storage) : error.message
       say(`${cause}; the owner is hidden, the erasure pending: run the command again to complete it`)
       return 1
     } finally {

@@ -47,7 +47,7 @@ async function rebuild(dryRun: boolean, config: Config): Promise<number> {
       try {
         ;({ diff } = await rebuildWithProgress(db, storage.keyring, dryRun))
       } catch (error) {
-        return reportDatabaseFailure(error, REBUILD_FAILED, config.storage)
+        return reportDatabaseFailure(error, REBUILD_FAILED, storage)
       }
       if (!diff) return 0
       return reportDrift(
@@ -110,7 +110,7 @@ async function verify(config: Config): Promise<number> {
           onUnfit: unfit.report,
         }).finally(progress.finish)
       } catch (error) {
-        return reportDatabaseFailure(error, 'projection verify failed', config.storage)
+        return reportDatabaseFailure(error, 'projection verify failed', storage)
       }
       const { events, diff } = verified
       const drift = reportDrift(

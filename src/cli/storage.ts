@@ -1,8 +1,8 @@
 import process from 'node:process'
 import { type Config, IN_MEMORY } from '../config/config.ts'
-import { fullDataDir } from '../data-dir/full-data-dir.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../database/database.ts'
-import { type EarlierStoreMove, openStorage } from '../opening/open-store.ts'
+import type { EarlierStoreMove } from '../opening/data-dir-store.ts'
+import { openStorage } from '../opening/open-store.ts'
 import { Failure } from '../shared/errors.ts'
 
 // The store a command works on, opened (which applies the migrations) for the length of `run`.
@@ -33,8 +33,8 @@ export async function withStorage(
     if (!untimed) return await run(storage.db, storage)
     return await run(untimed.db, { ...storage, db: untimed.db, keyring: untimed.keyring })
   } catch (error) {
-    // The embedded store's disk filled during the command (keys rotate, say): said as DATA_DIR's.
-    throw (config.storage.kind === 'embedded' && fullDataDir(config.storage.dataDir, error)) || error
+    // The store's disk filled during the command (keys rotate, say): said as the store says it.
+    throw storage.fullDisk?.(error) ?? error
   } finally {
     await untimed?.close()
     await storage.close()

@@ -3,8 +3,8 @@ import { lstat, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import process from 'node:process'
 import { Failure } from '../shared/errors.ts'
-import { isOwnFile, notOwnFile, openOwnFile, ownDataDir } from './own-data-dir.ts'
-import { unwritableDataDir } from './unwritable-data-dir.ts'
+import type { CheckedFolder } from './own-data-dir.ts'
+import { isOwnFile, notOwnFile, openOwnFile } from './own-file.ts'
 
 // How long a busy lock is tried again before the start is refused. A process killed together with
 // its parent (a whole process group) may still be closing its files for a few milliseconds after
@@ -20,12 +20,12 @@ export type Unlock = () => Promise<void>
 // start stops; and two services starting at once would race to make and start the same server.
 // The process id written into the file is only for people (`kill $(cat data/server.pid)`).
 // Returns the lock's release.
-export async function lockDataDir(dataDir: string): Promise<Unlock> {
+export async function lockDataDir(folder: CheckedFolder): Promise<Unlock> {
   const deadline = Date.now() + BUSY_WAIT_MS
   for (;;) {
-    const unlock = await tryLockDataDir(dataDir)
+    const unlock = await tryLockDataDir(folder)
     if (unlock) return unlock
-    if (Date.now() >= deadline) throw new Failure('DATA_DIR_IN_USE', await inUseMessage(dataDir))
+    if (Date.now() >= deadline) throw await dataDirInUse(folder)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
@@ -34,29 +34,26 @@ export async function lockDataDir(dataDir: string): Promise<Unlock> {
 // locked file itself, not through a temporary file renamed over it: the lock is the file's, and a
 // file renamed into place would be another, unlocked one. The file is opened without following a
 // link and written only once it is known to be this user's own.
-export async function tryLockDataDir(dataDir: string): Promise<Unlock | undefined> {
-  await ownDataDir(dataDir)
-  const path = join(dataDir, 'server.pid')
-  const written = await (async () => {
-    const file = await tryLockFile(path)
-    if (!file) return undefined
-    await file.truncate()
-    await file.write(`${process.pid}\n`)
-    return file
-  })().catch((error: unknown) => {
-    throw unwritableDataDir(dataDir, error) ?? error
-  })
-  if (!written) return undefined
+export async function tryLockDataDir(folder: CheckedFolder): Promise<Unlock | undefined> {
+  const file = await tryLockFile(folder.at(LOCK_FILE), join(folder.path, LOCK_FILE))
+  if (!file) return undefined
+  await file.truncate()
+  await file.write(`${process.pid}\n`)
   return async () => {
-    await written.truncate()
-    written.close()
+    await file.truncate()
+    file.close()
   }
 }
 
-export async function inUseMessage(dataDir: string): Promise<string> {
-  const holder = (await readFile(join(dataDir, 'server.pid'), 'utf8').catch(() => '')).trim()
+const LOCK_FILE = 'server.pid'
+
+export async function dataDirInUse(folder: CheckedFolder): Promise<Failure> {
+  const holder = (await readFile(folder.at(LOCK_FILE), 'utf8').catch(() => '')).trim()
   const by = /^\d+$/.test(holder) ? `process ${holder}` : 'another process'
-  return `DATA_DIR ${dataDir} is in use by ${by}; stop it first (one service at a time)`
+  return new Failure(
+    'DATA_DIR_IN_USE',
+    `DATA_DIR ${folder.path} is in use by ${by}; stop it first (one service at a time)`,
+  )
 }
 
 // An exclusive lock on a file, held through an open file descriptor. The operating system drops it
@@ -69,10 +66,11 @@ type LockedFile = {
   close: () => void
 }
 
-// Undefined when another open file description holds the lock. Never waits.
-async function tryLockFile(path: string): Promise<LockedFile | undefined> {
+// Undefined when another open file description holds the lock. Never waits. `path` is how this
+// process reaches the file, `named` what a message calls it.
+async function tryLockFile(path: string, named: string): Promise<LockedFile | undefined> {
   const deno = (globalThis as { Deno?: DenoFiles }).Deno
-  return deno ? tryLockWithDeno(deno, path) : tryLockWithFlock(path)
+  return deno ? tryLockWithDeno(deno, path, named) : tryLockWithFlock(path, named)
 }
 
 type DenoFiles = {
@@ -90,12 +88,16 @@ type DenoFiles = {
 
 // Deno's open has no O_NOFOLLOW: a link is refused before, which holds in a DATA_DIR no one else
 // may write in (data-dir/own-data-dir.ts).
-async function tryLockWithDeno(deno: DenoFiles, path: string): Promise<LockedFile | undefined> {
-  if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw notOwnFile(path)
+async function tryLockWithDeno(
+  deno: DenoFiles,
+  path: string,
+  named: string,
+): Promise<LockedFile | undefined> {
+  if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw notOwnFile(named)
   const file = await deno.open(path, { read: true, write: true, create: true, mode: 0o600 })
   if (!isOwnFile(await file.stat())) {
     file.close()
-    throw notOwnFile(path)
+    throw notOwnFile(named)
   }
   if (!(await file.tryLock(true))) {
     file.close()
@@ -115,8 +117,8 @@ const LIBC_NAMES = ['libc.so.6', 'libc.dylib', 'libc.so']
 const BUN_FFI = 'bun:ffi'
 
 // Bun has no file lock of its own: flock(2) from the C library, on a descriptor from node:fs.
-async function tryLockWithFlock(path: string): Promise<LockedFile | undefined> {
-  const fd = openOwnFile(path, constants.O_RDWR)
+async function tryLockWithFlock(path: string, named: string): Promise<LockedFile | undefined> {
+  const fd = openOwnFile(path, constants.O_RDWR, named)
   const libc = await openLibc().catch((error: unknown) => {
     closeSync(fd)
     throw error

@@ -1,25 +1,25 @@
 import { randomUUID } from 'node:crypto'
 import { constants } from 'node:fs'
-import { chmod, link, mkdir, open, readdir, rename, unlink, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
-import { requireOwnSecretFile, secretFileIsLink } from './own-data-dir.ts'
-import { unwritableDataDir } from './unwritable-data-dir.ts'
+import { chmod, link, open, readdir, rename, unlink, writeFile } from 'node:fs/promises'
+import type { CheckedFolder } from './own-data-dir.ts'
+import { requireOwnSecretFile, secretFileIsLink } from './own-file.ts'
 
 // The files the embedded default makes for itself in DATA_DIR (its token secret, its
-// key-encryption keys), readable by the service's user only (mode 0600).
+// key-encryption keys), readable by the service's user only (mode 0600), each reached in the
+// folder that was checked.
 
-// The text of `name` in `dataDir`, or undefined when there is no such file. A link is not followed,
+// The text of `name` in `folder`, or undefined when there is no such file. A link is not followed,
 // and a file another user could have written is refused (data-dir/own-data-dir.ts).
-export async function readLocalFile(dataDir: string, name: string): Promise<string | undefined> {
+export async function readLocalFile(folder: CheckedFolder, name: string): Promise<string | undefined> {
   let handle: Awaited<ReturnType<typeof open>>
   try {
-    handle = await open(join(dataDir, name), constants.O_RDONLY | constants.O_NOFOLLOW)
+    handle = await open(folder.at(name), constants.O_RDONLY | constants.O_NOFOLLOW)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw secretFileIsLink(dataDir, name, error) ?? error
+    throw secretFileIsLink(folder.path, name, error) ?? error
   }
   try {
-    await requireOwnSecretFile(dataDir, name, await handle.stat())
+    await requireOwnSecretFile(folder.path, name, await handle.stat())
     return await handle.readFile('utf8')
   } finally {
     await handle.close()
@@ -55,31 +55,21 @@ export const DISK_STEPS: SecretFileSteps = {
   remove: (path) => unlink(path),
 }
 
-// Writes `text` as `name` in `dataDir` so that a crash or a power loss at any point leaves either
+export type SecretFileOptions = { replace?: boolean; steps?: SecretFileSteps }
+
+// Writes `text` as `name` in `folder` so that a crash or a power loss at any point leaves either
 // the file as it was (none, or its old text) or the new text, whole: written to a file of its own,
 // synced, put in place, and the folder synced, before the caller wraps anything under a key it
 // holds. Without `replace`, an existing file is kept (when two processes start at once, the first
 // one's text wins, for both). Returns the text the file holds.
 export async function writeSecretFile(
-  dataDir: string,
+  folder: CheckedFolder,
   name: string,
   text: string,
-  options: { replace?: boolean; steps?: SecretFileSteps } = {},
+  { replace = false, steps = DISK_STEPS }: SecretFileOptions = {},
 ): Promise<string> {
-  return writeDurably(dataDir, name, text, options).catch((error: unknown) => {
-    throw unwritableDataDir(dataDir, error) ?? error
-  })
-}
-
-async function writeDurably(
-  dataDir: string,
-  name: string,
-  text: string,
-  { replace = false, steps = DISK_STEPS }: { replace?: boolean; steps?: SecretFileSteps },
-): Promise<string> {
-  await mkdir(dataDir, { recursive: true })
-  const path = join(dataDir, name)
-  const temporary = join(dataDir, `${name}.${randomUUID()}.tmp`)
+  const path = folder.at(name)
+  const temporary = folder.at(`${name}.${randomUUID()}.tmp`)
   await steps.write(temporary, text)
   try {
     await steps.sync(temporary)
@@ -87,34 +77,34 @@ async function writeDurably(
   } catch (error) {
     await steps.remove(temporary).catch(() => {})
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    return (await readLocalFile(dataDir, name)) ?? text
+    return (await readLocalFile(folder, name)) ?? text
   }
   if (!replace) await steps.remove(temporary)
-  await steps.sync(dataDir)
+  await steps.sync(folder.at('.'))
   return text
 }
 
 // The copy writeSecretFile writes first: `<name>.<uuid>.tmp`.
 const UNPLACED_COPY = /^[\w.-]+\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/
 
-// Removes the copies that writes killed before they were put in place left in `dataDir`: each
+// Removes the copies that writes killed before they were put in place left in `folder`: each
 // holds a secret (a key-encryption key list, perhaps one since retired) that nothing reads. Only
 // for the process that holds DATA_DIR, at its start, before it writes any: a copy then is no
 // write's in flight. Returns the names removed.
-export async function removeUnplacedCopies(dataDir: string, steps: SecretFileSteps = DISK_STEPS) {
-  const names = await readdir(dataDir).catch(() => [])
+export async function removeUnplacedCopies(folder: CheckedFolder, steps: SecretFileSteps = DISK_STEPS) {
+  const names = await readdir(folder.at('.')).catch(() => [])
   const unplaced = names.filter((name) => UNPLACED_COPY.test(name))
-  for (const name of unplaced) await steps.remove(join(dataDir, name))
-  if (unplaced.length > 0) await steps.sync(dataDir)
+  for (const name of unplaced) await steps.remove(folder.at(name))
+  if (unplaced.length > 0) await steps.sync(folder.at('.'))
   return unplaced
 }
 
-// Removes `name` from `dataDir` for good: the folder is synced after.
+// Removes `name` from `folder` for good: the folder is synced after.
 export async function removeSecretFile(
-  dataDir: string,
+  folder: CheckedFolder,
   name: string,
   steps: SecretFileSteps = DISK_STEPS,
 ): Promise<void> {
-  await steps.remove(join(dataDir, name))
-  await steps.sync(dataDir)
+  await steps.remove(folder.at(name))
+  await steps.sync(folder.at('.'))
 }

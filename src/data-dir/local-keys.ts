@@ -8,7 +8,8 @@ import {
 } from '../crypto/key-encryption-keys.ts'
 import { postgresClient } from '../database/postgres-client.ts'
 import { Failure } from '../shared/errors.ts'
-import { readLocalFile, removeSecretFile, type SecretFileSteps, writeSecretFile } from './local-file.ts'
+import type { DataDir } from './data-dir.ts'
+import type { SecretFileSteps } from './local-file.ts'
 
 export const LOCAL_KEYS_FILE = 'key-encryption-keys'
 
@@ -22,7 +23,7 @@ export const LOCAL_KEYS_FILE = 'key-encryption-keys'
 // and a key made and kept is one more secret beside the data. So a start, or a command, without
 // the KEK that the stored keys need stops in one line, whatever runs it, and writes nothing.
 // `databaseUrl`: the store's server, asked which KEKs its stored keys are wrapped under.
-export async function generatedKeys(dataDir: string, databaseUrl: string): Promise<KeyEncryptionKeys> {
+export async function generatedKeys(dataDir: DataDir, databaseUrl: string): Promise<KeyEncryptionKeys> {
   const existing = await readLocalKeys(dataDir)
   const needed = await wrappingKeyIds(databaseUrl)
   const have = new Set((existing ?? []).map(keyEncryptionKeyId))
@@ -31,12 +32,12 @@ export async function generatedKeys(dataDir: string, databaseUrl: string): Promi
     const file = existing ? `its ${LOCAL_KEYS_FILE} file lacks` : `it holds no ${LOCAL_KEYS_FILE} file with`
     throw new Failure(
       'BAD_SETTING',
-      `KEY_ENCRYPTION_KEYS is not set, and DATA_DIR ${dataDir} cannot open its owners' keys: ${file} the key-encryption key ${missing.join(', ')} they are wrapped under; set KEY_ENCRYPTION_KEYS (or KEY_ENCRYPTION_KEYS_FILE) to the keys the store was last run with (no key is made in its place)`,
+      `KEY_ENCRYPTION_KEYS is not set, and DATA_DIR ${dataDir.path} cannot open its owners' keys: ${file} the key-encryption key ${missing.join(', ')} they are wrapped under; set KEY_ENCRYPTION_KEYS (or KEY_ENCRYPTION_KEYS_FILE) to the keys the store was last run with (no key is made in its place)`,
     )
   }
   if (existing) return existing
   const made = `${formatKeyEncryptionKeys([newKeyEncryptionKey()])}\n`
-  return keysOf(await writeSecretFile(dataDir, LOCAL_KEYS_FILE, made))
+  return keysOf(await dataDir.writeSecret(LOCAL_KEYS_FILE, made))
 }
 
 // The ids of the KEKs that the stored owners' keys are wrapped under, either form; none before the
@@ -57,32 +58,29 @@ async function wrappingKeyIds(databaseUrl: string): Promise<string[]> {
 
 // Replaces the file's list (`keys rotate`), durably.
 export async function writeLocalKeys(
-  dataDir: string,
+  dataDir: DataDir,
   keys: KeyEncryptionKeys,
   steps?: SecretFileSteps,
 ): Promise<void> {
-  await writeSecretFile(dataDir, LOCAL_KEYS_FILE, `${formatKeyEncryptionKeys(keys)}\n`, {
-    replace: true,
-    steps,
-  })
+  await dataDir.writeSecret(LOCAL_KEYS_FILE, `${formatKeyEncryptionKeys(keys)}\n`, { replace: true, steps })
 }
 
 // After a rotation to a key-encryption key of the operator's (KEY_ENCRYPTION_KEYS), the generated
 // file keeps only the keys something is still wrapped under (`inUse`, by id); with none left it is
 // removed. Returns the ids of the keys it dropped.
-export async function retireLocalKeys(dataDir: string, inUse: Set<string>): Promise<string[]> {
+export async function retireLocalKeys(dataDir: DataDir, inUse: Set<string>): Promise<string[]> {
   const keys = await readLocalKeys(dataDir)
   if (!keys) return []
   const kept = keys.filter((key) => inUse.has(keyEncryptionKeyId(key)))
   const dropped = keys.filter((key) => !kept.includes(key)).map(keyEncryptionKeyId)
   if (dropped.length === 0) return []
-  if (kept.length === 0) await removeSecretFile(dataDir, LOCAL_KEYS_FILE)
+  if (kept.length === 0) await dataDir.removeSecret(LOCAL_KEYS_FILE)
   else await writeLocalKeys(dataDir, kept)
   return dropped
 }
 
-export async function readLocalKeys(dataDir: string): Promise<KeyEncryptionKeys | undefined> {
-  const text = await readLocalFile(dataDir, LOCAL_KEYS_FILE)
+export async function readLocalKeys(dataDir: DataDir): Promise<KeyEncryptionKeys | undefined> {
+  const text = await dataDir.readSecret(LOCAL_KEYS_FILE)
   return text === undefined ? undefined : keysOf(text)
 }
 

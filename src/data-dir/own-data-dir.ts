@@ -1,92 +1,82 @@
 import { closeSync, constants, fstatSync, openSync, type Stats } from 'node:fs'
-import { lstat, mkdir, stat } from 'node:fs/promises'
+import { lstat, mkdir } from 'node:fs/promises'
 import process from 'node:process'
 import { Failure } from '../shared/errors.ts'
 import { runAs } from '../shared/run-as.ts'
-import { unwritableDataDir } from './unwritable-data-dir.ts'
+import { lookAt, lookWithLs, readsEverywhere, type UnsafeWay, walkToDataDir } from './data-dir-parents.ts'
+
+// DATA_DIR once checked and opened: `path` as set (what messages name, and what other programs
+// are given), and `at`, by which this process reaches `name` in the folder that was checked
+// (data-dir/data-dir.ts).
+export type CheckedFolder = { path: string; at: (name: string) => string }
 
 // DATA_DIR holds the token secret and the key-encryption keys, and a service run as root writes
 // its lock and its server's log there. A folder that another local user made first, or may write
-// in, would hand the service that user's secret, keys and links. So DATA_DIR is made here when it
-// is missing, and one that exists is used only if it belongs to this process's user and no one
-// else may write in it. A link as DATA_DIR (./data → /srv/plants) is followed only if it is this
-// user's or root's, and its target is held to the same rule.
-export async function ownDataDir(dataDir: string): Promise<void> {
-  // 0755 whatever the umask leaves (0775 under a umask of 0002), which this check would refuse.
-  await mkdir(dataDir, { recursive: true, mode: 0o755 }).catch((error: unknown) => {
-    throw unwritableDataDir(dataDir, error) ?? error
-  })
+// in, would hand the service that user's secret, keys and links; a folder above it that they may
+// change lets them move it away and put their own in its place (a new secret: every token void; a
+// new, empty database). So DATA_DIR is used only if every folder on the way to it is this user's or
+// root's and writable by no one else (data-dir/data-dir-parents.ts), and it is itself this user's
+// and writable by no one else; a missing one is made, once the way to it is known to be safe. A
+// link as DATA_DIR (./data → /srv/plants) is followed only if it is this user's or root's, and the
+// way to its target is held to the same rule. Returns the descriptor of the folder opened, which
+// reaches the folder that was checked whatever is put at its name since; undefined where users
+// have no ids (Windows).
+export async function openOwnDataDir(dataDir: string): Promise<number | undefined> {
   const uid = process.getuid?.()
-  // Windows: no owners to compare.
-  if (uid === undefined) return
+  if (uid === undefined) {
+    await makeDataDir(dataDir)
+    return undefined
+  }
+  const way = await walkToDataDir(dataDir, uid, readsEverywhere() ? lookAt : lookWithLs)
+  if (way.unsafe) throw await unsafeWayFailure(dataDir, way.unsafe, uid)
+  if (way.missing) await makeDataDir(dataDir)
   const entry = await lstat(dataDir)
-  const found = entry.isSymbolicLink() ? await stat(dataDir) : entry
   // Another user's link could be pointed elsewhere at any time.
   if (entry.isSymbolicLink() && entry.uid !== uid && entry.uid !== 0) {
     throw await belongsToAnother(`DATA_DIR ${dataDir} (a link)`, entry.uid, uid, dataDir)
   }
-  if (found.uid !== uid) throw await belongsToAnother(`DATA_DIR ${dataDir}`, found.uid, uid, dataDir)
-  if (writableByOthers(found)) {
-    throw new Failure(
-      'EMBEDDED_UNAVAILABLE',
-      `DATA_DIR ${dataDir} may be written by other users than its owner, ${await userName(uid)} (mode ${modeOf(found)}): they could put their own token secret, keys or links in it; chmod go-w ${dataDir}, or set DATA_DIR to a folder of this user's alone`,
-    )
-  }
-}
-
-// A secret file of DATA_DIR (its token secret, its key-encryption keys), opened without following
-// a link: read only if it is a file of this user's that no one else may read or write.
-export async function requireOwnSecretFile(dataDir: string, name: string, found: Stats): Promise<void> {
-  const uid = process.getuid?.()
-  if (uid === undefined) return
-  if (found.isFile() && found.uid === uid && (found.mode & 0o077) === 0) return
-  const what = found.isFile()
-    ? `a file of ${await userName(found.uid)} with mode ${modeOf(found)}`
-    : 'not a file'
-  throw new Failure(
-    'EMBEDDED_UNAVAILABLE',
-    `DATA_DIR ${dataDir}'s ${name} is ${what}, not this user's alone (${await userName(uid)}, mode 0600): another user could have written it; if you did, chown ${uid} and chmod 600 it, or else remove it and whatever was made with it`,
-  )
-}
-
-// The message of a secret file that is a link (opened with O_NOFOLLOW: ELOOP).
-export function secretFileIsLink(dataDir: string, name: string, error: unknown): Failure | undefined {
-  if ((error as NodeJS.ErrnoException).code !== 'ELOOP') return undefined
-  return new Failure(
-    'EMBEDDED_UNAVAILABLE',
-    `DATA_DIR ${dataDir}'s ${name} is a symbolic link, which is not followed: put the file itself there (mode 0600), or remove the link`,
-  )
-}
-
-// What a file this process writes in DATA_DIR or in a folder it handed to the server's user (a
-// lock, a server's log) must be once opened, without following a link: a file of this user's that
-// no other name leads to (a hard link another user made would name a file of this user's elsewhere).
-export type OpenedFile = { isFile: boolean; uid: number | null; nlink: number | null }
-
-export function isOwnFile(found: OpenedFile): boolean {
-  const uid = process.getuid?.()
-  return found.isFile && (uid === undefined || found.uid === uid) && found.nlink === 1
-}
-
-// Opens `path` to write (made, 0600, when missing) without following a link: its descriptor, or
-// notOwnFile when it is anything but a file of this user's alone.
-export function openOwnFile(path: string, flags: number): number {
-  let fd: number
+  // Followed when DATA_DIR is a link (of this user's or root's, checked above).
+  const fd = openSync(dataDir, DIRECTORY)
   try {
-    fd = openSync(path, flags | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
+    const found = fstatSync(fd)
+    if (found.uid !== uid) throw await belongsToAnother(`DATA_DIR ${dataDir}`, found.uid, uid, dataDir)
+    if (writableByOthers(found)) {
+      throw new Failure(
+        'EMBEDDED_UNAVAILABLE',
+        `DATA_DIR ${dataDir} may be written by other users than its owner, ${await userName(uid)} (mode ${modeOf(found)}): they could put their own token secret, keys or links in it; chmod go-w ${dataDir}, or set DATA_DIR to a folder of this user's alone`,
+      )
+    }
+    return fd
   } catch (error) {
-    throw (error as NodeJS.ErrnoException).code === 'ELOOP' ? notOwnFile(path) : error
+    closeSync(fd)
+    throw error
   }
-  const found = fstatSync(fd)
-  if (isOwnFile({ isFile: found.isFile(), uid: found.uid, nlink: found.nlink })) return fd
-  closeSync(fd)
-  throw notOwnFile(path)
 }
 
-export function notOwnFile(path: string): Failure {
+const DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY
+
+// 0755 whatever the umask leaves (0775 under a umask of 0002), which the check would refuse.
+async function makeDataDir(dataDir: string): Promise<void> {
+  await mkdir(dataDir, { recursive: true, mode: 0o755 })
+}
+
+async function unsafeWayFailure(dataDir: string, unsafe: UnsafeWay, uid: number): Promise<Failure> {
+  const { path, owner, openFolder, mode } = unsafe
+  const anyFolder = 'set DATA_DIR to a folder whose every parent only root or this user may change'
+  const [what, fix] = openFolder
+    ? [
+        `belongs to ${await userName(owner)}, in ${openFolder.path}, where every user may make files (mode ${fullMode(openFolder.mode)})`,
+        anyFolder,
+      ]
+    : mode === undefined
+      ? [`belongs to ${await userName(owner)}`, `chown ${uid} ${path}, or ${anyFolder}`]
+      : [
+          `users other than its owner may write in (mode ${fullMode(mode)})`,
+          `chmod go-w ${path}, or ${anyFolder}`,
+        ]
   return new Failure(
     'EMBEDDED_UNAVAILABLE',
-    `${path} is not a file of this user's alone (a link, or another user's file), and is not written through: remove it`,
+    `DATA_DIR ${dataDir} lies below ${path}, which ${what}: another user could move DATA_DIR away and put their own in its place; ${fix}`,
   )
 }
 
@@ -101,13 +91,18 @@ function writableByOthers(found: Stats): boolean {
   return (found.mode & 0o022) !== 0
 }
 
-function modeOf(found: Stats): string {
+export function modeOf(found: Stats): string {
   return `0${(found.mode & 0o777).toString(8)}`
+}
+
+// With the sticky bit, which modeOf leaves out.
+function fullMode(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, '0')
 }
 
 // `nobody (uid 65534)`, or the uid alone when the system names no user for it. `id` asks the
 // system's user database (NSS), not only /etc/passwd.
-async function userName(uid: number): Promise<string> {
+export async function userName(uid: number): Promise<string> {
   const { code, stdout } = await runAs(undefined, 'id', ['-nu', String(uid)])
   const name = stdout.trim()
   return code === 0 && name !== '' ? `${name} (uid ${uid})` : `uid ${uid}`

@@ -2,6 +2,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import type { KeyEncryptionKeys } from '../crypto/key-encryption-keys.ts'
 import { createKeyring, type Keyring } from '../crypto/keyring.ts'
+import type { Failure } from '../shared/errors.ts'
 import { postgresClient } from './postgres-client.ts'
 import { primaryHost } from './primary-host.ts'
 
@@ -46,6 +47,9 @@ export type DatabaseHandle = {
   processIds?: () => Promise<number[]>
   // The DATA_DIR this process holds, having started its server (not a command beside a service).
   dataDir?: string
+  // The store's own one line for an error that says its disk is full: on the embedded store of a
+  // DATA_DIR, naming it (data-dir/data-dir.ts); undefined for any other error.
+  fullDisk?: (error: unknown) => Failure | undefined
   // Resolves with what happened if that server ends while the handle is open.
   lost?: Promise<string | undefined>
   close: () => Promise<void>

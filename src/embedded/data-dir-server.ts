@@ -1,10 +1,9 @@
 import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { inUseMessage, lockDataDir, tryLockDataDir, type Unlock } from '../data-dir/data-dir-lock.ts'
-import { fullDataDirAtStart } from '../data-dir/full-data-dir.ts'
+import type { DataDir } from '../data-dir/data-dir.ts'
+import type { Unlock } from '../data-dir/data-dir-lock.ts'
 import { socketUrl } from '../database/postgres-client.ts'
-import { Failure } from '../shared/errors.ts'
 import { checkReach, removeHandedOver } from '../shared/run-as.ts'
 import { postgresBinaries } from './binaries.ts'
 import { ensureCluster, ownDataFolder, SUPERUSER } from './cluster.ts'
@@ -40,13 +39,15 @@ const BESIDE_WAIT_MS = 30_000
 // The PostgreSQL server of a DATA_DIR. A service starts it and holds DATA_DIR while it runs; a
 // second service is refused. A command of the CLI (`beside`) starts one for its run when no
 // service holds DATA_DIR, and otherwise works beside the service, on its server's socket, as
-// commands work beside a service on any PostgreSQL.
-export async function openDataDirServer(dataDir: string, { beside = false } = {}): Promise<EmbeddedServer> {
-  if (!beside) return startOwnServer(dataDir, await lockDataDir(dataDir))
-  const folder = join(resolve(dataDir), POSTGRES_FOLDER)
+// commands work beside a service on any PostgreSQL. The server is given DATA_DIR's paths by name
+// (it is another process, and another user's when this one is root): that they name the folder
+// that was checked is what the check of every folder above DATA_DIR keeps true.
+export async function openDataDirServer(dataDir: DataDir, { beside = false } = {}): Promise<EmbeddedServer> {
+  if (!beside) return startOwnServer(dataDir.path, await dataDir.lock())
+  const folder = join(resolve(dataDir.path), POSTGRES_FOLDER)
   for (const deadline = Date.now() + BESIDE_WAIT_MS; Date.now() < deadline; await sleep(50)) {
-    const unlock = await tryLockDataDir(dataDir)
-    if (unlock) return startOwnServer(dataDir, unlock)
+    const unlock = await dataDir.tryLock()
+    if (unlock) return startOwnServer(dataDir.path, unlock)
     const running = await runningPostmaster(folder)
     if (running?.ready) {
       const pid = running.pid
@@ -58,7 +59,7 @@ export async function openDataDirServer(dataDir: string, { beside = false } = {}
       }
     }
   }
-  throw new Failure('DATA_DIR_IN_USE', await inUseMessage(dataDir))
+  throw await dataDir.inUse()
 }
 
 async function startOwnServer(dataDir: string, unlock: Unlock): Promise<EmbeddedServer> {
@@ -108,8 +109,7 @@ async function startOwnServer(dataDir: string, unlock: Unlock): Promise<Embedded
     }
   } catch (error) {
     await unlock()
-    // initdb, or the server's start, stopped for want of room: said as DATA_DIR's.
-    throw (await fullDataDirAtStart(dataDir, error)) ?? error
+    throw error
   }
 }
 

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
-import { isDatabaseFull, isDatabaseUnavailable } from '../shared/database-error.ts'
+import { isDatabaseUnavailable } from '../shared/database-error.ts'
+import { diskFull } from '../shared/disk-full.ts'
 import { Failure, type FailureCode, isFailure } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import { errorResponse } from './http-error.ts'
@@ -63,7 +64,7 @@ export function failureOf(
         : new Failure('NOT_FOUND', `no such path: ${path}`)
     }
   }
-  if (isDatabaseFull(error))
+  if (diskFull(error))
     return new Failure(
       'DATABASE_FULL',
       'the database has no room left to write; retry later',

@@ -13,7 +13,8 @@ import {
 import { type Appended, appendEvents, readPlantStream, type StreamAppend } from '../event-log/append.ts'
 import type { OwnerKeyCache } from '../event-log/owner-keys.ts'
 import { groupCommit } from '../shared/batching.ts'
-import { isDatabaseFull, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
+import { isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
+import { diskFull } from '../shared/disk-full.ts'
 import { inSpan, type Tracing } from '../tracing/tracing.ts'
 
 // A create's answer: the decision, and the position of the plant's event in the log (the new one,
@@ -95,7 +96,7 @@ export async function createPlants(
   try {
     return (await appendWithRetries(db, keys, requests)).map((value) => ({ status: 'fulfilled', value }))
   } catch (error) {
-    if (requests.length === 1 || isDatabaseUnavailable(error) || isDatabaseFull(error)) {
+    if (requests.length === 1 || isDatabaseUnavailable(error) || diskFull(error)) {
       return requests.map(() => ({ status: 'rejected', reason: error }))
     }
     const results: PromiseSettledResult<CreateResult>[] = []

@@ -44,11 +44,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   })
 }
 
-// The database could not write for want of room on its disk (SQLSTATE 53100, disk_full).
-export function isDatabaseFull(error: unknown): boolean {
-  return postgresErrorCode(error) === '53100'
-}
-
 export function postgresErrorCode(error: unknown): string | undefined {
   return causesOf(error)
     .map(({ code }) => code)

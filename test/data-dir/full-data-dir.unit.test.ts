@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { fullDataDir } from '../../src/data-dir/full-data-dir.ts'
+import { fullDataDir } from '../../src/data-dir/data-dir-failure.ts'
 import { Failure } from '../../src/shared/errors.ts'
 
 const REMEDY =

@@ -189,3 +189,90 @@ describe('as root, a link planted where root writes', () => {
     }
   }, 120_000)
 })
+
+// DATA_DIR is ours all the way down: a folder above it that another user may change lets them move
+// it away and put their own in its place, so every folder on the way to it must be root's or ours
+// and writable by no one else, but a sticky folder (as /tmp) above a folder of ours or root's.
+describe('as root, a DATA_DIR below a folder that is not only ours', () => {
+  const FIX = 'set DATA_DIR to a folder whose every parent only root or this user may change'
+
+  // The server's start and two commands on `dataDir` are each refused in the one line that names
+  // the folder or link at fault (`where`), what is wrong with it and the fix.
+  async function expectRefusedBelow(dataDir: string, where: string, what: string, fix = FIX) {
+    const line = `DATA_DIR ${dataDir} lies below ${where}, which ${what}: another user could move DATA_DIR away and put their own in its place; ${fix}`
+    expect(await everyEntry(dataDir)).toEqual(refusedEverywhere(line))
+  }
+
+  test('given a store in x/data, x then opened to every user without the sticky bit, when nobody moves data away, then the server and every command refuse in one line naming DATA_DIR, x and the fix, and no new secret or database is made in its place', async () => {
+    // given a store whose folder x was root's alone when it was made, and a token issued from it
+    const x = join(await folder(), 'x')
+    await mkdir(x, { mode: 0o755 })
+    const dataDir = join(x, 'data')
+    expect((await runCli(['db', 'migrate'], { DATA_DIR: dataDir })).exitCode).toBe(0)
+    expect((await runCli(['token', 'issue', 'victim'], { DATA_DIR: dataDir })).exitCode).toBe(0)
+    const secret = await readFile(join(dataDir, 'auth-secret'), 'utf8')
+    // and x then opened to every user, with no sticky bit
+    await chmod(x, 0o777)
+    // when nobody moves DATA_DIR away
+    runAsNobody('mv "$0/data" "$0/moved"', x)
+    // then
+    await expectRefusedBelow(
+      dataDir,
+      x,
+      'users other than its owner may write in (mode 0777)',
+      `chmod go-w ${x}, or ${FIX}`,
+    )
+    expect(await readdir(x)).toEqual(['moved'])
+    expect(await readFile(join(x, 'moved', 'auth-secret'), 'utf8')).toBe(secret)
+  }, 120_000)
+
+  test.each([
+    ['writable by its group', 0o775, 0, 'users other than its owner may write in (mode 0775)'],
+    ['of nobody', 0o755, NOBODY, `belongs to nobody (uid ${NOBODY})`],
+  ])(
+    'given DATA_DIR in a folder %s, when the server or a command starts, then each is refused in one line and nothing is made',
+    async (_, mode, owner, what) => {
+      const x = join(await folder(), 'x')
+      await mkdir(x)
+      await chmod(x, mode)
+      await chown(x, owner, owner)
+      const dataDir = join(x, 'data')
+      const fix = owner === 0 ? `chmod go-w ${x}, or ${FIX}` : `chown 0 ${x}, or ${FIX}`
+      await expectRefusedBelow(dataDir, x, what, fix)
+      expect(await readdir(x)).toEqual([])
+    },
+    120_000,
+  )
+
+  test("given a sticky folder every user may write in, when DATA_DIR lies below nobody's folder in it, then each entry is refused; when below root's folder, a token is issued", async () => {
+    // given
+    const tmp = await folder()
+    await chmod(tmp, 0o1777)
+    runAsNobody('mkdir -m 755 "$0/theirs"', tmp)
+    await mkdir(join(tmp, 'ours'), { mode: 0o755 })
+    const theirs = join(tmp, 'theirs', 'data')
+    // when, then
+    await expectRefusedBelow(
+      theirs,
+      join(tmp, 'theirs'),
+      `belongs to nobody (uid ${NOBODY})`,
+      `chown 0 ${join(tmp, 'theirs')}, or ${FIX}`,
+    )
+    const ours = await runCli(['token', 'issue', 'owner'], { DATA_DIR: join(tmp, 'ours', 'data') })
+    expect({ code: ours.exitCode, stderr: ours.stderr }).toEqual({ code: 0, stderr: '' })
+  }, 120_000)
+
+  test("given DATA_DIR reached through nobody's link in a sticky folder, when the server or a command starts, then each is refused in one line naming the link, and nothing is made where it points", async () => {
+    const tmp = await folder()
+    await chmod(tmp, 0o1777)
+    const target = await folder()
+    runAsNobody('ln -s "$1" "$0/way"', tmp, target)
+    const dataDir = join(tmp, 'way', 'data')
+    await expectRefusedBelow(
+      dataDir,
+      join(tmp, 'way'),
+      `belongs to nobody (uid ${NOBODY}), in ${tmp}, where every user may make files (mode 1777)`,
+    )
+    expect(await readdir(target)).toEqual([])
+  }, 120_000)
+})

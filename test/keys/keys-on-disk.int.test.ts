@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import { seal, streamIdOf } from '../../src/crypto/sealing.ts'
+import { openDataDir } from '../../src/data-dir/data-dir.ts'
 import { rowsOf } from '../../src/database/database.ts'
 import { postgresClient } from '../../src/database/postgres-client.ts'
 import { openDataDirServer } from '../../src/embedded/data-dir-server.ts'
@@ -129,7 +130,7 @@ async function previousVersionStore(dataDir: string): Promise<void> {
   await mkdir(join(folder, 'meta'))
   await writeFile(join(folder, 'meta', '_journal.json'), JSON.stringify(journal))
   for (const { tag } of journal.entries) await cp(`db/migrations/${tag}.sql`, join(folder, `${tag}.sql`))
-  const server = await openDataDirServer(dataDir)
+  const server = await openDataDirServer(await openDataDir(dataDir))
   const client = postgresClient(server.url, { max: 1, onnotice: () => {} })
   try {
     const db = drizzlePostgres({ client })
@@ -163,7 +164,7 @@ test('given a store whose keys an earlier version stored raw, when it first star
   const dataDir = await makeDataDir('keys-upgrade-')
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }))
   await previousVersionStore(dataDir)
-  const before = await openDataDirServer(dataDir)
+  const before = await openDataDirServer(await openDataDir(dataDir))
   const client = postgresClient(before.url, { max: 1, onnotice: () => {} })
   const rawRows = await client`select key, pg_relation_filepath('owner_keys') as file from owner_keys`
   await client.end()

@@ -5,6 +5,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import type { Config } from '../../src/config/config.ts'
+import { openDataDir } from '../../src/data-dir/data-dir.ts'
 import { type Database, type DatabaseHandle, openPostgres } from '../../src/database/database.ts'
 import { postgresClient } from '../../src/database/postgres-client.ts'
 import { openDataDirServer } from '../../src/embedded/data-dir-server.ts'
@@ -63,7 +64,7 @@ export async function createLegacyStore(
     }
   }
   const dataDir = await makeDataDir('legacy-store-')
-  const server = await openDataDirServer(dataDir)
+  const server = await openDataDirServer(await openDataDir(dataDir))
   try {
     await migrateAndFill(server.url)
   } finally {
@@ -81,7 +82,7 @@ export async function openAsIs({ storage }: LegacyStore): Promise<DatabaseHandle
     return openPostgres({ keys: TEST_KEYS, url: storage.url, poolSize: 1, statementTimeoutMs: 60_000 })
   }
   if (storage.kind !== 'embedded') throw new Error('a legacy store is kept on disk')
-  const server = await openDataDirServer(storage.dataDir)
+  const server = await openDataDirServer(await openDataDir(storage.dataDir))
   const handle = openPostgres({ keys: TEST_KEYS, url: server.url, poolSize: 1, statementTimeoutMs: 60_000 })
   return {
     ...handle,

@@ -18,7 +18,7 @@ export async function makeDataDir(prefix: string): Promise<string> {
 }
 
 // The token secret a server run as another user made in `dataDir`, read as the file it is: the
-// service itself, rightly, trusts no secret file of another user's (src/data-dir/own-data-dir.ts).
+// service itself, rightly, trusts no secret file of another user's (src/data-dir/own-file.ts).
 export async function otherUsersSecret(dataDir: string): Promise<Uint8Array> {
   const text = await readFile(join(dataDir, 'auth-secret'), 'utf8')
   return new Uint8Array(Buffer.from(text.trim(), 'base64url'))

@@ -4,6 +4,7 @@
 // Run: bun test/support/stopped-secret-write.ts <dataDir> <stopAt> <keys, comma-separated>
 import process from 'node:process'
 import { parseKeyEncryptionKeys } from '../../src/crypto/key-encryption-keys.ts'
+import { withDataDir } from '../../src/data-dir/data-dir.ts'
 import { DISK_STEPS, type SecretFileSteps } from '../../src/data-dir/local-file.ts'
 import { writeLocalKeys } from '../../src/data-dir/local-keys.ts'
 
@@ -28,5 +29,5 @@ const steps: SecretFileSteps = {
   place: stopping(DISK_STEPS.place),
   remove: DISK_STEPS.remove,
 }
-await writeLocalKeys(dataDir, keys, steps)
+await withDataDir(dataDir, (folder) => writeLocalKeys(folder, keys, steps))
 process.stdout.write('written\n')
