@@ -53,32 +53,47 @@ export function watchEventLogReadersHeld({
     const key = `${holder.pid}:${holder.xid}`
     if (warned === key) return
     warned = key
-    const { xid: _, ...named } = holder
-    logger.warn(
-      { holder: named },
-      "a long transaction holds the log's readers back (feed, change streams, export): end it",
-    )
+    const { xid: _, ownDatabase, ...named } = holder
+    logger.warn({ holder: named }, readersHeldWarning(named, ownDatabase))
   }
   return repeatEvery(checkEveryMs, check, (error) => logger.debug({ err: error }, 'log readers check failed'))
 }
 
-async function oldestTransaction(db: Database): Promise<(HoldingBackend & { xid: string }) | undefined> {
+// What the warning asks depends on whose transaction it is: one in another database of a shared
+// server belongs to someone else, whom the operator may have to ask, or move away from.
+export function readersHeldWarning(holder: HoldingBackend, ownDatabase: string): string {
+  const held = "a long transaction holds this service's log readers back (feed, change streams, export)"
+  const why =
+    "transaction ids are the server's, so the readers wait for the oldest transaction in any of its databases"
+  if (holder.database === ownDatabase)
+    return `${held}: it is in this service's own database; end it (pg_terminate_backend(${holder.pid}) if it is abandoned)`
+  const where =
+    holder.database === null
+      ? 'in a database this role may not see (grant it pg_read_all_stats to know which)'
+      : `in another database of this PostgreSQL server (${holder.database})`
+  return `${held}: it is ${where}, and ${why}; its owner can end it, or the operator can give this service a PostgreSQL server of its own`
+}
+
+async function oldestTransaction(
+  db: Database,
+): Promise<(HoldingBackend & { xid: string; ownDatabase: string }) | undefined> {
   const [row] = rowsOf<{
     pid: number
     database: string | null
     state: string | null
     age: number
     xid: string
+    own: string
   }>(
     await db.execute(sql`
-      select pid, datname as database, state, backend_xid::text as xid,
+      select pid, datname as database, state, backend_xid::text as xid, current_database() as own,
              extract(epoch from clock_timestamp() - coalesce(xact_start, backend_start))::float8 as age
       from pg_stat_activity
       where backend_xid is not null
       order by age(backend_xid) desc
       limit 1`),
   )
-  return row === undefined
-    ? undefined
-    : { pid: row.pid, database: row.database, state: row.state, ageSeconds: row.age, xid: row.xid }
+  if (row === undefined) return undefined
+  const { pid, database, state, age, xid, own } = row
+  return { pid, database, state, ageSeconds: age, xid, ownDatabase: own }
 }

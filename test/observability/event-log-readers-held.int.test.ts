@@ -71,6 +71,12 @@ test('a long transaction in another database: the gauge rises and one warning na
     expect(warnings).toHaveLength(1)
     expect(warnings[0].holder).toMatchObject({ pid, database: other.name, state: 'idle in transaction' })
     expect(warnings[0].holder.ageSeconds).toBeGreaterThan(1)
+    // and it says the transaction is another database's, why it holds this service's readers
+    // still, and what its owner or the operator can do
+    expect(warnings[0].msg).toContain(`in another database of this PostgreSQL server (${other.name})`)
+    expect(warnings[0].msg).toContain("transaction ids are the server's")
+    expect(warnings[0].msg).toContain('its owner can end it')
+    expect(warnings[0].msg).toContain('a PostgreSQL server of its own')
     // when it ends
     await holder`commit`
     holder.release()
