@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs'
-import { type KeyEncryptionKeys, parseKeyEncryptionKeys } from '../crypto/key-encryption-keys.ts'
-import { TARGET_SESSION_ATTRS, withTargetSessionAttrs } from '../database/target-session-attrs.ts'
+import type { KeyEncryptionKeys } from '../crypto/key-encryption-keys.ts'
+import { withTargetSessionAttrs } from '../database/target-session-attrs.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
-import { parseResourceAttributes } from './resource-attributes.ts'
-import { SETTINGS, type Setting, type SettingName } from './settings.ts'
+import type { Checked } from './setting-rules.ts'
+import { type Sampler, SETTINGS, type Setting, type SettingName } from './settings.ts'
 
 export type Config = {
   host: string
@@ -65,16 +64,6 @@ export type TracingConfig = {
   ratio: number
 }
 
-export const SAMPLERS = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-] as const
-export type Sampler = (typeof SAMPLERS)[number]
-
 export type FeedConfig = {
   servers: string[]
   stream: string
@@ -100,61 +89,97 @@ type Env = Record<string, string | undefined>
 // The DATA_DIR value that keeps the embedded database in memory.
 export const IN_MEMORY = 'memory:'
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
-const LOG_FORMATS: Config['logFormat'][] = ['auto', 'json', 'pretty']
-
 // What a process needs set beside valid values: the server needs both, `token issue` the first.
 export type Need = 'token keys' | 'key-encryption keys'
 
-// How a setting is read: `check` runs a reading that may throw a bad setting, `refuse` names one;
-// either way the problem is kept and the load goes on to the next setting (see loadConfig).
-type Reading = { check: <T>(read: () => T) => T; refuse: (message: string) => void }
-
 // The only reader of the environment, for the variables of src/config/settings.ts and with their
-// defaults. Every bad value, and every missing setting of `needs`, is named in one line, all of them
-// at once: a start that stopped on the first would take one start per mistake.
+// defaults. Every variable set is checked by its row's rule, whether what reads it runs or not;
+// then the settings that go together are checked together, and the `needs`. Every problem is named
+// in one line, all of them at once: a start that stopped on the first would take one start per
+// mistake.
 export function loadConfig(env: Env, needs: Need[] = []): Config {
-  const problems: string[] = []
+  const problems = refusedSettings(env)
   const refuse = (message: string) => {
     problems.push(message)
   }
-  const check: Reading['check'] = (read) => {
+  const config = readConfig(env, refuse)
+  for (const need of needs) {
     try {
-      return read()
+      requireSetting(config, env, need)
     } catch (error) {
       if (!isFailure(error, 'BAD_SETTING')) throw error
       refuse(error.message)
-      // Never read: the problems stop the load below.
-      return undefined as never
     }
   }
-  const config = readConfig(env, { check, refuse })
-  for (const need of needs) check(() => requireSetting(config, env, need))
   if (problems.length > 0) throw new Failure('BAD_SETTING', problems.join('\n'))
   return config
 }
 
-function readConfig(env: Env, reading: Reading): Config {
-  const { check, refuse } = reading
-  const dataDir = text(env, 'DATA_DIR')
-  const databaseUrl = text(env, 'DATABASE_URL')
-  const postgres = databaseUrl !== undefined
-  if (postgres && !/^postgres(ql)?:\/\//.test(databaseUrl))
-    refuse('DATABASE_URL must be a postgres:// or postgresql:// URL')
-  const secretText = text(env, 'AUTH_JWT_SECRET')
-  const secret = secretText === undefined ? undefined : new TextEncoder().encode(secretText)
-  if (secret && secret.byteLength < 32) refuse('AUTH_JWT_SECRET must be at least 32 bytes long')
-  const jwksUrl = text(env, 'AUTH_JWKS_URL')
-  if (jwksUrl !== undefined && !URL.canParse(jwksUrl)) refuse('AUTH_JWKS_URL must be a URL')
+// One line for each variable set whose value its row's rule refuses, in the table's order; a
+// family's row (a name ending in `*`) checks every variable of the family.
+function refusedSettings(env: Env): string[] {
+  const problems: string[] = []
+  for (const [row, { rule }] of Object.entries(SETTINGS as Record<string, Setting>)) {
+    const names = row.endsWith('*')
+      ? Object.keys(env)
+          .filter((name) => name.startsWith(row.slice(0, -1)) && !Object.hasOwn(SETTINGS, name))
+          .sort()
+      : [row]
+    for (const name of names) {
+      const given = env[name]?.trim()
+      if (given === undefined || given === '') continue
+      const read = rule(given, name)
+      if ('refused' in read) problems.push(`${name} ${read.refused}`)
+    }
+  }
+  return problems
+}
+
+type Value<N extends SettingName> = (typeof SETTINGS)[N]['rule'] extends (
+  value: string,
+  name: string,
+) => Checked<infer T>
+  ? T
+  : never
+
+type Defaulted = {
+  [N in SettingName]: (typeof SETTINGS)[N] extends { fallback: string } ? N : never
+}[SettingName]
+
+// A variable's value as its rule reads it, or its default when it is unset, blank or refused (the
+// refusal is already among the problems); undefined for one unset that has no default.
+function setting<N extends SettingName>(
+  env: Env,
+  name: N,
+): N extends Defaulted ? Value<N> : Value<N> | undefined
+function setting(env: Env, name: SettingName): unknown {
+  const row: Setting = SETTINGS[name]
+  for (const given of [env[name]?.trim(), row.fallback]) {
+    if (given === undefined || given === '') continue
+    const read = row.rule(given, name)
+    if ('value' in read) return read.value
+  }
+  return undefined
+}
+
+// Whether the variable is set at all, whatever its value: which storage a start chose does not
+// change with a typo in the URL.
+const given = (env: Env, name: SettingName) => (env[name]?.trim() ?? '') !== ''
+
+function readConfig(env: Env, refuse: (message: string) => void): Config {
+  const postgres = given(env, 'DATABASE_URL')
+  const dataDir = setting(env, 'DATA_DIR')
   const inMemory = !postgres && dataDir === IN_MEMORY
-  const keys = check(() => keyEncryptionKeys(env))
+  const secret = setting(env, 'AUTH_JWT_SECRET')
+  const jwksUrl = setting(env, 'AUTH_JWKS_URL')
+  const keys = keyEncryptionKeys(env, refuse)
   return {
-    host: text(env, 'HOST'),
-    port: check(() => integer(env, 'PORT', 0, 65535)),
-    logLevel: check(() => oneOf(env, 'LOG_LEVEL', LOG_LEVELS)),
-    logFormat: check(() => oneOf(env, 'LOG_FORMAT', LOG_FORMATS)),
-    requestTimeoutMs: check(() => integer(env, 'REQUEST_TIMEOUT_MS', 100, 600_000)),
-    logSubject: check(() => oneOf(env, 'LOG_SUBJECT', ['true', 'false'])) === 'true',
+    host: setting(env, 'HOST'),
+    port: setting(env, 'PORT'),
+    logLevel: setting(env, 'LOG_LEVEL'),
+    logFormat: setting(env, 'LOG_FORMAT'),
+    requestTimeoutMs: setting(env, 'REQUEST_TIMEOUT_MS'),
+    logSubject: setting(env, 'LOG_SUBJECT') === 'true',
     dataDir,
     storage: !postgres
       ? inMemory
@@ -162,60 +187,55 @@ function readConfig(env: Env, reading: Reading): Config {
         : { kind: 'embedded', dataDir, keys }
       : {
           kind: 'postgres',
-          url: check(() => postgresUrl(databaseUrl, text(env, 'PGTARGETSESSIONATTRS'))),
-          poolSize: check(() => integer(env, 'DATABASE_POOL_SIZE', 1, 1000)),
-          statementTimeoutMs: check(() => integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 100, 600_000)),
+          url:
+            withTargetSessionAttrs(
+              setting(env, 'DATABASE_URL') ?? '',
+              setting(env, 'PGTARGETSESSIONATTRS'),
+            ) ?? '',
+          poolSize: setting(env, 'DATABASE_POOL_SIZE'),
+          statementTimeoutMs: setting(env, 'DATABASE_STATEMENT_TIMEOUT_MS'),
           keys,
         },
     auth: {
       secret,
       jwksUrl,
-      jwksCooldownMs: check(() => integer(env, 'AUTH_JWKS_COOLDOWN_MS', 0, 3_600_000)),
-      jwksCacheMaxAgeMs: check(() => integer(env, 'AUTH_JWKS_CACHE_MAX_AGE_MS', 1000, 86_400_000)),
-      issuer: text(env, 'AUTH_ISSUER'),
-      audience: text(env, 'AUTH_AUDIENCE'),
+      jwksCooldownMs: setting(env, 'AUTH_JWKS_COOLDOWN_MS'),
+      jwksCacheMaxAgeMs: setting(env, 'AUTH_JWKS_CACHE_MAX_AGE_MS'),
+      issuer: setting(env, 'AUTH_ISSUER'),
+      audience: setting(env, 'AUTH_AUDIENCE'),
       // Generated into DATA_DIR on first use: only a store on disk without a database server has one.
-      useLocalSecret: !secret && !jwksUrl && !postgres && !inMemory,
+      useLocalSecret:
+        !given(env, 'AUTH_JWT_SECRET') && !given(env, 'AUTH_JWKS_URL') && !postgres && !inMemory,
     },
-    changeStreamsPerOwner: check(() => integer(env, 'CHANGE_STREAMS_PER_OWNER', 1, 100_000)),
-    cors: check(() => corsConfig(text(env, 'CORS_ORIGINS'))),
-    feed: feedConfig(env, reading),
-    readReplicas: readReplicasConfig(env, postgres, reading),
-    tracing: tracingConfig(env, reading),
+    changeStreamsPerOwner: setting(env, 'CHANGE_STREAMS_PER_OWNER'),
+    cors: corsConfig(env),
+    feed: feedConfig(env),
+    readReplicas: readReplicasConfig(env, postgres, refuse),
+    tracing: tracingConfig(env),
   }
 }
 
 // The standard OpenTelemetry variables, as their specification reads them: the traces endpoint as
 // given, or the base endpoint with `v1/traces` appended. No endpoint, no tracing: the OTLP default
 // (localhost:4318) would post spans to nothing on most machines.
-function tracingConfig(env: Env, { check, refuse }: Reading): TracingConfig | undefined {
-  const disabled = text(env, 'OTEL_SDK_DISABLED').toLowerCase()
-  if (disabled !== 'true' && disabled !== 'false')
-    refuse(`OTEL_SDK_DISABLED must be true or false, got "${disabled}"`)
-  const sampler = check(() => oneOf(env, 'OTEL_TRACES_SAMPLER', [...SAMPLERS]))
-  const ratioText = text(env, 'OTEL_TRACES_SAMPLER_ARG')
-  const ratio = Number(ratioText)
-  if (!/^\d+(\.\d+)?$/.test(ratioText) || ratio > 1)
-    refuse(`OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${ratioText}"`)
-  const resourceText = text(env, 'OTEL_RESOURCE_ATTRIBUTES')
-  const resource = parseResourceAttributes(resourceText ?? '')
-  if (resource === undefined)
-    refuse(
-      `OTEL_RESOURCE_ATTRIBUTES must be key=value pairs separated by commas, values percent-encoded, got "${resourceText}"`,
-    )
-  const { 'service.name': resourceServiceName, ...resourceAttributes } = resource ?? {}
-  const signal = text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
-  const base = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
-  if (disabled === 'true' || (signal === undefined && base === undefined)) return undefined
-  const [name, url] =
-    signal === undefined
-      ? ['OTEL_EXPORTER_OTLP_ENDPOINT', `${base}${base?.endsWith('/') ? '' : '/'}v1/traces`]
-      : ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', signal]
-  if (!/^https?:$/.test(URL.parse(url)?.protocol ?? ''))
-    refuse(`${name} must be an http:// or https:// URL, got "${signal ?? base}"`)
+function tracingConfig(env: Env): TracingConfig | undefined {
+  const signal = setting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
+  const base = setting(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
+  if (setting(env, 'OTEL_SDK_DISABLED') === 'true' || (signal === undefined && base === undefined))
+    return undefined
+  const url = signal ?? `${base}${base?.endsWith('/') ? '' : '/'}v1/traces`
+  const { 'service.name': resourceServiceName, ...resourceAttributes } =
+    setting(env, 'OTEL_RESOURCE_ATTRIBUTES') ?? {}
   // The specification's order: OTEL_SERVICE_NAME, then the resource's service.name, then the default.
-  const serviceName = env.OTEL_SERVICE_NAME?.trim() || resourceServiceName || text(env, 'OTEL_SERVICE_NAME')
-  return { url, serviceName, resourceAttributes, sampler, ratio }
+  const serviceName =
+    (given(env, 'OTEL_SERVICE_NAME') ? undefined : resourceServiceName) ?? setting(env, 'OTEL_SERVICE_NAME')
+  return {
+    url,
+    serviceName,
+    resourceAttributes,
+    sampler: setting(env, 'OTEL_TRACES_SAMPLER'),
+    ratio: setting(env, 'OTEL_TRACES_SAMPLER_ARG'),
+  }
 }
 
 // Stops what checks or signs tokens (the server, `token issue`) when nothing could: with
@@ -232,12 +252,16 @@ export function requireTokenKeys({ auth, storage }: Config): void {
 
 function requireSetting(config: Config, env: Env, need: Need): void {
   if (need === 'token keys') {
-    requireTokenKeys(config)
+    // A secret or key set that was given but refused is named already.
+    if (!given(env, 'AUTH_JWT_SECRET') && !given(env, 'AUTH_JWKS_URL')) requireTokenKeys(config)
     return
   }
   // PostgreSQL has no place for a key-encryption key the service could make: it must be given one.
-  const given = [text(env, 'KEY_ENCRYPTION_KEYS'), text(env, 'KEY_ENCRYPTION_KEYS_FILE')]
-  if (config.storage.kind === 'postgres' && given.every((value) => value === undefined))
+  if (
+    config.storage.kind === 'postgres' &&
+    !given(env, 'KEY_ENCRYPTION_KEYS') &&
+    !given(env, 'KEY_ENCRYPTION_KEYS_FILE')
+  )
     throw missingKeyEncryptionKeys()
 }
 
@@ -251,154 +275,40 @@ export function missingKeyEncryptionKeys(): Failure {
 }
 
 // KEY_ENCRYPTION_KEYS, or the file KEY_ENCRYPTION_KEYS_FILE names; whether a command needs them is
-// left to what opens the store (opening/open-store.ts). No message holds a key's text.
-function keyEncryptionKeys(env: Env): KeyEncryptionKeys | undefined {
-  const given = text(env, 'KEY_ENCRYPTION_KEYS')
-  const file = text(env, 'KEY_ENCRYPTION_KEYS_FILE')
-  if (given !== undefined && file !== undefined) {
-    throw new Failure('BAD_SETTING', 'KEY_ENCRYPTION_KEYS and KEY_ENCRYPTION_KEYS_FILE are both set: set one')
-  }
-  const name = given === undefined ? 'KEY_ENCRYPTION_KEYS_FILE' : 'KEY_ENCRYPTION_KEYS'
-  const value = given ?? (file === undefined ? undefined : readKeysFile(file))
-  if (value === undefined) return undefined
-  const keys = parseKeyEncryptionKeys(value)
-  if (typeof keys === 'string') throw new Failure('BAD_SETTING', `${name}: ${keys}`)
-  return keys
-}
-
-function readKeysFile(path: string): string {
-  try {
-    return readFileSync(path, 'utf8')
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable'
-    throw new Failure('BAD_SETTING', `KEY_ENCRYPTION_KEYS_FILE: ${path} cannot be read (${code})`)
-  }
-}
-
-function postgresUrl(databaseUrl: string, targetSessionAttrs: string | undefined): string {
-  const url = withTargetSessionAttrs(databaseUrl, targetSessionAttrs)
-  if (url === undefined) {
-    throw new Failure(
-      'BAD_SETTING',
-      `DATABASE_URL: target_session_attrs must be one of ${TARGET_SESSION_ATTRS.join(', ')}`,
-    )
-  }
-  return url
+// left to what opens the store (opening/open-store.ts).
+function keyEncryptionKeys(env: Env, refuse: (message: string) => void): KeyEncryptionKeys | undefined {
+  if (given(env, 'KEY_ENCRYPTION_KEYS') && given(env, 'KEY_ENCRYPTION_KEYS_FILE'))
+    refuse('KEY_ENCRYPTION_KEYS and KEY_ENCRYPTION_KEYS_FILE are both set: set one')
+  return setting(env, 'KEY_ENCRYPTION_KEYS') ?? setting(env, 'KEY_ENCRYPTION_KEYS_FILE')
 }
 
 function readReplicasConfig(
   env: Env,
   onPostgres: boolean,
-  { check }: Reading,
+  refuse: (message: string) => void,
 ): ReadReplicasConfig | undefined {
-  const waitMs = check(() => integer(env, 'READ_WAIT_MS', 0, 10_000))
-  const maxLagMs = check(() => integer(env, 'READ_MAX_LAG_MS', 100, 3_600_000))
-  const listed = text(env, 'DATABASE_READ_URLS')
-  if (listed === undefined) return undefined
-  return check(() => replicaUrls(listed, onPostgres, waitMs, maxLagMs))
-}
-
-function replicaUrls(
-  listed: string,
-  onPostgres: boolean,
-  waitMs: number,
-  maxLagMs: number,
-): ReadReplicasConfig {
-  if (!onPostgres) {
-    throw new Failure(
-      'BAD_SETTING',
+  const urls = setting(env, 'DATABASE_READ_URLS')
+  if (urls === undefined) return undefined
+  if (!onPostgres)
+    refuse(
       'DATABASE_READ_URLS names replicas of DATABASE_URL, which is unset: the embedded store has no replicas',
     )
-  }
-  const urls = listed.split(',').map((url) => url.trim())
-  if (!urls.every(isPostgresUrl)) {
-    throw new Failure(
-      'BAD_SETTING',
-      'DATABASE_READ_URLS must be postgres:// or postgresql:// URLs with a host, comma-separated',
-    )
-  }
-  return { urls, waitMs, maxLagMs }
+  return { urls, waitMs: setting(env, 'READ_WAIT_MS'), maxLagMs: setting(env, 'READ_MAX_LAG_MS') }
 }
 
-// One server per URL, with a host and at most a database name as its path.
-function isPostgresUrl(text: string): boolean {
-  const url = URL.parse(text)
-  if (url === null || /\s/.test(text)) return false
-  return /^postgres(ql)?:$/.test(url.protocol) && url.hostname !== '' && /^(\/[^/]*)?$/.test(url.pathname)
+function corsConfig(env: Env): CorsConfig | undefined {
+  const origins = setting(env, 'CORS_ORIGINS')
+  return origins === undefined ? undefined : { origins }
 }
 
-// Origins as a browser sends them (`https://app.example.com:8443`: no path, no default port, in
-// lower case), so that comparing is exact; anything else would never match and is refused.
-function corsConfig(given: string | undefined): CorsConfig | undefined {
-  if (given === undefined) return undefined
-  if (given === '*') return { origins: '*' }
-  const origins = given.split(',').map((origin) => origin.trim())
-  for (const origin of origins) {
-    const url = URL.parse(origin)
-    const canonical = url && /^https?:$/.test(url.protocol) ? url.origin : undefined
-    if (canonical === origin) continue
-    const hint = canonical === undefined ? '' : ` (did you mean "${canonical}"?)`
-    throw new Failure(
-      'BAD_SETTING',
-      `CORS_ORIGINS must be * or http(s) origins (scheme://host[:port], no path), comma-separated: "${origin}" is not one${hint}`,
-    )
-  }
-  return { origins }
-}
-
-function feedConfig(env: Env, { check, refuse }: Reading): FeedConfig | undefined {
-  const urls = text(env, 'EVENTS_NATS_URL')
-  if (urls === undefined) return undefined
-  const servers = urls.split(',').map((url) => url.trim())
-  if (!servers.every(isNatsUrl))
-    refuse(
-      `EVENTS_NATS_URL must be nats:// or tls:// URLs with host and port, comma-separated, got "${urls}"`,
-    )
-  const stream = text(env, 'EVENTS_NATS_STREAM')
-  if (!/^[^\s.*>/\\]+$/.test(stream))
-    refuse(`EVENTS_NATS_STREAM must be a stream name without spaces, ".", "*", ">" or slashes`)
-  const subjectPrefix = text(env, 'EVENTS_NATS_SUBJECT_PREFIX')
-  if (!subjectPrefix.split('.').every((token) => /^[^\s*>]+$/.test(token)))
-    refuse('EVENTS_NATS_SUBJECT_PREFIX must be subject tokens joined by ".", without spaces or wildcards')
+function feedConfig(env: Env): FeedConfig | undefined {
+  const servers = setting(env, 'EVENTS_NATS_URL')
+  if (servers === undefined) return undefined
   return {
     servers,
-    stream,
-    subjectPrefix,
-    source: text(env, 'EVENTS_SOURCE'),
-    replicas: check(() => integer(env, 'EVENTS_NATS_REPLICAS', 1, 5)),
+    stream: setting(env, 'EVENTS_NATS_STREAM'),
+    subjectPrefix: setting(env, 'EVENTS_NATS_SUBJECT_PREFIX'),
+    source: setting(env, 'EVENTS_SOURCE'),
+    replicas: setting(env, 'EVENTS_NATS_REPLICAS'),
   }
-}
-
-function isNatsUrl(text: string): boolean {
-  const url = URL.parse(text)
-  if (url === null) return false
-  return (url.protocol === 'nats:' || url.protocol === 'tls:') && url.hostname !== '' && url.port !== ''
-}
-
-function oneOf<T extends string>(env: Env, name: SettingName, values: T[]): T {
-  const value = text(env, name) as T
-  if (!values.includes(value)) throw new Failure('BAD_SETTING', `${name} must be one of ${values.join(', ')}`)
-  return value
-}
-
-type Defaulted = {
-  [N in SettingName]: (typeof SETTINGS)[N] extends { fallback: string } ? N : never
-}[SettingName]
-
-// The variable's value, trimmed, or its default when it is unset or blank.
-function text<N extends SettingName>(env: Env, name: N): N extends Defaulted ? string : string | undefined
-function text(env: Env, name: SettingName): string | undefined {
-  const value = env[name]?.trim()
-  if (value !== undefined && value !== '') return value
-  const setting: Setting = SETTINGS[name]
-  return setting.fallback
-}
-
-function integer(env: Env, name: Defaulted, min: number, max: number): number {
-  const given = text(env, name)
-  const value = Number(given)
-  if (!/^\d+$/.test(given) || value < min || value > max) {
-    throw new Failure('BAD_SETTING', `${name} must be an integer from ${min} to ${max}, got "${given}"`)
-  }
-  return value
 }

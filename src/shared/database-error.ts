@@ -74,8 +74,9 @@ export function unreachableDatabase(error: unknown, connectTimeoutSeconds = 5): 
     : message
   const parameter = refusedParameter(message)
   const fix = parameter === undefined ? '' : `; ${parameterFix(parameter)}`
+  // A refused startup parameter is fixed in a setting (DATABASE_URL's, or the pooler's): exit 2.
   return new Failure(
-    'DATABASE_UNREACHABLE',
+    parameter === undefined ? 'DATABASE_UNREACHABLE' : 'BAD_SETTING',
     `DATABASE_URL: cannot use the database: ${cause.replace(/\s+/g, ' ')}${fix}`,
   )
 }

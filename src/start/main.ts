@@ -2,6 +2,7 @@ import process from 'node:process'
 import { type Config, loadConfig } from '../config/config.ts'
 import { summarizeConfig } from '../config/summary.ts'
 import { findUnknownSettings } from '../config/unknown-settings.ts'
+import { unreachableDatabase } from '../shared/database-error.ts'
 import { isFailure } from '../shared/errors.ts'
 import { createLogger, type Logger } from '../shared/logger.ts'
 import { type LogOutput, stdoutLog } from '../shared/logger-output.ts'
@@ -94,6 +95,8 @@ const output = stdoutLog()
 main(output).catch(async (error: unknown) => {
   // A failure that stops a start is said in one line; anything else is a bug, with its stack.
   // Its exit code is the CLI's for the same failure (2: a bad setting), 1 for anything else.
+  // A database or pooler's refusal is said as the CLI says it, with its code.
   console.error(startFailureLine(error) ?? error)
-  await exitAfterLog(output)((isFailure(error) && error.exitCode) || 1)
+  const failure = isFailure(error) ? error : unreachableDatabase(error)
+  await exitAfterLog(output)(failure?.exitCode || 1)
 })

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { loadConfig, requireTokenKeys } from '../../src/config/config.ts'
-import { SETTINGS } from '../../src/config/settings.ts'
+import { SETTINGS, type Setting } from '../../src/config/settings.ts'
 
 const secret = 'a'.repeat(32)
 
@@ -123,6 +123,35 @@ describe('loadConfig', () => {
     const feed = loadConfig({ EVENTS_NATS_URL: 'nats://n:4222' }).feed
     expect(feed?.stream).toBe(SETTINGS.EVENTS_NATS_STREAM.fallback)
     expect(String(feed?.replicas)).toBe(SETTINGS.EVENTS_NATS_REPLICAS.fallback)
+  })
+
+  test("every default passes its own row's rule", () => {
+    const table: Record<string, Setting> = SETTINGS
+    const refused = Object.entries(table).flatMap(([name, { fallback, rule }]) => {
+      if (fallback === undefined) return []
+      const read = rule(fallback, name)
+      return 'refused' in read ? [`${name} ${read.refused}`] : []
+    })
+    expect(refused).toEqual([])
+  })
+
+  test('a setting is checked whatever reads it: a pool size on the embedded store, a stream name with the feed off', () => {
+    expect(() => loadConfig({ DATABASE_POOL_SIZE: '-3' })).toThrow(
+      'DATABASE_POOL_SIZE must be an integer from 1 to 1000, got "-3"',
+    )
+    expect(() => loadConfig({ EVENTS_NATS_STREAM: 'a.b' })).toThrow(
+      'EVENTS_NATS_STREAM must be a stream name',
+    )
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_COMPRESSION: 'zip' })).toThrow(
+      'OTEL_EXPORTER_OTLP_COMPRESSION must be one of gzip, none, got "zip"',
+    )
+  })
+
+  test("a secret's refusal never shows it", () => {
+    for (const env of [{ AUTH_JWT_SECRET: 'hunter2' }, { KEY_ENCRYPTION_KEYS: 'hunter2' }])
+      expect(() => loadConfig(env)).toThrow(
+        expect.objectContaining({ message: expect.not.stringContaining('hunter2') }),
+      )
   })
 
   // Only the server and `token issue` check or sign tokens: a command that moves or checks the

@@ -37,7 +37,7 @@ afterAll(async () => {
   await bouncer?.stop()
 })
 
-test('given PgBouncer taking no startup parameter but extra_float_digits, when a server and a command start without prepare=false, then each stops with one line naming DATABASE_URL, what was refused and the fix', async () => {
+test('given PgBouncer taking no startup parameter but extra_float_digits, when a server and a command start without prepare=false, then each stops with one line naming DATABASE_URL, what was refused and the fix, and exits 2 (a setting to change)', async () => {
   // given
   const env = { ...storage.env, DATABASE_URL: bouncer.through(String(storage.databaseUrl)) }
   // when
@@ -45,7 +45,7 @@ test('given PgBouncer taking no startup parameter but extra_float_digits, when a
   const command = await runCli(['projection', 'verify'], env)
   // then
   for (const { stderr, exitCode } of [server, command]) {
-    expect(exitCode).toBe(1)
+    expect({ exitCode, stderr }).toMatchObject({ exitCode: 2 })
     expect(stderr.trim().split('\n')).toHaveLength(1)
     expect(stderr).toContain('DATABASE_URL')
     expect(stderr).toMatch(/unsupported startup parameter: (statement_timeout|plan_cache_mode)/)

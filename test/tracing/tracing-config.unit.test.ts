@@ -55,7 +55,9 @@ describe('the OTEL_* settings', () => {
     expect(refusal({ OTEL_TRACES_SAMPLER_ARG: '1.5' })).toBe(
       'OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "1.5"',
     )
-    expect(refusal({ OTEL_SDK_DISABLED: 'yes' })).toBe('OTEL_SDK_DISABLED must be true or false, got "yes"')
+    expect(refusal({ OTEL_SDK_DISABLED: 'yes' })).toBe(
+      'OTEL_SDK_DISABLED must be one of true, false, got "yes"',
+    )
     expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toBe(
       'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, got "collector:4318"',
     )
