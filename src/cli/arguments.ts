@@ -25,7 +25,9 @@ export function parseArguments<Options extends ParseArgsOptionsConfig>(
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true })
   } catch (error) {
-    if (error instanceof TypeError) throw new Failure('BAD_USAGE', error.message)
+    // Its messages may take several lines; a refusal is one.
+    if (error instanceof TypeError)
+      throw new Failure('BAD_USAGE', error.message.replace(/\s*\n\s*/g, ' ').replace(/\.$/, ''))
     throw error
   }
   if (parsed.positionals.length > positionals) {

@@ -5,6 +5,7 @@ import { unreachableDatabase } from '../shared/database-error.ts'
 import { exitCodeOf, isFailure } from '../shared/errors.ts'
 import { turnOffCoreDumps } from '../start/core-dumps.ts'
 import { asksForHelp } from './arguments.ts'
+import { helpHint } from './command.ts'
 import { COMMANDS } from './commands.ts'
 import { helpText } from './help.ts'
 
@@ -15,11 +16,11 @@ async function run(argv: string[]): Promise<number> {
   if (groupName === undefined) return usageError(helpText(COMMANDS))
   if (isHelp(groupName)) return help(helpText(COMMANDS))
   const group = COMMANDS.filter(({ name }) => name.startsWith(`${groupName} `))
-  if (group.length === 0) return usageError(`unknown command "${groupName}"\n${helpText(COMMANDS)}`)
+  if (group.length === 0) return usageError(`unknown command "${groupName}"; see ${helpHint()}\n`)
   if (verb === undefined) return usageError(helpText(group, groupName))
   if (isHelp(verb)) return help(helpText(group, groupName))
   const command = group.find(({ name }) => name === `${groupName} ${verb}`)
-  if (!command) return usageError(`unknown command "${groupName} ${verb}"\n${helpText(group, groupName)}`)
+  if (!command) return usageError(`unknown command "${groupName} ${verb}"; see ${helpHint(groupName)}\n`)
   const args = argv.slice(2)
   if (asksForHelp(args)) return help(helpText([command]))
   // A command holds keys as the service does; where the limit cannot be set, the shell's stands.

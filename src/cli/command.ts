@@ -49,8 +49,13 @@ export function command<Options extends ParseArgsOptionsConfig>(spec: CommandSpe
         return await spec.run(parsed, config)
       } catch (error) {
         if (!isFailure(error, 'BAD_USAGE')) throw error
-        throw new Failure('BAD_USAGE', `${error.message}\nusage: bun run cli ${usage}`)
+        throw new Failure('BAD_USAGE', `${error.message}; see ${helpHint(spec.name)}`)
       }
     },
   }
+}
+
+// Where a refusal points, in one line: the help of what was typed.
+export function helpHint(scope?: string): string {
+  return `bun run cli ${scope === undefined ? '' : `${scope} `}--help`
 }

@@ -6,6 +6,8 @@ import type { Command } from './command.ts'
 // read (from the configuration table) and the exit codes. `scope` is what precedes `<command>`.
 export function helpText(commands: Command[], scope?: string): string {
   const [only] = commands
+  // Each purpose in one column, two spaces past the longest usage.
+  const width = Math.max(...commands.map(({ usage }) => usage.length)) + 2
   const lines =
     commands.length === 1 && only && scope === undefined
       ? [
@@ -17,7 +19,7 @@ export function helpText(commands: Command[], scope?: string): string {
       : [
           `usage: bun run cli ${scope ? `${scope} ` : ''}<command> [--help]`,
           '',
-          ...commands.map(({ usage, purpose }) => `  ${usage.padEnd(44)}${purpose}`),
+          ...commands.map(({ usage, purpose }) => `  ${usage.padEnd(width)}${purpose}`),
           '',
           `  bun run cli ${scope ? `${scope} ` : ''}<command> --help shows one command's options`,
         ]
@@ -54,6 +56,6 @@ function exitCodes(commands: Command[]): string[] {
     ...(opensStore
       ? ['  1  the store cannot be used (DATA_DIR in use, the database unreachable), said in one line']
       : []),
-    `  ${exitCodeOf('BAD_USAGE')}  a bad argument or setting, named in one line with the usage`,
+    `  ${exitCodeOf('BAD_USAGE')}  a bad argument or setting, named in one line`,
   ]
 }

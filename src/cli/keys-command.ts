@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import process from 'node:process'
+import { createInterface } from 'node:readline/promises'
 import { sql } from 'drizzle-orm'
 import type { Config } from '../config/config.ts'
 import {
@@ -19,20 +20,36 @@ import { withStorage } from './storage.ts'
 
 export const keysRotateCommand = command({
   name: 'keys rotate',
+  args: '[--yes]',
   purpose: "re-wrap every owner's key under the first key-encryption key; then the others may be dropped",
   notes: [
     'with KEY_ENCRYPTION_KEYS: put the new key first and keep the old ones after it on every instance, run this, then drop the old ones',
     'on the embedded store without KEY_ENCRYPTION_KEYS: makes a new key in DATA_DIR, re-wraps, and drops the old one (stop the service first); exports taken before then restore only with the old one: copy DATA_DIR/key-encryption-keys outside DATA_DIR first, and keep it until they expire',
     "on the embedded store with KEY_ENCRYPTION_KEYS: drops from DATA_DIR's generated key file the keys nothing is wrapped under any more",
+    'before it drops a key from DATA_DIR it asks on a terminal; --yes drops it without asking, and without a terminal or --yes the key is kept',
     'beside running writers; a run cut short is completed by the next',
   ],
+  options: { yes: { type: 'boolean' } },
   reads: ['storage'],
   refusals: 'the service holds the embedded DATA_DIR whose generated key this would replace',
-  run: (_parsed, config) => rotate(config),
+  run: ({ values }, config) => rotate(config, values.yes === true ? async () => true : askOnTerminal),
 })
 
-async function rotate(config: Config): Promise<number> {
-  const say = (text: string) => process.stderr.write(`keys rotate: ${text}\n`)
+// Whether a key may be dropped from DATA_DIR, where it is the only copy: yes or no from a person
+// at a terminal, undefined where no one can be asked.
+type MayDrop = (question: string) => Promise<boolean | undefined>
+
+async function askOnTerminal(question: string): Promise<boolean | undefined> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return undefined
+  const asking = createInterface({ input: process.stdin, output: process.stderr })
+  try {
+    return /^y(es)?$/i.test((await asking.question(`${question} [y/N] `)).trim())
+  } finally {
+    asking.close()
+  }
+}
+
+async function rotate(config: Config, mayDrop: MayDrop): Promise<number> {
   const generated = config.storage.kind === 'embedded' && config.storage.keys === undefined
   return withStorage(
     config,
@@ -55,28 +72,61 @@ async function rotate(config: Config): Promise<number> {
         onBatch: ({ rewrapped, total }) => progress.report({ done: rewrapped, total }),
       }).finally(progress.finish)
       const [first] = keys
-      let dropped: string[] = []
-      if (generated && storage.dataDir) {
-        say(unrestorableExports(keys.slice(1).map(keyEncryptionKeyId), storage.dataDir))
-        await withDataDir(storage.dataDir, (dataDir) => writeLocalKeys(dataDir, keys.slice(0, 1)))
-        dropped = keys.slice(1).map(keyEncryptionKeyId)
-      } else if (config.storage.kind === 'embedded') {
-        const { dataDir } = config.storage
-        const inUse = await wrappingIds(db)
-        const retiring = ((await withDataDir(dataDir, readLocalKeys)) ?? [])
-          .map(keyEncryptionKeyId)
-          .filter((id) => !inUse.has(id))
-        if (retiring.length > 0) say(unrestorableExports(retiring, dataDir))
-        dropped = await withDataDir(dataDir, (folder) => retireLocalKeys(folder, inUse))
-      }
-      say(
-        `every owner's key is wrapped under key-encryption key ${first ? keyEncryptionKeyId(first) : '?'} (${rewrapped} re-wrapped, ${kept} already were)${dropped.length > 0 ? `; dropped from DATA_DIR: ${dropped.join(', ')}, under which nothing is wrapped any more` : generated ? '' : '; the others may be dropped now'}`,
-      )
-      process.stdout.write(`${rewrapped}\n`)
+      const dropped = await dropUnused({ config, db, keys, dataDir: storage.dataDir, mayDrop })
+      const wrapped = `every owner's key is wrapped under key-encryption key ${first ? keyEncryptionKeyId(first) : '?'} (${rewrapped} re-wrapped, ${kept} already were)`
+      const after =
+        dropped.length > 0
+          ? `; dropped from DATA_DIR: ${dropped.join(', ')}, under which nothing is wrapped any more`
+          : generated
+            ? ''
+            : '; the others may be dropped now'
+      process.stdout.write(`${wrapped}${after}\n`)
       return 0
     },
     { long: true },
   )
+}
+
+type Unused = {
+  config: Config
+  db: Database
+  keys: KeyEncryptionKeys
+  dataDir: string | undefined
+  mayDrop: MayDrop
+}
+
+// The keys of DATA_DIR's generated file that nothing is wrapped under any more, dropped once asked
+// (the ids of those dropped): the generated key just replaced, or those an operator's keys retired.
+async function dropUnused({ config, db, keys, dataDir, mayDrop }: Unused): Promise<string[]> {
+  if (config.storage.kind !== 'embedded') return []
+  const folder = dataDir ?? config.storage.dataDir
+  const generated = config.storage.keys === undefined
+  const inUse = generated ? new Set<string>() : await wrappingIds(db)
+  const unused = generated
+    ? keys.slice(1).map(keyEncryptionKeyId)
+    : ((await withDataDir(folder, readLocalKeys)) ?? [])
+        .map(keyEncryptionKeyId)
+        .filter((id) => !inUse.has(id))
+  if (unused.length === 0) return []
+  const say = (text: string) => process.stderr.write(`keys rotate: ${text}\n`)
+  const file = join(folder, LOCAL_KEYS_FILE)
+  const named = `key-encryption key${unused.length > 1 ? 's' : ''} ${unused.join(', ')}`
+  const answer = await mayDrop(
+    `drop ${named} from ${file}? exports taken before now restore only with it, and the file is its only copy unless one was made`,
+  )
+  if (answer !== true) {
+    const how = answer === undefined ? 'run keys rotate --yes to drop it' : 'run keys rotate again to drop it'
+    say(
+      `kept ${named} in ${file}; nothing is wrapped under it any more: copy it outside DATA_DIR, then ${how}`,
+    )
+    return []
+  }
+  say(unrestorableExports(unused, folder))
+  if (generated) {
+    await withDataDir(folder, (opened) => writeLocalKeys(opened, keys.slice(0, 1)))
+    return unused
+  }
+  return withDataDir(folder, (opened) => retireLocalKeys(opened, inUse))
 }
 
 // Said before the generated KEKs are dropped from DATA_DIR, where they are the only copy: the

@@ -64,31 +64,31 @@ test('an argument that looks like options is named whole, with the hint to put i
 })
 
 // Each command refuses bad arguments before it opens any storage: a config that could not be
-// opened shows that nothing was reached. The usage, written once, follows the refusal.
+// opened shows that nothing was reached. The refusal is one line, pointing at the command's help.
 const config = loadConfig({ DATA_DIR: '/nonexistent/plant-store-cli-test' })
 
 test.each([
   [
     'rebuild',
     () => projectionRebuildCommand.run(['--dry-run', 'now'], config),
-    'unexpected argument "now"\nusage: bun run cli projection rebuild [--dry-run]',
+    'unexpected argument "now"; see bun run cli projection rebuild --help',
   ],
   [
     'status',
     () => projectionStatusCommand.run(['--verbose'], config),
-    'usage: bun run cli projection status',
+    'unknown option \'--verbose\'; an argument that starts with "-" goes after "--", as in: -- --verbose; see bun run cli projection status --help',
   ],
   ['export', () => eventsExportCommand.run(['--after', '-1'], config), "'--after' argument is ambiguous"],
   ['export', () => eventsExportCommand.run(['--after', '01'], config), '--after: "01" is not a position'],
   [
     'import',
     () => eventsImportCommand.run(['--append=yes'], config),
-    'usage: bun run cli events import [--append] < events.ndjson',
+    "Option '--append' does not take an argument; see bun run cli events import --help",
   ],
   [
     'token',
     () => tokenIssueCommand.run(['alice', '--ttl', '0h'], config),
-    '--ttl: "0h" is not a duration\nusage: bun run cli token issue <subject> [--ttl <n>s|m|h|d]',
+    '--ttl: "0h" is not a duration; see bun run cli token issue --help',
   ],
   [
     'token',
@@ -98,13 +98,14 @@ test.each([
   [
     'erase',
     () => ownersEraseCommand.run(['-dash'], config),
-    `unknown option '-d' (in "-dash"); an argument that starts with "-" goes after "--", as in: -- -dash\nusage: bun run cli owners erase`,
+    `unknown option '-d' (in "-dash"); an argument that starts with "-" goes after "--", as in: -- -dash; see bun run cli owners erase --help`,
   ],
-])('%s refuses bad arguments, saying why, with its usage', async (_name, run, message) => {
+])('%s refuses bad arguments in one line, saying why and where its help is', async (_name, run, message) => {
   const refused = await run().then(
     () => undefined,
     (error: unknown) => error,
   )
   expect(refused).toMatchObject({ code: 'BAD_USAGE' })
   expect((refused as Error).message).toContain(message)
+  expect((refused as Error).message).not.toContain('\n')
 })

@@ -33,11 +33,11 @@ test('given an embedded store whose generated key-encryption key was retired, wh
     expect((await postPlant(server.url, owner, { id: 1, name: 'Sage' })).status).toBe(200)
     await server.stop()
     const generated = (await keyFile(dataDir)).trim()
-    const rotated = await runCli(['keys', 'rotate'], {
+    const rotated = await runCli(['keys', 'rotate', '--yes'], {
       ...store.env,
       KEY_ENCRYPTION_KEYS: `${NEW},${generated}`,
     })
-    expectCliSucceeded(['keys', 'rotate'], rotated)
+    expectCliSucceeded(['keys', 'rotate', '--yes'], rotated)
     expect(await keyFile(dataDir)).toBe('none')
     // when a command runs without the variable
     const verified = await runCli(['projection', 'verify'], store.env)

@@ -106,7 +106,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
       await server.stop()
       // PostgreSQL: a new key first, the old one after it; embedded: DATA_DIR's key replaced.
       const rotated = kind === 'postgres' ? `${NEW_KEK},${keks}` : undefined
-      await cliWith(['keys', 'rotate'], rotated ? { KEY_ENCRYPTION_KEYS: rotated } : {})
+      await cliWith(['keys', 'rotate', '--yes'], rotated ? { KEY_ENCRYPTION_KEYS: rotated } : {})
       if (rotated) env = { KEY_ENCRYPTION_KEYS: NEW_KEK }
       else keks = (await readFile(join(String(storage.dataDir), 'key-encryption-keys'), 'utf8')).trim()
       server = await storage.startAnother(env)
