@@ -9,8 +9,11 @@ import { childEnvironment } from '../shared/run-as.ts'
 // A shell in a session of its own reads a pipe from this process: told `keep`, it leaves the
 // folder; when the pipe closes without that, this process has ended and the folder goes. What
 // this process had started there (initdb, a copy, a server stopping) may still write for a
-// moment, so the removal is repeated until the folder stays gone, for at most a minute.
+// moment, so the removal is repeated until the folder stays gone, for at most a minute. It ignores
+// SIGTERM, which a test runner sends every process of a test that ran past its timeout, as the
+// watchdog does (supervisor.ts).
 const GUARD = `
+trap '' TERM
 IFS= read -r word
 [ "$word" = keep ] && exit 0
 tries=0

@@ -16,7 +16,11 @@ import { readPostmasterFile } from './postmaster.ts'
 // for it, removes what it was told to (a throwaway store's folder), and exits with the
 // postmaster's status. When the postmaster ends first, the watchdog ends with it. (A shell gives a
 // job it starts in the background /dev/null as its input: the pipe is handed on as descriptor 3.)
+// It ignores SIGTERM: a test runner sends it to every process a test file started when one test
+// runs past its timeout (`bun test`), and the test store's server serves the file's other tests
+// and its afterAll; the pipe still ends it with its process.
 const WATCHDOG = `
+trap '' TERM
 exec 3<&0
 "$@" 3<&- &
 postmaster=$!

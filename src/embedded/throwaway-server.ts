@@ -7,6 +7,7 @@ import { postgresBinaries } from './binaries.ts'
 import { SUPERUSER } from './cluster.ts'
 import { copyCachedCluster, TEMPLATE } from './cluster-cache.ts'
 import { makeGuardedFolder } from './folder-guard.ts'
+import { removeLeftFolders } from './left-folders.ts'
 import { serverProcessIds } from './process-ids.ts'
 import { serverSettings } from './server-settings.ts'
 import { postgresUser, THROWAWAY_USER } from './server-user.ts'
@@ -28,6 +29,9 @@ export type TemplateRecipe = {
   // The most connections a store's pool opens.
   poolSize: number
 }
+
+// The throwaway server's folder in the temporary folder: this and random characters.
+const FOLDER_PREFIX = 'plant-store-memory-'
 
 // How many stores one process holds open at once: the server admits that many pools at their
 // fullest (docs/testing.md gives what the connections cost).
@@ -52,7 +56,11 @@ export function throwawayServer(recipe: TemplateRecipe): Promise<ThrowawayServer
 async function startThrowawayServer({ prepare, inputs, poolSize }: TemplateRecipe): Promise<ThrowawayServer> {
   const binaries = await postgresBinaries()
   const user = await postgresUser(THROWAWAY_USER)
-  const { folder: root, guard } = await makeGuardedFolder(tmpdir(), 'plant-store-memory-')
+  // What earlier processes left that nothing of theirs could remove, cleared while this server
+  // starts. Best effort: folders that cannot be looked at or removed here (Deno without
+  // --allow-read=/proc, say) are left as they were, and never keep a store from opening.
+  const clearing = removeLeftFolders(tmpdir(), FOLDER_PREFIX, user).catch(() => {})
+  const { folder: root, guard } = await makeGuardedFolder(tmpdir(), FOLDER_PREFIX)
   let server: Postmaster
   try {
     await handOver(user, root)
@@ -77,6 +85,7 @@ async function startThrowawayServer({ prepare, inputs, poolSize }: TemplateRecip
     throw error
   } finally {
     guard.release()
+    await clearing
   }
   // Connected only while used: an idle connection would keep a test process from ending.
   const admin = postgresClient(socketUrl(root, SUPERUSER, 'postgres'), {

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdtempSync, readdirSync, readlinkSync } from 'node:fs'
-import { chmod, rm } from 'node:fs/promises'
+import { chmod, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -79,6 +79,20 @@ function leftovers(tmp: string): string[] {
       )
       .map((inner) => join(name, inner))
   })
+}
+
+// Processes working in `tmp` (a server, initdb, a copy), by their working folder, and those whose
+// command line names it (the server's watchdog).
+function processesWorkingFor(tmp: string): number[] {
+  const named = readdirSync('/proc')
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid !== process.pid && isRunning(pid))
+    .filter((pid) =>
+      Bun.spawnSync(['cat', `/proc/${pid}/cmdline`])
+        .stdout.toString()
+        .includes(`${tmp}/`),
+    )
+  return [...new Set([...processesIn(tmp), ...named])]
 }
 
 // Processes working in `tmp` (a server, initdb, a copy), by their working folder.
@@ -170,4 +184,98 @@ describe("a user's test stores", () => {
     expect(outcome.refused).toContain('at most 100 stores open at once')
     expect(outcome.refused).toContain('close()')
   }, 120_000)
+
+  test('a test that runs past its timeout, and tests that fail, leave nothing behind, and close() after them raises nothing', async () => {
+    // given a test file as a user writes it: a store in beforeAll, closed in afterAll; a test that
+    // stalls on a change stream past its timeout, one that fails, and one after them
+    const tmp = await sharedTmp()
+    const project = mkdtempSync(join(tmpdir(), 'plant-store-stalled-suite-'))
+    folders.push(project)
+    await writeFile(
+      join(project, 'stalled.test.ts'),
+      STALLED_SUITE.replace('TEST_STORE', join(ROOT, 'src/test-store.ts')),
+    )
+    // when bun test runs it
+    const run = Bun.spawn(['bun', 'test', './stalled.test.ts'], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', HOME: project, TMPDIR: tmp },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [stdout, stderr, exitCode] = await Promise.all([
+      new Response(run.stdout).text(),
+      new Response(run.stderr).text(),
+      run.exited,
+    ])
+    // then the two tests fail as they should, and nothing else does: no failure of close()'s own
+    const results = `${stdout}${stderr}`.split('\n').filter((line) => /^\((pass|fail)\)/.test(line))
+    expect({ exitCode, results: results.map((line) => line.replace(/ \[[\d.]+m?s\]$/, '')) }).toEqual({
+      exitCode: 1,
+      results: ['(fail) stalls past its timeout', '(fail) fails', '(pass) the store still serves after them'],
+    })
+    expect(`${stdout}${stderr}`).not.toMatch(/ECONNRESET|Unhandled error|\(unnamed\)/)
+    // and within seconds nothing runs there, and nothing is left but a complete cache
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await Bun.sleep(100)) {
+      if (leftovers(tmp).length === 0 && processesIn(tmp).length === 0) break
+    }
+    expect({ left: leftovers(tmp), running: processesIn(tmp) }).toEqual({ left: [], running: [] })
+  }, 120_000)
+
+  test("a test process SIGKILLed with its server and the server's watchdog leaves a folder that the next test process removes", async () => {
+    // given a test process whose store is open, killed with every process that works for it
+    const tmp = await sharedTmp()
+    const child = spawnFixture(tmp, ['1', '--pids', '--stay'])
+    const reader = child.stdout.getReader()
+    for (let text = ''; !text.includes('\n'); ) {
+      const { done, value } = await reader.read()
+      if (done) throw new Error(`the test process failed: ${await new Response(child.stderr).text()}`)
+      text += new TextDecoder().decode(value)
+    }
+    // (each stopped first, so that none of them sees another die and cleans up)
+    const killed = [child.pid, ...processesWorkingFor(tmp)]
+    expect(killed.length).toBeGreaterThan(2)
+    for (const signal of ['SIGSTOP', 'SIGKILL'] as const)
+      for (const pid of killed) isRunning(pid) && process.kill(pid, signal)
+    await child.exited
+    await Bun.sleep(1000)
+    const left = leftovers(tmp)
+    expect(left.filter((name) => name.startsWith('plant-store-memory-'))).toHaveLength(1)
+    // (older than a folder that a live process may have only begun to make)
+    for (const name of left) Bun.spawnSync(['touch', '-h', '-d', '1 minute ago', join(tmp, name)])
+    // when the next test process opens a store there, and ends
+    expect((await runFixture(tmp, ['1'])).created).toEqual([200])
+    // then nothing is left but a complete cache
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await Bun.sleep(100)) {
+      if (leftovers(tmp).length === 0 && processesIn(tmp).length === 0) break
+    }
+    expect({ left: leftovers(tmp), running: processesIn(tmp) }).toEqual({ left: [], running: [] })
+  }, 120_000)
 })
+
+// A user's test file: TEST_STORE becomes the path of src/test-store.ts.
+const STALLED_SUITE = `import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { createInMemoryStore, type InMemoryStore } from 'TEST_STORE'
+
+let store: InMemoryStore
+beforeAll(async () => {
+  store = await createInMemoryStore()
+}, 60_000)
+afterAll(() => store.close())
+
+const get = async (path: string) =>
+  store.app.handle(new Request(\`http://localhost\${path}\`, { headers: { authorization: \`Bearer \${await store.tokenFor('ann')}\` } }))
+
+test('stalls past its timeout', async () => {
+  const changes = await get('/plants/changes')
+  const reader = changes.body?.getReader()
+  while (reader && !(await reader.read()).done) {}
+}, 1000)
+
+test('fails', async () => {
+  expect((await get('/plants')).status).toBe(201)
+})
+
+test('the store still serves after them', async () => {
+  expect((await get('/plants')).status).toBe(200)
+})
+`
