@@ -1,4 +1,5 @@
 import type { Static } from '@sinclair/typebox'
+import type { ChangeEvent } from './changes/change-routes.ts'
 import type { OwnerErasedEvent, PlantCreatedEvent } from './feed/feed-schemas.ts'
 import type { ErrorBody } from './http/error-body.ts'
 import type { NewPlant, PlantView } from './plants/schemas.ts'
@@ -17,6 +18,13 @@ export type NewPlantBody = Static<typeof NewPlant>
 
 /** The body of every error answer: the HTTP status and a message for people. */
 export type ErrorAnswer = Static<typeof ErrorBody>
+
+/**
+ * One event of `GET /plants/changes` as the typed client yields it: `id`, the event's position in
+ * the log (send it back as `after`, or as `Plant-Store-Position`), and `data`, the plant; ids are
+ * decimal strings, exact past 2^53.
+ */
+export type PlantChangeEvent = Static<typeof ChangeEvent>
 
 /** A feed message on `<prefix>.events.PlantCreated.<pseudonym>`: a CloudEvent; ids are decimal strings. */
 export type PlantCreatedMessage = PlantCreatedEvent

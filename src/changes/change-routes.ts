@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import { authentication } from '../auth/authentication.ts'
 import { BearerHeaders } from '../auth/bearer-headers.ts'
@@ -18,12 +18,24 @@ import { POSITION_RULE, parsePosition } from './position.ts'
 
 export type ChangeRoutesDeps = { verifyToken: TokenVerifier; changes?: Changes }
 
-// A position arrives as a string; its type also admits a number or a bigint, which typed clients
-// (Eden) send as their digits.
+// A position arrives as a string; its type also admits a bigint, which typed clients (Eden) send
+// as its digits. Never a number: positions pass 2^53, where a number loses digits.
 const Position = (name: string, description: string) =>
-  Type.Unsafe<string | number | bigint>(
+  Type.Unsafe<string | bigint>(
     Type.String({ pattern: '^[0-9]+$', description, error: `${name} ${POSITION_RULE}` }),
   )
+
+// One event of the stream as the typed client reads it (client.ts): its id, the event's position in
+// the log, and its data, the plant with its id; all of them exact, as decimal strings.
+export const ChangeEvent = Type.Object({
+  id: Type.String({ description: "The event's position in the log, in decimal" }),
+  event: Type.Literal('PlantCreated'),
+  data: Type.Object({
+    id: Type.String({ description: "The plant's id, in decimal" }),
+    name: Type.String(),
+    tag: Type.Optional(Type.String()),
+  }),
+})
 
 export const ChangesQuery = Type.Object({
   after: Type.Optional(
@@ -38,11 +50,14 @@ export const ChangesHeaders = BearerHeaders({
 const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-store' }
 
 const followed = replies({
+  // Typed as what the typed client makes of it; documented as the text it is.
   200: reply(
-    Type.String({
-      description:
-        'Server-sent events: per plant created for the caller, `id: <position>`, `event: PlantCreated` and `data:` one line of JSON {"id": decimal string, "name", "tag"?}; comment lines keep it alive; it ends when the token expires',
-    }),
+    Type.Unsafe<AsyncGenerator<Static<typeof ChangeEvent>, void, unknown>>(
+      Type.String({
+        description:
+          'Server-sent events: per plant created for the caller, `id: <position>`, `event: PlantCreated` and `data:` one line of JSON {"id": decimal string, "name", "tag"?}; comment lines keep it alive; it ends when the token expires',
+      }),
+    ),
     "The caller's new plants, as they are created",
     { contentType: 'text/event-stream' },
   ),
@@ -81,7 +96,7 @@ export function changeRoutes({ verifyToken, changes }: ChangeRoutesDeps) {
   )
 }
 
-type PositionInput = string | number | bigint | undefined
+type PositionInput = string | bigint | undefined
 
 function startPosition(lastEventId: PositionInput, after: PositionInput): bigint | undefined {
   const [name, given] = lastEventId !== undefined ? ['Last-Event-ID', lastEventId] : ['after', after]

@@ -64,9 +64,9 @@ export const POSITION_HEADER = 'plant-store-position'
 // Read-your-writes (docs/operating.md, Scaling out): a create's answer carries the position of its event, and a
 // listing that sends back the highest one received shows every plant created up to it. Checked by
 // the Position kind (http/schema-kinds.ts): decimal, 0 to 9223372036854775807, leading zeros allowed.
-// It arrives as a string; its type also admits a number or a bigint, which typed clients send as
-// their digits.
-export const Position = Type.Unsafe<string | number | bigint>({
+// It arrives as a string; its type also admits a bigint, which typed clients send as its digits.
+// Never a number: positions pass 2^53, where a number loses digits.
+export const Position = Type.Unsafe<string | bigint>({
   [Kind]: 'Position',
   type: 'string',
   pattern: '^[0-9]{1,40}$',

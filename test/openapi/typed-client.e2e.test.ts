@@ -1,23 +1,22 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createPlantStoreClient, type PlantStoreClient } from 'plant-store/client'
-import { serveEmbeddedDefault } from '../support/embedded-default.ts'
-import type { ServiceStorage } from '../support/service.ts'
+import type { PlantChangeEvent } from 'plant-store/types'
+import postgres from 'postgres'
+import { type Service, startService } from '../support/service.ts'
 
-// The package's typed client (Eden Treaty) over real HTTP against the server process: its types
+// The package's typed client (Eden Treaty) over real HTTP against the server process, on PostgreSQL: its types
 // come from the app's own schemas, so `bun run typecheck` fails when a call no longer fits the API.
-let storage: ServiceStorage
+let service: Service
 let client: PlantStoreClient
 let anonymous: PlantStoreClient
 
 beforeAll(async () => {
-  const served = await serveEmbeddedDefault('eden', ['eden-user'])
-  storage = served.storage
-  const { server, token } = served
-  client = createPlantStoreClient(server.url, { token })
-  anonymous = createPlantStoreClient(server.url)
+  service = await startService({ label: 'eden' })
+  client = createPlantStoreClient(service.url, { token: await service.tokenFor('eden-user') })
+  anonymous = createPlantStoreClient(service.url)
 }, 60_000)
 afterAll(async () => {
-  await storage?.stop()
+  await service?.stop()
 })
 
 test('a typed client creates, retries, conflicts and lists, with typed data and typed errors', async () => {
@@ -43,23 +42,38 @@ test('a typed client creates, retries, conflicts and lists, with typed data and 
   expect((await client.plants.get()).data).toEqual([{ name: 'Monstera', tag: 'tropical' }, { name: 'Fern' }])
 })
 
-test('a position goes back as the number or bigint it is: on a listing, and to follow the changes after it', async () => {
-  // given a create's position, read as a bigint
+test('positions past 2^53 stay exact: a create answers one, a listing and the change stream take it back as a bigint or a string, and the stream yields typed events', async () => {
+  // given a log whose positions are past 2^53, where a number loses digits
+  const sql = postgres(String(service.databaseUrl), { max: 1, onnotice: () => {} })
+  await sql`select setval('events_position_seq', 9007199254740992)`
+  await sql.end()
+  // when a plant is created, then its position is the exact string
   const created = await client.plants.post({ id: 10n, name: 'Pilea' })
-  const position = BigInt(created.response.headers.get('plant-store-position') ?? 'none')
-  // when a listing asks to see it, then it is listed
-  const listed = await client.plants.get({ headers: { 'plant-store-position': position } })
-  expect(listed.status).toBe(200)
-  expect(listed.data?.at(-1)).toEqual({ name: 'Pilea' })
-  // when the changes after it are followed (a bigint, then a number), then the stream opens there
-  for (const after of [position, Number(position)]) {
+  const position = created.response.headers.get('plant-store-position') ?? 'none'
+  expect(position).toBe('9007199254740993')
+  // when a listing asks to see it, as a bigint and as the string, then it is listed
+  for (const asked of [BigInt(position), position]) {
+    const listed = await client.plants.get({ headers: { 'plant-store-position': asked } })
+    expect({ asked, status: listed.status, last: listed.data?.at(-1) }).toEqual({
+      asked,
+      status: 200,
+      last: { name: 'Pilea' },
+    })
+  }
+  // when the changes after the position before it are followed, then the plant comes as a typed
+  // event whose id is the exact position
+  for (const after of [BigInt(position) - 1n, String(BigInt(position) - 1n)]) {
     const followed = await client.plants.changes.get({ query: { after } })
-    expect({ after, status: followed.status }).toEqual({ after, status: 200 })
-    expect(followed.response.headers.get('content-type')).toBe('text/event-stream')
-    await followed.response.body?.cancel()
+    expect(followed.status).toBe(200)
+    const events: PlantChangeEvent[] = []
+    for await (const event of followed.data ?? []) {
+      events.push(event)
+      break
+    }
+    expect(events).toEqual([{ id: position, event: 'PlantCreated', data: { id: '10', name: 'Pilea' } }])
   }
   // and a position the API refuses is still refused
-  const refused = await client.plants.get({ headers: { 'plant-store-position': -1 } })
+  const refused = await client.plants.get({ headers: { 'plant-store-position': '-1' } })
   expect(refused.status).toBe(400)
 })
 
@@ -87,6 +101,10 @@ test('the compiler refuses calls that do not fit the API', () => {
     client.plants.delete()
     // @ts-expect-error a position is an integer, not a boolean
     client.plants.changes.get({ query: { after: true } })
+    // @ts-expect-error a position is never a number, which loses digits past 2^53
+    client.plants.changes.get({ query: { after: 1 } })
+    // @ts-expect-error nor in the header
+    client.plants.get({ headers: { 'plant-store-position': 1 } })
   }
   expect(typeof calls).toBe('function')
 })
