@@ -1,4 +1,5 @@
-import type { PlantChangeEvent } from '../types.ts'
+import type { Static } from '@sinclair/typebox'
+import type { ChangeEvent } from './change-routes.ts'
 
 // A `GET /plants/changes` answer read as the typed client hands it on (client.ts): each
 // `PlantCreated` event as { id, event, data }, its id (the event's position) and the plant's id
@@ -6,7 +7,9 @@ import type { PlantChangeEvent } from '../types.ts'
 // like one, which loses digits past 2^53, and a Date of every name that looks like one. Comment
 // lines (keep-alives) and events of other types are passed by. Ends with the stream; stopping the
 // iteration (`break`) cancels it.
-export async function* changeEvents(response: Response): AsyncGenerator<PlantChangeEvent, void, unknown> {
+export async function* changeEvents(
+  response: Response,
+): AsyncGenerator<Static<typeof ChangeEvent>, void, unknown> {
   const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader()
   if (reader === undefined) return
   let buffered = ''
@@ -24,7 +27,7 @@ export async function* changeEvents(response: Response): AsyncGenerator<PlantCha
   }
 }
 
-function plantChange(block: string): PlantChangeEvent | undefined {
+function plantChange(block: string): Static<typeof ChangeEvent> | undefined {
   const fields = new Map<string, string>()
   for (const line of block.split('\n')) {
     const colon = line.indexOf(':')
@@ -32,5 +35,5 @@ function plantChange(block: string): PlantChangeEvent | undefined {
   }
   const [id, event, data] = [fields.get('id'), fields.get('event'), fields.get('data')]
   if (event !== 'PlantCreated' || id === undefined || data === undefined) return undefined
-  return { id, event, data: JSON.parse(data) as PlantChangeEvent['data'] }
+  return { id, event, data: JSON.parse(data) as Static<typeof ChangeEvent>['data'] }
 }
