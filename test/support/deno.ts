@@ -7,8 +7,9 @@ export const DENO = new URL('../../node_modules/deno/deno', import.meta.url).pat
 // the hostname for log lines, the project's files; and for the embedded server, the user id (root
 // runs PostgreSQL as another user), its programs (a watchdog shell, initdb, postgres, id), /proc
 // (to tell a postmaster left running by a killed service) and the data directory; and the C
-// library, through which it turns its core dumps off.
-export function denoServerCommand(dataDir?: string): string[] {
+// library, through which it turns its core dumps off. `runtimeFlags` go before the script (e.g.
+// `--v8-flags=…`).
+export function denoServerCommand(dataDir?: string, runtimeFlags: string[] = []): string[] {
   const embedded = dataDir
     ? [
         '--allow-sys=hostname,uid',
@@ -17,5 +18,14 @@ export function denoServerCommand(dataDir?: string): string[] {
         `--allow-write=${dataDir}`,
       ]
     : ['--allow-sys=hostname', '--allow-read=.']
-  return [DENO, 'run', '--allow-net', '--allow-env', '--allow-ffi', ...embedded, 'src/start/main.ts']
+  return [
+    DENO,
+    'run',
+    '--allow-net',
+    '--allow-env',
+    '--allow-ffi',
+    ...embedded,
+    ...runtimeFlags,
+    'src/start/main.ts',
+  ]
 }
