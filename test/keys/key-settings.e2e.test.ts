@@ -50,7 +50,9 @@ test('given a bad key-encryption key, when the server starts, then it stops in o
     const run = await runServerToExit({ ...base, KEY_ENCRYPTION_KEYS: bad })
     expect(run.exitCode).not.toBe(0)
     expect(oneLine(run.stderr)).toHaveLength(1)
-    expect(run.stderr).toMatch(/KEY_ENCRYPTION_KEYS must be base64 keys of 32 bytes, comma-separated: entry [12] /)
+    expect(run.stderr).toMatch(
+      /KEY_ENCRYPTION_KEYS must be base64 keys of 32 bytes, comma-separated: entry [12] /,
+    )
     expect(run.stderr).not.toContain(bad)
   }
   const missingFile = await runServerToExit({ ...base, KEY_ENCRYPTION_KEYS_FILE: '/nonexistent/keks' })
