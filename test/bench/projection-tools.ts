@@ -5,7 +5,10 @@
 // Prints each one's wall time, events a second and peak PSS (docs/performance.md, Projection
 // verify streamed by owner).
 // Run: nice -n 10 bun test/bench/projection-tools.ts [--events N] [--owners M] [--reuse] [--drop]
-//   --reuse: keep the seeded tools_bench of an earlier run; --drop: drop tools_bench at the end.
+//   [--tools verify,rebuild] [--checkout DIR]
+//   --reuse: keep the seeded tools_bench of an earlier run; --drop: drop tools_bench at the end;
+//   --checkout: run the CLI of another checkout (an earlier commit's `git archive`, say, with a
+//   node_modules) on the same store, for a before and after.
 import { loadavg } from 'node:os'
 import process from 'node:process'
 import { parseArgs } from 'node:util'
@@ -25,12 +28,13 @@ const { values } = parseArgs({
     tools: { type: 'string', default: 'verify,rebuild,verify' },
     reuse: { type: 'boolean', default: false },
     drop: { type: 'boolean', default: false },
+    checkout: { type: 'string' },
   },
 })
 const EVENTS = Number(values.events)
 const OWNERS = Number(values.owners)
 const NAME = 'tools_bench'
-const ROOT = new URL('../..', import.meta.url).pathname
+const ROOT = values.checkout ?? new URL('../..', import.meta.url).pathname
 const url = new URL(POSTGRES_ADMIN_URL)
 url.pathname = `/${NAME}`
 const DATABASE_URL = url.toString()
@@ -78,12 +82,15 @@ async function runTool(tool: string, events: number) {
   const { peak } = pss.stop()
   const seconds = (performance.now() - started) / 1000
   const rate = Math.round(events / seconds)
+  // The CPU of the tool's processes (not PostgreSQL's): steadier than wall time on busy cores.
+  const usage = child.resourceUsage()
+  const cpu = usage ? Number(usage.cpuTime.user + usage.cpuTime.system) / 1e6 : Number.NaN
   console.log(
-    `projection ${tool}: exit ${exitCode}, ${seconds.toFixed(1)} s, ${rate} events/s, peak PSS ${Math.round(peak)} MB (load ${loadavg()[0]?.toFixed(1)})`,
+    `projection ${tool}: exit ${exitCode}, ${seconds.toFixed(1)} s, ${rate} events/s, CPU ${cpu.toFixed(1)} s, peak PSS ${Math.round(peak)} MB (load ${loadavg()[0]?.toFixed(1)})`,
   )
   console.log(`  ${stdout.trim().split('\n').at(-1)}`)
   if (exitCode !== 0) throw new Error(`projection ${tool} failed: ${stderr}`)
-  return { tool, seconds, rate, peakPssMb: Math.round(peak) }
+  return { tool, seconds, rate, cpu, peakPssMb: Math.round(peak) }
 }
 
 try {
@@ -92,10 +99,12 @@ try {
   console.log(`${events} events, ${OWNERS} owners in ${NAME}`)
   const results = []
   for (const tool of values.tools.split(',')) results.push(await runTool(tool, events))
-  console.log(`\n| \`bun run --silent cli projection …\` | events | time | events/s | peak PSS |`)
-  console.log('|---|---:|---:|---:|---:|')
-  for (const { tool, seconds, rate, peakPssMb } of results) {
-    console.log(`| ${tool} | ${events} | ${seconds.toFixed(1)} s | ${rate} | ${peakPssMb} MB |`)
+  console.log(`\n| \`bun run --silent cli projection …\` | events | time | events/s | CLI CPU | peak PSS |`)
+  console.log('|---|---:|---:|---:|---:|---:|')
+  for (const { tool, seconds, rate, cpu, peakPssMb } of results) {
+    console.log(
+      `| ${tool} | ${events} | ${seconds.toFixed(1)} s | ${rate} | ${cpu.toFixed(1)} s | ${peakPssMb} MB |`,
+    )
   }
 } finally {
   if (values.drop) await admin(`drop database if exists ${NAME} with (force)`)
