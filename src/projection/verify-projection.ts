@@ -45,11 +45,20 @@ export async function verifyProjection(
         onUnfit?.(event)
       }
       await tx.execute(sql`declare verified_rows no scroll cursor for ${bothSidesByOwner}`)
-      for (;;) {
-        const found = rowsOf<{ line: string }>(
+      const fetchLines = async () =>
+        rowsOf<{ line: string }>(
           await tx.execute(sql`fetch forward ${sql.raw(String(batchSize))} from verified_rows`),
         )
+      let next = fetchLines()
+      for (;;) {
+        const found = await next
         if (found.length === 0) break
+        // PostgreSQL prepares the next batch while this one is opened and compared: the fetch is
+        // sent (a turn of the event loop) before the work starts.
+        next = fetchLines()
+        // Awaited on the next turn; a failure meanwhile is not an unhandled one.
+        next.catch(() => {})
+        await new Promise((sent) => setImmediate(sent))
         events += compareLines(found, keyring, comparer, countUnfit)
         onProgress?.({ events, total: Math.max(total, events) })
       }
