@@ -14,12 +14,12 @@ export type Verification = { events: number; unfit: number; diff: ProjectionDiff
 // Folds the log, opened in the service, and compares the fold with `plants` as both stream by: one
 // cursor reads every event (with its owner's key) and every row of `plants`, ordered by owner and
 // position, a batch at a time; each event is opened and its row handed to a comparer
-// (row-comparer.ts) beside the projection's. So memory holds a batch and the unmatched rows of one
-// owner, whatever the number of events and owners, and each owner's key is unwrapped once (the
-// keyring keeps it while that owner's events pass). One REPEATABLE READ snapshot sees the log and
-// the projection at the same instant (appends project in their own transaction), so writes
-// landing meanwhile cause no false drift; every event the snapshot sees is folded, settled or not.
-// Nothing is written.
+// (row-comparer.ts) beside the projection's. So memory holds two batches (the next is fetched
+// while one is compared) and the unmatched rows of one owner, whatever the number of events and
+// owners, and each owner's key is unwrapped once (the keyring keeps it while that owner's events
+// pass). One REPEATABLE READ snapshot sees the log and the projection at the same instant
+// (appends project in their own transaction), so writes landing meanwhile cause no false drift;
+// every event the snapshot sees is folded, settled or not. Nothing is written.
 export type VerifyOptions = {
   batchSize?: number
   // After each batch read: how many events so far, of how many the snapshot holds.
