@@ -106,7 +106,6 @@ async function verify(config: Config): Promise<number> {
       try {
         verified = await verifyProjection(db, storage.keyring, {
           onProgress: ({ events, total }) => progress.report({ done: events, total }),
-          onCompare: () => progress.step('log folded; comparing it with the projection'),
           onUnfit: unfit.report,
         }).finally(progress.finish)
       } catch (error) {

@@ -18,12 +18,17 @@ export type PlantRow = { owner: string; id: string; name: string; tag: string | 
 export function plantRowsOf(opened: FoldedEvent[]): PlantRow[] {
   const rows: PlantRow[] = []
   for (const event of opened) {
-    const owner = event.owner
-    if (event.type !== 'PlantCreated' || owner === null) continue
-    const { id, name, tag } = event.data as { id: string; name: string; tag: string | null }
-    rows.push({ owner, id, name, tag, position: event.position.toString() })
+    const row = plantRowOf(event)
+    if (row) rows.push(row)
   }
   return rows
+}
+
+export function plantRowOf(event: FoldedEvent): PlantRow | undefined {
+  const owner = event.owner
+  if (event.type !== 'PlantCreated' || owner === null) return undefined
+  const { id, name, tag } = event.data as { id: string; name: string; tag: string | null }
+  return { owner, id, name, tag, position: event.position.toString() }
 }
 
 // Writes `rows` into `table` in one statement: one JSON parameter, one insert. JSON keeps each

@@ -35,7 +35,7 @@ export type LoggedEvent = {
 // PlantCreated is read only while its owner can be (`readable`); an OwnerErased names its owner
 // while the erasure runs. The key is a lateral probe of its primary key per event read: a join the
 // planner may hash would read every owner's key on every read of a few events.
-const withKeys = sql`left join lateral (${readersKeyOf(sql`${events}`)}) as k on true`
+export const withKeys = sql`left join lateral (${readersKeyOf(sql`${events}`)}) as k on true`
 const readable = sql`${events.type} <> 'PlantCreated' or k.pseudonym is not null`
 
 // The recorded time to the microsecond, in UTC.
@@ -155,12 +155,12 @@ export type FoldedEvent = { position: bigint; type: string; owner: string | null
 
 // A fold's event: less than a reader's (no metadata, no recorded time), and the batch as one JSON
 // text, parsed at once, as the settled readers take theirs (event-log/horizon.ts).
-const foldRow = sql`json_build_array(
+export const foldRow = sql`json_build_array(
     ${events.transactionId}::text, ${events.position}::text, ${events.type}, ${events.schemaVersion},
     k.owner, ${events.data}, ${pseudonymOf(sql`${events}`)}, encode(k.key, 'base64'), ${readable},
     ${events.streamId}, ${events.streamVersion})`
 
-type FoldRowArray = [
+export type FoldRowArray = [
   string,
   string,
   string,
@@ -203,13 +203,8 @@ export async function readLogBatch(
   for (const row of rows) {
     const position = BigInt(row[1])
     if (position > highest) highest = position
-    if (!row[8]) continue
-    try {
-      opened.push(toFoldedEvent(keyring, position, row))
-    } catch (error) {
-      if (!(error instanceof UnfitEvent) || !onUnfit) throw error
-      onUnfit(error)
-    }
+    const event = openFoldRow(keyring, position, row, onUnfit)
+    if (event) opened.push(event)
   }
   return {
     events: opened,
@@ -219,13 +214,23 @@ export async function readLogBatch(
   }
 }
 
-function toFoldedEvent(
+// A fold's row (`foldRow`, at `position`) opened: nothing when it cannot be read (a PlantCreated
+// whose owner cannot be), or when it does not open or fit and `onUnfit` takes it.
+export function openFoldRow(
   keyring: Keyring,
   position: bigint,
-  [, , type, schemaVersion, owner, data, pseudonym, wrapped, , streamId, streamVersion]: FoldRowArray,
-): FoldedEvent {
+  [, , type, schemaVersion, owner, data, pseudonym, wrapped, readable, streamId, streamVersion]: FoldRowArray,
+  onUnfit?: (unfit: UnfitEvent) => void,
+): FoldedEvent | undefined {
+  if (!readable) return undefined
   const stored = { position, streamId, streamVersion, type, schemaVersion, data }
-  return { position, type, owner, data: openEvent(keyring, stored, pseudonym, wrapped).data }
+  try {
+    return { position, type, owner, data: openEvent(keyring, stored, pseudonym, wrapped).data }
+  } catch (error) {
+    if (!(error instanceof UnfitEvent) || !onUnfit) throw error
+    onUnfit(error)
+    return undefined
+  }
 }
 
 export async function logHead(db: Executor): Promise<{ events: number; position: bigint }> {
