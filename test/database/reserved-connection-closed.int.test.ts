@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import net from 'node:net'
 import postgres from 'postgres'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { settles } from '../support/watched-socket.ts'
 
 // postgres.js 3.4.9's reserved connections (patches/postgres@3.4.9.patch; each test fails without
-// it). The advisory locks (locks/advisory-lock.ts) hold one each, so a DBA ending its backend, or a
-// database that cannot be reached for a moment, must fail the lock's statements, not hang them or
-// end the process.
+// it). The advisory locks (locks/advisory-lock.ts) hold one each, so a DBA ending its backend must
+// fail the lock's statements, not hang them or end the process.
 let database: TestDatabase
 let admin: postgres.Sql
 beforeAll(async () => {
@@ -55,30 +53,3 @@ test('given statements waiting on a reserved connection, when its backend is end
   expect(await settles(sql`select 1`, 5000)).toBe('resolved')
   await sql.end({ timeout: 1 })
 })
-
-test('given a reserve whose connection was refused, when the database is back, then the next statement gets the connection', async () => {
-  // given: the first connection is refused, as by a database down for a moment
-  const { hostname, port } = new URL(database.url)
-  const nobody = await unusedPort()
-  let attempts = 0
-  const sql = postgres(database.url, {
-    max: 1,
-    onnotice: () => {},
-    // postgres.js documents `socket` but its 3.4 types omit it (test/support/watched-socket.ts)
-    ...{ socket: () => net.connect(attempts++ === 0 ? nobody : Number(port || 5432), hostname) },
-  })
-  expect(await settles(sql.reserve(), 5000)).toBe('ECONNREFUSED')
-  // when
-  const next = settles(sql`select 1`, 5000)
-  // then: the failed reserve no longer waits in the queue, to take the connection for no one
-  expect(await next).toBe('resolved')
-  await sql.end({ timeout: 1 })
-})
-
-async function unusedPort(): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
