@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import net from 'node:net'
 import postgres from 'postgres'
 import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
 import { settles } from '../support/watched-socket.ts'
@@ -52,4 +53,50 @@ test('given statements waiting on a reserved connection, when its backend is end
   reserved.release()
   expect(await settles(sql`select 1`, 5000)).toBe('resolved')
   await sql.end({ timeout: 1 })
+})
+
+test('given a reserve whose connection failed, when a busy connection comes free, then a later reserve gets it', async () => {
+  // given: a pool of two, one connection busy; the reserve opens the other, which fails while it
+  // starts (its error reported before its close, as Bun reports a reset)
+  const { hostname, port } = new URL(database.url)
+  const silent = net.createServer(() => {})
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  let attempts = 0
+  let failing: net.Socket | undefined
+  const open = () =>
+    new Promise<net.Socket>((resolve, reject) => {
+      const second = ++attempts === 2
+      const socket = net.connect(
+        second ? (silent.address() as net.AddressInfo).port : Number(port || 5432),
+        hostname,
+      )
+      if (second) failing = socket
+      socket.once('connect', () => resolve(socket))
+      socket.once('error', reject)
+    })
+  // postgres.js documents `socket` but its 3.4 types omit it (test/support/watched-socket.ts)
+  const sql = postgres(database.url, { max: 2, onnotice: () => {}, ...{ socket: open } })
+  await sql`select 1`
+  const busy = sql`select pg_sleep(0.3)`.then((rows) => rows)
+  await Bun.sleep(50)
+  const failed = settles(sql.reserve(), 5000)
+  await Bun.sleep(50)
+  failing?.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' }))
+  expect(await failed).toBe('ECONNRESET')
+  // when: the busy connection comes free before the failed one's close
+  await busy
+  await Bun.sleep(50)
+  failing?.destroy()
+  failing?.emit('close', true)
+  const holder = await sql.reserve()
+  // then: the failed reserve did not take the freed connection for no one
+  expect(
+    await settles(
+      sql.reserve().then((reserved) => reserved.release()),
+      5000,
+    ),
+  ).toBe('resolved')
+  holder.release()
+  await sql.end({ timeout: 1 })
+  silent.close()
 })
