@@ -6,8 +6,8 @@ import { settles, watchedClient } from '../support/watched-socket.ts'
 // hadError. postgres.js 3.4.9 failed the statements in flight at the error, and at a close with
 // an error failed nothing, so a statement sent in between was neither answered nor failed: a
 // lock's next take hung. It also kept the failed statement as the connection's current one, so
-// end() waited for it forever (porsager/postgres PR #1142) (patches/postgres@3.4.9.patch; each
-// test fails without it).
+// end() waited for it forever (the pull request porsager/postgres#1142). Each test fails without
+// patches/postgres@3.4.9.patch.
 let database: TestDatabase
 beforeAll(async () => {
   database = await createTestDatabase('error_before_close')

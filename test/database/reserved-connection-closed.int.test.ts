@@ -18,8 +18,8 @@ afterAll(async () => {
   await database?.drop()
 })
 
-// porsager/postgres#1199 (and #1208: the statement's write on the closed socket threw from a timer,
-// which ends the process).
+// porsager/postgres#1199 (and porsager/postgres#1208: the statement's write on the closed socket
+// threw from a timer, which ends the process).
 test('given a reserved connection whose backend was ended, when it is used and released, then its statements fail and the pool goes on', async () => {
   // given
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
