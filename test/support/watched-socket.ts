@@ -1,0 +1,50 @@
+import net from 'node:net'
+import postgres from 'postgres'
+
+export type WatchedClient = {
+  sql: postgres.Sql
+  // The socket of the connection opened last, for a test to stand in for the network.
+  socket: () => net.Socket
+}
+
+// A postgres.js client of one connection whose socket the test holds, through the driver's public
+// `socket` option: a test can then give the driver a socket's events in the order a runtime does.
+export function watchedClient(url: string, connectTimeoutSeconds = 3): WatchedClient {
+  const { hostname, port } = new URL(url)
+  let current: net.Socket | undefined
+  const open = () =>
+    new Promise<net.Socket>((resolve, reject) => {
+      const socket = net.connect(Number(port || 5432), hostname)
+      socket.once('connect', () => {
+        current = socket
+        resolve(socket)
+      })
+      socket.once('error', reject)
+    })
+  const sql = postgres(url, {
+    max: 1,
+    connect_timeout: connectTimeoutSeconds,
+    onnotice: () => {},
+    // postgres.js documents `socket` but its 3.4 types omit it: given by a spread, as
+    // database/primary-host.ts gives it.
+    ...{ socket: open },
+  })
+  return {
+    sql,
+    socket: () => {
+      if (!current) throw new Error('no connection opened yet')
+      return current
+    },
+  }
+}
+
+// What a statement came to within `ms`: 'resolved', its error's code, or 'pending'.
+export function settles(promise: Promise<unknown>, ms: number): Promise<string> {
+  return Promise.race([
+    promise.then(
+      () => 'resolved',
+      (error: unknown) => (error as { code?: string }).code ?? String(error),
+    ),
+    Bun.sleep(ms).then(() => 'pending'),
+  ])
+}
