@@ -5,15 +5,16 @@ import type postgres from 'postgres'
 import { type Database, rowsOf } from '../database/database.ts'
 import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
+import { heldLockCondition, lockKeyText } from './lock-spaces.ts'
 
-// The one way this service holds a lock (docs/operating.md lists each): a PostgreSQL advisory lock
+// The one way this service holds a lock (locks/lock-registry.ts names each): a PostgreSQL advisory lock
 // taken in a transaction held open on a connection lent for it alone. An open transaction pins its
 // server connection through any pooler (PgBouncer in transaction mode included), and a crash, a
 // killed backend or a restarted pooler ends it: a lock can be lost while its holder runs on. So
 // what is safe only under the lock is not trusted to it but fenced: written through `fenced`, in
 // the lock's own transaction, it commits with the release or not at all.
 export type LockName = {
-  // pg_locks' classid; objid is hashtext(`name`), objsubid 2 (the two-key form).
+  // The first key (locks/lock-spaces.ts); the second is hashtext(`name`).
   space: number
   name: string
   // For the message when the lock is lost: "the lock on <what> was lost".
@@ -46,8 +47,6 @@ export type TakeOptions = {
 
 type Client = postgres.Sql & { reserve?: () => Promise<postgres.ReservedSql> }
 
-const NAME = /^[\w-]+$/
-
 // Takes the lock. It is tried, and tried again every `pollMs`, rather than waited for in one
 // statement: a waiting statement holds a snapshot (it would hold back VACUUM, and an upgrade that
 // waits for older snapshots would wait for its waiters) and meets any statement timeout.
@@ -56,11 +55,10 @@ export async function takeLock(
   lock: LockName,
   { mode = 'exclusive', wait = true, onWait, consequence = 'run it again', pollMs = 100 }: TakeOptions = {},
 ): Promise<HeldLock | undefined> {
-  if (!NAME.test(lock.name)) throw new Error(`not a lock name: ${lock.name}`)
   const client = (db as unknown as { $client: Client }).$client
-  // Sent as text by the simple protocol (the name checked above): a portal of the extended one
+  // Sent as text by the simple protocol (the name checked there): a portal of the extended one
   // would stay open until the next statement, holding its snapshot.
-  const key = `${lock.space}, hashtext('${lock.name}')`
+  const key = lockKeyText(lock.space, lock.name)
   const lost = (cause?: unknown) =>
     new Failure(
       'LOCK_LOST',
@@ -94,9 +92,8 @@ export async function takeLock(
   }
   const prove = async () => {
     const [row] = await run<{ held: boolean }>(
-      `select exists (select 1 from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()
-         and classid = ${lock.space} and objid = hashtext('${lock.name}')::oid and objsubid = 2
-         and granted) as held`,
+      `select exists (select 1 from pg_locks l where l.pid = pg_backend_pid()
+         and ${heldLockCondition(lock.space, `'${lock.name}'`)}) as held`,
     ).catch((error: unknown) => {
       throw lost(error)
     })

@@ -1,6 +1,7 @@
 import type { Database } from '../database/database.ts'
 import { type HeldLock, takeLock } from './advisory-lock.ts'
-import { LOCK_SPACE } from './work-tables.ts'
+import { LOCKS } from './lock-registry.ts'
+import { LOCK_SPACES } from './lock-spaces.ts'
 
 // An erasure's first step and a projection rebuild exclude each other (docs/erasure.md): a rebuild's
 // table, filled before the erasure deleted the owner's rows, would bring them back at its swap.
@@ -8,13 +9,13 @@ import { LOCK_SPACE } from './work-tables.ts'
 // alone, waiting for the rebuilds that run to finish. Each commits what it did under the lock in
 // the lock's own transaction (locks/advisory-lock.ts): a swap or a first step whose lock was lost
 // on the way commits nothing.
-const NAME = 'erasure-or-rebuild'
+const { space, name, modes } = LOCKS.erasureOrRebuild
 
 export async function takeRebuildLock(db: Database): Promise<HeldLock> {
   const held = await takeLock(
     db,
-    { space: LOCK_SPACE, name: NAME, what: 'the projection rebuild' },
-    { mode: 'shared', consequence: 'nothing was swapped; run it again' },
+    { space: LOCK_SPACES[space], name, what: 'the projection rebuild' },
+    { mode: modes.rebuilds, consequence: 'nothing was swapped; run it again' },
   )
   if (!held) throw new Error('a waited-for lock was not taken')
   return held
@@ -27,7 +28,7 @@ export function takeErasureLock(
 ): Promise<HeldLock | undefined> {
   return takeLock(
     db,
-    { space: LOCK_SPACE, name: NAME, what: 'the erasure' },
-    { wait, onWait, consequence: 'nothing was erased; run it again' },
+    { space: LOCK_SPACES[space], name, what: 'the erasure' },
+    { mode: modes["an erasure's first step"], wait, onWait, consequence: 'nothing was erased; run it again' },
   )
 }

@@ -6,13 +6,18 @@ import { createKeyring, type Keyring } from '../crypto/keyring.ts'
 import type { Database } from '../database/database.ts'
 import { postgresClient } from '../database/postgres-client.ts'
 import { type HeldLock, takeLock } from '../locks/advisory-lock.ts'
+import { LOCKS } from '../locks/lock-registry.ts'
+import { LOCK_SPACES } from '../locks/lock-spaces.ts'
 import { unreachableDatabase } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
 import { within } from '../shared/time-limit.ts'
 
 export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
-// Any constant shared by every instance of the service; 'plmg' in ASCII.
-const MIGRATION_LOCK = { space: 0x706c6d67, name: 'migration', what: 'the migration' }
+const MIGRATION_LOCK = {
+  space: LOCK_SPACES[LOCKS.migration.space],
+  name: LOCKS.migration.name,
+  what: 'the migration',
+}
 
 const CONNECT_TIMEOUT_SECONDS = 10
 // The first statement's answer, connection included: a server that lets the connection through and
