@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import type { Database, Executor, Transaction } from '../database/database.ts'
 import { rowsOf } from '../database/database.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../event-log/schema.ts'
-import { takeErasureLock } from '../locks/maintenance-lock.ts'
+import { withErasureLock } from '../locks/maintenance-lock.ts'
 import { clearDeadWorkTables } from '../locks/work-tables.ts'
 import { databaseMessage, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
@@ -113,21 +113,15 @@ async function beginErasure(
   wait: boolean,
   onWait: () => void,
 ): Promise<{ pseudonym: string; plants: number } | undefined> {
-  const lock = await takeErasureLock(db, { wait, onWait })
-  if (!lock) {
+  const refuse = () => {
     throw new Failure(
       'LOCK_HELD',
       'a projection rebuild is running and the erasure was told not to wait: nothing was erased; run it again once the rebuild ends',
     )
   }
-  try {
-    const begun = await lock.fenced.transaction((tx) => hideOwner(tx, owner, at))
-    await lock.release()
-    return begun
-  } catch (error) {
-    await lock.abandon()
-    throw error
-  }
+  return withErasureLock(db, { wait, onWait, otherwise: refuse }, (lock) =>
+    lock.fenced.transaction((tx) => hideOwner(tx, owner, at)),
+  )
 }
 
 async function hideOwner(tx: Transaction, owner: string, at: Date) {

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { sql } from 'drizzle-orm'
-import { drizzle } from 'drizzle-orm/postgres-js'
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
 import type postgres from 'postgres'
 import { type Database, rowsOf } from '../database/database.ts'
 import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
@@ -24,7 +23,7 @@ export type LockName = {
 export type HeldLock = {
   // A database whose transactions run inside the lock's (each in a savepoint of it): what they
   // write commits when the lock is released, and never if the lock is lost first.
-  fenced: Database
+  fenced: PostgresJsDatabase
   // Resolves while the lock's backend holds it; throws LOCK_LOST otherwise.
   prove: () => Promise<void>
   // Commits the lock's transaction, and with it what `fenced` wrote; throws LOCK_LOST when that
@@ -34,10 +33,8 @@ export type HeldLock = {
   abandon: () => Promise<void>
 }
 
-export type TakeOptions = {
+export type LockOptions = {
   mode?: 'shared' | 'exclusive'
-  // false: when another run holds it, give up at once (undefined).
-  wait?: boolean
   // Called once, when the lock must be waited for.
   onWait?: () => void
   // What a loss means to the holder, after "the lock on … was lost: ".
@@ -45,11 +42,65 @@ export type TakeOptions = {
   pollMs?: number
 }
 
-type Client = postgres.Sql & { reserve?: () => Promise<postgres.ReservedSql> }
+// Waited for as long as another run holds it: the lock always comes back.
+export type WaitOptions = LockOptions & { wait?: true }
+// Given up at once when another run holds it: only these come back without the lock.
+export type TryOptions = LockOptions & { wait: false }
+export type TakeOptions = WaitOptions | TryOptions
+
+type Client = postgres.Sql
+
+// Takes `lock`, runs `work` holding it and releases it: what `work` wrote through `fenced` commits
+// then, or, the lock lost, not at all (LOCK_LOST). A failure of `work` abandons the lock.
+export async function withLock<Result>(
+  db: Database,
+  lock: LockName,
+  options: WaitOptions,
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result>
+// `wait: false`: when another run holds the lock, `otherwise` answers instead, without it.
+export async function withLock<Result, Otherwise>(
+  db: Database,
+  lock: LockName,
+  options: TakeOptions & { otherwise: () => Otherwise | Promise<Otherwise> },
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result | Otherwise>
+export async function withLock<Result, Otherwise>(
+  db: Database,
+  lock: LockName,
+  options: WaitOptions | (TryOptions & { otherwise: () => Otherwise | Promise<Otherwise> }),
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result | Otherwise> {
+  if (options.wait !== false) return runHolding(await takeLock(db, lock, options), work)
+  const held = await takeLock(db, lock, options)
+  return held === undefined ? options.otherwise() : runHolding(held, work)
+}
+
+// Runs `work` holding the lock `held` already, and releases it (abandons it, should `work` fail).
+export async function runHolding<Result>(
+  held: HeldLock,
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result> {
+  try {
+    const result = await work(held)
+    await held.release()
+    return result
+  } catch (error) {
+    // After a failed release too: it leaves the lock's connection to be lent back.
+    await held.abandon()
+    throw error
+  }
+}
 
 // Takes the lock. It is tried, and tried again every `pollMs`, rather than waited for in one
 // statement: a waiting statement holds a snapshot (it would hold back VACUUM, and an upgrade that
 // waits for older snapshots would wait for its waiters) and meets any statement timeout.
+export async function takeLock(db: Database, lock: LockName, options?: WaitOptions): Promise<HeldLock>
+export async function takeLock(
+  db: Database,
+  lock: LockName,
+  options: TakeOptions,
+): Promise<HeldLock | undefined>
 export async function takeLock(
   db: Database,
   lock: LockName,
@@ -68,7 +119,6 @@ export async function takeLock(
         cause,
       },
     )
-  if (!client.reserve) return sessionLock(db, key, mode, wait, onWait, pollMs)
   const connection = await client.reserve()
   const run = async <Row>(statement: string) => rowsOf<Row>(await connection.unsafe(statement))
   const abandon = async () => {
@@ -126,7 +176,7 @@ function fencedDatabase(
   client: Client,
   connection: postgres.ReservedSql,
   prove: () => Promise<void>,
-): Database {
+): PostgresJsDatabase {
   let savepoints = 0
   const fencedClient = {
     options: client.options,
@@ -147,28 +197,7 @@ function fencedDatabase(
   }
   // drizzle drives a client through `unsafe` and `begin` and reads its `options`; a reserved
   // connection has no `begin` of its own, so this one opens a savepoint instead.
-  return drizzle({ client: fencedClient as unknown as postgres.Sql }) as unknown as Database
-}
-
-// A client that reserves no connection (PGlite, which reads a data folder of the previous engine
-// while it is moved) has one session, which lives exactly as long as the process: a session lock,
-// never lost while the process runs. A transaction held open would take in every other statement.
-async function sessionLock(
-  db: Database,
-  key: string,
-  mode: 'shared' | 'exclusive',
-  wait: boolean,
-  onWait: (() => void) | undefined,
-  pollMs: number,
-): Promise<HeldLock | undefined> {
-  const run = async (call: string) =>
-    rowsOf<{ done: boolean }>(await db.execute(sql.raw(`select ${call}${suffixOf(mode)}(${key}) as done`)))[0]
-      ?.done === true
-  if (!(await tryUntilTaken(() => run('pg_try_advisory_lock'), wait, onWait, pollMs))) return undefined
-  const unlock = async () => {
-    await run('pg_advisory_unlock').catch(() => {})
-  }
-  return { fenced: db, prove: async () => {}, release: unlock, abandon: unlock }
+  return drizzle({ client: fencedClient as unknown as postgres.Sql })
 }
 
 const suffixOf = (mode: 'shared' | 'exclusive') => (mode === 'shared' ? '_shared' : '')

@@ -1,5 +1,5 @@
 import type { Database } from '../database/database.ts'
-import { type HeldLock, takeLock } from './advisory-lock.ts'
+import { type HeldLock, type LockOptions, takeLock, withLock } from './advisory-lock.ts'
 import { LOCKS } from './lock-registry.ts'
 import { LOCK_SPACES } from './lock-spaces.ts'
 
@@ -11,14 +11,24 @@ import { LOCK_SPACES } from './lock-spaces.ts'
 // on the way commits nothing.
 const { space, name, modes } = LOCKS.erasureOrRebuild
 
-export async function takeRebuildLock(db: Database): Promise<HeldLock> {
-  const held = await takeLock(
-    db,
-    { space: LOCK_SPACES[space], name, what: 'the projection rebuild' },
-    { mode: modes.rebuilds, consequence: 'nothing was swapped; run it again' },
-  )
-  if (!held) throw new Error('a waited-for lock was not taken')
-  return held
+const REBUILD = { space: LOCK_SPACES[space], name, what: 'the projection rebuild' }
+const REBUILDING: LockOptions = { mode: modes.rebuilds, consequence: 'nothing was swapped; run it again' }
+const ERASURE = { space: LOCK_SPACES[space], name, what: 'the erasure' }
+const ERASING: LockOptions = {
+  mode: modes["an erasure's first step"],
+  consequence: 'nothing was erased; run it again',
+}
+
+export function takeRebuildLock(db: Database): Promise<HeldLock> {
+  return takeLock(db, REBUILD, REBUILDING)
+}
+
+// Runs `work` holding the rebuild's share of the lock, waiting for an erasure's first step.
+export function withRebuildLock<Result>(
+  db: Database,
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result> {
+  return withLock(db, REBUILD, REBUILDING, work)
 }
 
 // `wait` false: undefined when a rebuild runs. `onWait`: called first when the erasure waits.
@@ -26,9 +36,15 @@ export function takeErasureLock(
   db: Database,
   { wait = true, onWait }: { wait?: boolean; onWait?: () => void } = {},
 ): Promise<HeldLock | undefined> {
-  return takeLock(
-    db,
-    { space: LOCK_SPACES[space], name, what: 'the erasure' },
-    { mode: modes["an erasure's first step"], wait, onWait, consequence: 'nothing was erased; run it again' },
-  )
+  return takeLock(db, ERASURE, { ...ERASING, wait, onWait })
+}
+
+// Runs `work` holding the lock alone, once the rebuilds that run have ended; `wait` false: when a
+// rebuild runs, `otherwise` answers at once instead.
+export function withErasureLock<Result, Otherwise>(
+  db: Database,
+  { wait, onWait, otherwise }: { wait: boolean; onWait: () => void; otherwise: () => Otherwise },
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result | Otherwise> {
+  return withLock(db, ERASURE, { ...ERASING, wait, onWait, otherwise }, work)
 }

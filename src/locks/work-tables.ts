@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { type Database, type Executor, rowsOf } from '../database/database.ts'
-import { type HeldLock, takeLock } from './advisory-lock.ts'
+import { type HeldLock, type LockName, takeLock, withLock } from './advisory-lock.ts'
 import { LOCKS } from './lock-registry.ts'
 import { heldLockCondition, LOCK_SPACES } from './lock-spaces.ts'
 
@@ -19,13 +19,34 @@ export function workTableName(prefix: (typeof WORK_TABLE_PREFIXES)[number]): str
 // Marks `name` as in use until the lock is released or lost (locks/advisory-lock.ts). Taken
 // before the table is made, so no other command ever sees the table without the lock.
 export async function claimWorkTable(db: Database, name: string, consequence?: string): Promise<HeldLock> {
-  const held = await takeLock(
+  return (await takeLock(db, workTableLock(name), { consequence, wait: false })) ?? claimedTwice(name)
+}
+
+// Runs `work` holding the claim on `name` (claimWorkTable), and releases it: what `work` wrote
+// through `fenced` commits then.
+export function withWorkTable<Result>(
+  db: Database,
+  name: string,
+  consequence: string,
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result> {
+  return withLock(
     db,
-    { space: LOCK_SPACES[LOCKS.workTable.space], name, what: `the work table ${name}` },
-    { consequence, wait: false },
+    workTableLock(name),
+    { consequence, wait: false, otherwise: () => claimedTwice(name) },
+    work,
   )
-  if (!held) throw new Error(`work table ${name} claimed twice`)
-  return held
+}
+
+const workTableLock = (name: string): LockName => ({
+  space: LOCK_SPACES[LOCKS.workTable.space],
+  name,
+  what: `the work table ${name}`,
+})
+
+// A name made at random, taken already: a bug, not a state.
+function claimedTwice(name: string): never {
+  throw new Error(`work table ${name} claimed twice`)
 }
 
 // Every work table in the schema, with its size and whether a live command holds it.

@@ -14,7 +14,7 @@ import {
 import type { UnfitEvent } from '../event-log/sealed-parts.ts'
 import type { HeldLock } from '../locks/advisory-lock.ts'
 import { GiveWay, whileAppendsBlocked } from '../locks/append-lock.ts'
-import { takeRebuildLock } from '../locks/maintenance-lock.ts'
+import { withRebuildLock } from '../locks/maintenance-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../locks/work-tables.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
@@ -57,17 +57,13 @@ export async function rebuildProjection(
   keyring: Keyring,
   options: RebuildOptions = {},
 ): Promise<RebuildResult> {
-  const lock = await takeRebuildLock(db)
   const name = workTableName('plants_rebuild_')
   let table: HeldLock | undefined
   try {
-    table = await claimWorkTable(db, name, 'nothing was swapped; run it again')
-    const result = await rebuild(db, lock.fenced, table, name, keyring, options)
-    await lock.release()
-    return result
-  } catch (error) {
-    await lock.abandon()
-    throw error
+    return await withRebuildLock(db, async (lock) => {
+      table = await claimWorkTable(db, name, 'nothing was swapped; run it again')
+      return rebuild(db, lock.fenced, table, name, keyring, options)
+    })
   } finally {
     // After the lock's transaction ends: until then the swap it holds would make this wait for it.
     await db.execute(sql`drop table if exists ${sql.identifier(name)}`).catch(() => {})
