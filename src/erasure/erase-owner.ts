@@ -3,6 +3,7 @@ import type { Database, Executor, Transaction } from '../database/database.ts'
 import { rowsOf } from '../database/database.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../event-log/schema.ts'
 import { withErasureLock } from '../locks/maintenance-lock.ts'
+import { lockOwner } from '../locks/owner-lock.ts'
 import { clearDeadWorkTables } from '../locks/work-tables.ts'
 import { databaseMessage, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
@@ -125,7 +126,7 @@ async function beginErasure(
 }
 
 async function hideOwner(tx: Transaction, owner: string, at: Date) {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`)
+  await tx.execute(lockOwner(owner))
   const [key] = rowsOf<{ pseudonym: string }>(
     await tx.execute(sql`select ${ownerKeys.pseudonym} as pseudonym from ${ownerKeys}
       where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing} for update`),

@@ -8,7 +8,8 @@ export type LockMode = 'shared' | 'exclusive'
 export type RegisteredLock = {
   // The table's name for it.
   lock: string
-  space: LockSpace
+  // 'one key': a lock of PostgreSQL's one-key form (a bigint), which no space of two keys meets.
+  space: LockSpace | 'one key'
   // The second key: a fixed name, or (in <>) what names each one.
   name: string
   // How each holder takes it, by who they are.
@@ -55,6 +56,17 @@ export const LOCKS = {
       "an import's append of its staged events runs in its table lock's transaction, and each staged batch proves the lock first",
     whenLost:
       'the import imports nothing (`nothing was imported`); the table is dropped by the next run or erasure',
+  },
+  owner: {
+    lock: "an owner's",
+    space: 'one key',
+    name: 'hashtextextended(<the owner>, 0)',
+    modes: { 'each taker': 'exclusive' },
+    heldBy: "a new owner's create, an import's append (of the owners it brings), an erasure's first step",
+    protects:
+      "one owner's events, which commit in the order of their positions; a new owner's key, stored once",
+    fencedBy: 'nothing needs it: it is held by the transaction it protects (`src/locks/owner-lock.ts`)',
+    whenLost: 'that transaction fails and commits nothing',
   },
   feedLeadership: {
     lock: "the feed's leadership, one per stream",
