@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import type { Database, Executor, Transaction } from '../database/database.ts'
 import { rowsOf } from '../database/database.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../event-log/schema.ts'
+import { runHolding } from '../locks/advisory-lock.ts'
 import { withErasureLock } from '../locks/maintenance-lock.ts'
 import { lockOwner } from '../locks/owner-lock.ts'
 import { clearDeadWorkTables } from '../locks/work-tables.ts'
@@ -82,10 +83,13 @@ export async function eraseOwner(
           await step('erasure: await the notice in the stream', () => feed.awaitPublished(erasure.notice))
           await step('erasure: purge the stream', () => feed.purge({ pseudonym: erasure.pseudonym, owner }))
         }
-        await step('erasure: await imports', () => awaitImports(db, { waitMs, onWait }))
         plantsErased +=
           erasure.pseudonym === begun?.pseudonym ? begun.plants : await plantsOf(db, erasure.pseudonym)
-        await step('erasure: delete the key', () => completeErasure(db, erasure.pseudonym, now()))
+        // Fenced: the key is deleted in the transaction of the lock that keeps imports out.
+        const importsOut = await step('erasure: await imports', () => awaitImports(db, { waitMs, onWait }))
+        await step('erasure: delete the key', () =>
+          runHolding(importsOut, ({ fenced }) => completeErasure(fenced, erasure.pseudonym, now())),
+        )
       }
       await step('erasure: drop dead work tables', () => clearDeadWorkTables(db))
       await step('erasure: refresh statistics', () => refreshStatistics(db))

@@ -40,6 +40,9 @@ export type LockOptions = {
   // What a loss means to the holder, after "the lock on … was lost: ".
   consequence?: string
   pollMs?: number
+  // A lock taken in the same transaction once this one is (waited for, whatever `wait` says), and
+  // held, proved and lost with it.
+  along?: { lock: LockName; mode: 'shared' | 'exclusive' }
 }
 
 // Waited for as long as another run holds it: the lock always comes back.
@@ -104,7 +107,14 @@ export async function takeLock(
 export async function takeLock(
   db: Database,
   lock: LockName,
-  { mode = 'exclusive', wait = true, onWait, consequence = 'run it again', pollMs = 100 }: TakeOptions = {},
+  {
+    mode = 'exclusive',
+    wait = true,
+    onWait,
+    consequence = 'run it again',
+    pollMs = 100,
+    along,
+  }: TakeOptions = {},
 ): Promise<HeldLock | undefined> {
   const client = (db as unknown as { $client: Client }).$client
   // Sent as text by the simple protocol (the name checked there): a portal of the extended one
@@ -129,25 +139,31 @@ export async function takeLock(
     await connection.unsafe('begin isolation level read committed')
     // A DBA's idle_in_transaction_session_timeout would end the lock while its holder works.
     await connection.unsafe('set local idle_in_transaction_session_timeout = 0')
-    const tryTake = async () =>
+    const tryTake = (key: string, mode: 'shared' | 'exclusive') => async () =>
       (await run<{ taken: boolean }>(`select pg_try_advisory_xact_lock${suffixOf(mode)}(${key}) as taken`))[0]
         ?.taken === true
-    if (!(await tryUntilTaken(tryTake, wait, onWait, pollMs))) {
+    if (!(await tryUntilTaken(tryTake(key, mode), wait, onWait, pollMs))) {
       await abandon()
       return undefined
+    }
+    if (along) {
+      const alongKey = lockKeyText(along.lock.space, along.lock.name)
+      await tryUntilTaken(tryTake(alongKey, along.mode), true, undefined, pollMs)
     }
   } catch (error) {
     await abandon()
     throw error
   }
+  const held = [lock, ...(along ? [along.lock] : [])]
+    .map(({ space, name }) => `(${heldLockCondition(space, `'${name}'`)})`)
+    .join(' or ')
   const prove = async () => {
-    const [row] = await run<{ held: boolean }>(
-      `select exists (select 1 from pg_locks l where l.pid = pg_backend_pid()
-         and ${heldLockCondition(lock.space, `'${lock.name}'`)}) as held`,
+    const [row] = await run<{ held: number }>(
+      `select count(*)::int as held from pg_locks l where l.pid = pg_backend_pid() and (${held})`,
     ).catch((error: unknown) => {
       throw lost(error)
     })
-    if (row?.held !== true) throw lost()
+    if (row?.held !== (along ? 2 : 1)) throw lost()
   }
   return {
     fenced: fencedDatabase(client, connection, prove),

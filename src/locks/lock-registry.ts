@@ -44,14 +44,26 @@ export const LOCKS = {
     whenLost:
       'the swap, or the first step, commits nothing (`nothing was swapped`, `nothing was erased`): run it again',
   },
+  erasureOrImport: {
+    lock: 'erasure or import',
+    space: 'maintenance',
+    name: 'erasure-or-import',
+    modes: { imports: 'shared', "an erasure's last step": 'exclusive' },
+    heldBy: '`events import`, `owners erase`',
+    protects:
+      "an import's staging table, which may hold the owner in the clear, never outlives an erasure: its last step (the key deleted) waits for the imports that run",
+    fencedBy:
+      "the erasure's last step runs in the lock's transaction; an import holds it in its table lock's transaction",
+    whenLost:
+      'the last step commits nothing (`the erasure is pending`): run it again; an import imports nothing (`nothing was imported`)',
+  },
   workTable: {
     lock: "a work table's (`plants_rebuild_*`, `import_staging_*`)",
     space: 'maintenance',
     name: '<the table>',
     modes: { 'its run': 'exclusive' },
     heldBy: 'the rebuild or import that made it',
-    protects:
-      "the table, from being dropped as a dead run's; an erasure waits for the imports whose table is alive",
+    protects: "the table, from being dropped as a dead run's",
     fencedBy:
       "an import's append of its staged events runs in its table lock's transaction, and each staged batch proves the lock first",
     whenLost:

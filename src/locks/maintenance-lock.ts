@@ -48,3 +48,27 @@ export function withErasureLock<Result, Otherwise>(
 ): Promise<Result | Otherwise> {
   return withLock(db, ERASURE, { ...ERASING, wait, onWait, otherwise }, work)
 }
+
+// An import's staging table may hold an owner in the clear (docs/erasure.md): an erasure's last
+// step, the owner's key deleted, takes this lock alone, so no import runs while it commits; each
+// import holds it shared, with its staging table's lock (locks/work-tables.ts), for as long as the
+// table lives.
+const IMPORTS = LOCKS.erasureOrImport
+
+export const IMPORTING = {
+  lock: { space: LOCK_SPACES[IMPORTS.space], name: IMPORTS.name, what: 'the import' },
+  mode: IMPORTS.modes.imports,
+}
+
+// The lock alone, taken when no import runs; undefined at once when one does.
+export function takeImportsOut(db: Database): Promise<HeldLock | undefined> {
+  return takeLock(
+    db,
+    { space: LOCK_SPACES[IMPORTS.space], name: IMPORTS.name, what: "the erasure's last step" },
+    {
+      mode: IMPORTS.modes["an erasure's last step"],
+      consequence: 'the erasure is pending; run it again',
+      wait: false,
+    },
+  )
+}

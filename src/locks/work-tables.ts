@@ -3,6 +3,7 @@ import { type Database, type Executor, rowsOf } from '../database/database.ts'
 import { type HeldLock, type LockName, takeLock, withLock } from './advisory-lock.ts'
 import { LOCKS } from './lock-registry.ts'
 import { heldLockCondition, LOCK_SPACES } from './lock-spaces.ts'
+import { IMPORTING } from './maintenance-lock.ts'
 
 // Tables a command fills outside any one transaction: a rebuild's `plants_rebuild_*`, an import's
 // `import_staging_*`. A command that dies leaves its table behind. Each live one holds an advisory
@@ -18,8 +19,10 @@ export function workTableName(prefix: (typeof WORK_TABLE_PREFIXES)[number]): str
 
 // Marks `name` as in use until the lock is released or lost (locks/advisory-lock.ts). Taken
 // before the table is made, so no other command ever sees the table without the lock.
+// An import's table is claimed with the import's share of the lock an erasure's last step takes
+// alone (locks/maintenance-lock.ts), in the same transaction: held, and lost, with the table's.
 export async function claimWorkTable(db: Database, name: string, consequence?: string): Promise<HeldLock> {
-  return (await takeLock(db, workTableLock(name), { consequence, wait: false })) ?? claimedTwice(name)
+  return (await takeLock(db, workTableLock(name), claimOptions(name, consequence))) ?? claimedTwice(name)
 }
 
 // Runs `work` holding the claim on `name` (claimWorkTable), and releases it: what `work` wrote
@@ -30,13 +33,16 @@ export function withWorkTable<Result>(
   consequence: string,
   work: (held: HeldLock) => Promise<Result>,
 ): Promise<Result> {
-  return withLock(
-    db,
-    workTableLock(name),
-    { consequence, wait: false, otherwise: () => claimedTwice(name) },
-    work,
-  )
+  const otherwise = () => claimedTwice(name)
+  return withLock(db, workTableLock(name), { ...claimOptions(name, consequence), otherwise }, work)
 }
+
+const claimOptions = (name: string, consequence: string | undefined) =>
+  ({
+    consequence,
+    wait: false,
+    along: name.startsWith('import_staging_') ? IMPORTING : undefined,
+  }) as const
 
 const workTableLock = (name: string): LockName => ({
   space: LOCK_SPACES[LOCKS.workTable.space],
