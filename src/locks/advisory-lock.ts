@@ -4,6 +4,7 @@ import type postgres from 'postgres'
 import { type Database, rowsOf } from '../database/database.ts'
 import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
+import type { LockMode } from './lock-registry.ts'
 import { heldLockCondition, lockKeyText } from './lock-spaces.ts'
 
 // The one way this service holds a lock (locks/lock-registry.ts names each): a PostgreSQL advisory lock
@@ -34,7 +35,7 @@ export type HeldLock = {
 }
 
 export type LockOptions = {
-  mode?: 'shared' | 'exclusive'
+  mode?: LockMode
   // Called once, when the lock must be waited for.
   onWait?: () => void
   // What a loss means to the holder, after "the lock on … was lost: ".
@@ -42,7 +43,7 @@ export type LockOptions = {
   pollMs?: number
   // A lock taken in the same transaction once this one is (waited for, whatever `wait` says), and
   // held, proved and lost with it.
-  along?: { lock: LockName; mode: 'shared' | 'exclusive' }
+  along?: { lock: LockName; mode: LockMode }
 }
 
 // Waited for as long as another run holds it: the lock always comes back.
@@ -139,7 +140,7 @@ export async function takeLock(
     await connection.unsafe('begin isolation level read committed')
     // A DBA's idle_in_transaction_session_timeout would end the lock while its holder works.
     await connection.unsafe('set local idle_in_transaction_session_timeout = 0')
-    const tryTake = (key: string, mode: 'shared' | 'exclusive') => async () =>
+    const tryTake = (key: string, mode: LockMode) => async () =>
       (await run<{ taken: boolean }>(`select pg_try_advisory_xact_lock${suffixOf(mode)}(${key}) as taken`))[0]
         ?.taken === true
     if (!(await tryUntilTaken(tryTake(key, mode), wait, onWait, pollMs))) {
@@ -216,7 +217,7 @@ function fencedDatabase(
   return drizzle({ client: fencedClient as unknown as postgres.Sql })
 }
 
-const suffixOf = (mode: 'shared' | 'exclusive') => (mode === 'shared' ? '_shared' : '')
+const suffixOf = (mode: LockMode) => (mode === 'shared' ? '_shared' : '')
 
 // Tries `take` until it succeeds, every `pollMs` (`onWait` told once, when the first try fails);
 // false at once when it fails and `wait` is false.
