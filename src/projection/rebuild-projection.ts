@@ -4,6 +4,7 @@ import type { Database, Executor } from '../database/database.ts'
 import { foldLog } from '../event-log/plant-rows.ts'
 import { countLogAfter, LOG_START, type LogCursor, logHead } from '../event-log/reading.ts'
 import {
+  events as eventLog,
   events,
   ownerKeys,
   type PlantsTable,
@@ -130,6 +131,7 @@ async function rebuild(
   await table.prove()
   const outcome = await whileAppendsBlocked(
     fenced,
+    eventLog,
     async (tx) => {
       // A long tail (an import committed just now) is copied without the lock first.
       if ((await countLogAfter(tx, cursor)) > LOCKED_TAIL_LIMIT) throw new GiveWay()

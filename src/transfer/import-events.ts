@@ -1,5 +1,6 @@
 import type { Keyring } from '../crypto/keyring.ts'
 import type { Database } from '../database/database.ts'
+import { events as eventLog } from '../event-log/schema.ts'
 import type { HeldLock } from '../locks/advisory-lock.ts'
 import { whileAppendsBlocked } from '../locks/append-lock.ts'
 import { clearDeadWorkTables, withWorkTable, workTableName } from '../locks/work-tables.ts'
@@ -129,6 +130,7 @@ async function importStaged(
     // (erasure/leftovers.ts), they commit with its release, or, the lock lost, not at all.
     const appended = await whileAppendsBlocked(
       claim.fenced,
+      eventLog,
       async (tx) => {
         if (!append && !(await isLogEmpty(tx))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
         const owner = await firstOwnerClash(tx, checked)
