@@ -2,7 +2,9 @@ import { sql } from 'drizzle-orm'
 import type { Database, Executor, Transaction } from '../database/database.ts'
 import { rowsOf } from '../database/database.ts'
 import { erasedOwners, events, ownerGenerations, ownerKeys, plants } from '../event-log/schema.ts'
-import { takeErasureLock } from '../locks/maintenance-lock.ts'
+import { runHolding } from '../locks/advisory-lock.ts'
+import { withErasureLock } from '../locks/maintenance-lock.ts'
+import { lockOwner } from '../locks/owner-lock.ts'
 import { clearDeadWorkTables } from '../locks/work-tables.ts'
 import { databaseMessage, isDatabaseUnavailable, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
@@ -81,10 +83,13 @@ export async function eraseOwner(
           await step('erasure: await the notice in the stream', () => feed.awaitPublished(erasure.notice))
           await step('erasure: purge the stream', () => feed.purge({ pseudonym: erasure.pseudonym, owner }))
         }
-        await step('erasure: await imports', () => awaitImports(db, { waitMs, onWait }))
         plantsErased +=
           erasure.pseudonym === begun?.pseudonym ? begun.plants : await plantsOf(db, erasure.pseudonym)
-        await step('erasure: delete the key', () => completeErasure(db, erasure.pseudonym, now()))
+        // Fenced: the key is deleted in the transaction of the lock that keeps imports out.
+        const importsOut = await step('erasure: await imports', () => awaitImports(db, { waitMs, onWait }))
+        await step('erasure: delete the key', () =>
+          runHolding(importsOut, ({ fenced }) => completeErasure(fenced, erasure.pseudonym, now())),
+        )
       }
       await step('erasure: drop dead work tables', () => clearDeadWorkTables(db))
       await step('erasure: refresh statistics', () => refreshStatistics(db))
@@ -113,25 +118,19 @@ async function beginErasure(
   wait: boolean,
   onWait: () => void,
 ): Promise<{ pseudonym: string; plants: number } | undefined> {
-  const lock = await takeErasureLock(db, { wait, onWait })
-  if (!lock) {
+  const refuse = () => {
     throw new Failure(
       'LOCK_HELD',
       'a projection rebuild is running and the erasure was told not to wait: nothing was erased; run it again once the rebuild ends',
     )
   }
-  try {
-    const begun = await lock.fenced.transaction((tx) => hideOwner(tx, owner, at))
-    await lock.release()
-    return begun
-  } catch (error) {
-    await lock.abandon()
-    throw error
-  }
+  return withErasureLock(db, { wait, onWait, otherwise: refuse }, (lock) =>
+    lock.fenced.transaction((tx) => hideOwner(tx, owner, at)),
+  )
 }
 
 async function hideOwner(tx: Transaction, owner: string, at: Date) {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`)
+  await tx.execute(lockOwner(owner))
   const [key] = rowsOf<{ pseudonym: string }>(
     await tx.execute(sql`select ${ownerKeys.pseudonym} as pseudonym from ${ownerKeys}
       where ${ownerKeys.owner} = ${owner} and not ${ownerKeys.erasing} for update`),

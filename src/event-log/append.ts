@@ -4,6 +4,7 @@ import type { Keyring, StoredKey } from '../crypto/keyring.ts'
 import { seal, streamIdOf } from '../crypto/sealing.ts'
 import { type Executor, preparedQuery } from '../database/database.ts'
 import { readStoredPlant } from '../domain/plant.ts'
+import { lockOwners } from '../locks/owner-lock.ts'
 import type { AppendKey, OwnerKeyCache } from './owner-keys.ts'
 import { events, ownerKeys, plants } from './schema.ts'
 import { openedData } from './sealed-parts.ts'
@@ -79,12 +80,7 @@ function appendStatement(input: (db: Executor) => SQL, name: string) {
   return preparedQuery((db) => {
     const cte = (alias: string, query: SQL) => db.$with(alias, {}).as(query)
     const inputs = cte('input', input(db))
-    const locked = cte(
-      'locked',
-      sql`select count(pg_advisory_xact_lock(key)) as locks
-          from (select distinct hashtextextended(owner, 0) as key from input
-                where new_key is not null order by 1) as keys`,
-    )
+    const locked = cte('locked', lockOwners(sql`input where new_key is not null`))
     const made = cte(
       'made',
       sql`insert into ${ownerKeys} (pseudonym, owner, key)

@@ -1,6 +1,8 @@
 import { drizzle } from 'drizzle-orm/postgres-js'
 import { postgresClient } from '../database/postgres-client.ts'
 import { type HeldLock, takeLock } from '../locks/advisory-lock.ts'
+import { LOCKS } from '../locks/lock-registry.ts'
+import { LOCK_SPACES } from '../locks/lock-spaces.ts'
 
 // Whether this process is the one that publishes. Only an optimisation: a second publisher is
 // refused by the stream (see nats-stream.ts), never duplicated; the lock keeps them from racing.
@@ -20,10 +22,6 @@ export const soleLeadership: Leadership = {
   close: async () => {},
 }
 
-// 'plan' in ASCII, and a hash of the stream's name: the lock that makes a leader (locks/advisory-lock.ts).
-// Feeds to different streams from one database each have their own leader.
-const LOCK_CLASS = 0x706c616e
-
 // The leader holds the lock on a connection of its own, and proves it at each question: a lock lost
 // with its connection (a killed backend, a restarted pooler, a DBA's idle timeout) is found at the
 // next one, and taken again, on a new connection, when no other instance has taken it meanwhile.
@@ -38,7 +36,9 @@ export function advisoryLockLeadership(url: string, stream: string): Leadership 
     connection: { application_name: 'plant-store-feed', statement_timeout: 5000 },
   })
   const db = drizzle({ client })
-  const lock = { space: LOCK_CLASS, name: `feed-${nameHash(stream)}`, what: `the leadership of ${stream}` }
+  // Feeds to different streams from one database each have their own leader (locks/lock-registry.ts).
+  const space = LOCK_SPACES[LOCKS.feedLeadership.space]
+  const lock = { space, name: `feed-${nameHash(stream)}`, what: `the leadership of ${stream}` }
   let held: HeldLock | undefined
   const stepDown = async () => {
     await held?.abandon()

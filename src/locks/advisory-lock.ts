@@ -1,19 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { sql } from 'drizzle-orm'
-import { drizzle } from 'drizzle-orm/postgres-js'
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
 import type postgres from 'postgres'
 import { type Database, rowsOf } from '../database/database.ts'
 import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
+import type { LockMode } from './lock-registry.ts'
+import { heldLockCondition, lockKeyText } from './lock-spaces.ts'
 
-// The one way this service holds a lock (docs/operating.md lists each): a PostgreSQL advisory lock
+// The one way this service holds a lock (locks/lock-registry.ts names each): a PostgreSQL advisory lock
 // taken in a transaction held open on a connection lent for it alone. An open transaction pins its
 // server connection through any pooler (PgBouncer in transaction mode included), and a crash, a
 // killed backend or a restarted pooler ends it: a lock can be lost while its holder runs on. So
 // what is safe only under the lock is not trusted to it but fenced: written through `fenced`, in
 // the lock's own transaction, it commits with the release or not at all.
 export type LockName = {
-  // pg_locks' classid; objid is hashtext(`name`), objsubid 2 (the two-key form).
+  // The first key (locks/lock-spaces.ts); the second is hashtext(`name`).
   space: number
   name: string
   // For the message when the lock is lost: "the lock on <what> was lost".
@@ -23,7 +24,7 @@ export type LockName = {
 export type HeldLock = {
   // A database whose transactions run inside the lock's (each in a savepoint of it): what they
   // write commits when the lock is released, and never if the lock is lost first.
-  fenced: Database
+  fenced: PostgresJsDatabase
   // Resolves while the lock's backend holds it; throws LOCK_LOST otherwise.
   prove: () => Promise<void>
   // Commits the lock's transaction, and with it what `fenced` wrote; throws LOCK_LOST when that
@@ -33,34 +34,93 @@ export type HeldLock = {
   abandon: () => Promise<void>
 }
 
-export type TakeOptions = {
-  mode?: 'shared' | 'exclusive'
-  // false: when another run holds it, give up at once (undefined).
-  wait?: boolean
+export type LockOptions = {
+  mode?: LockMode
   // Called once, when the lock must be waited for.
   onWait?: () => void
   // What a loss means to the holder, after "the lock on … was lost: ".
   consequence?: string
   pollMs?: number
+  // A lock taken in the same transaction once this one is (waited for, whatever `wait` says), and
+  // held, proved and lost with it.
+  along?: { lock: LockName; mode: LockMode }
 }
 
-type Client = postgres.Sql & { reserve?: () => Promise<postgres.ReservedSql> }
+// Waited for as long as another run holds it: the lock always comes back.
+export type WaitOptions = LockOptions & { wait?: true }
+// Given up at once when another run holds it: only these come back without the lock.
+export type TryOptions = LockOptions & { wait: false }
+export type TakeOptions = WaitOptions | TryOptions
 
-const NAME = /^[\w-]+$/
+type Client = postgres.Sql
+
+// Takes `lock`, runs `work` holding it and releases it: what `work` wrote through `fenced` commits
+// then, or, the lock lost, not at all (LOCK_LOST). A failure of `work` abandons the lock.
+export async function withLock<Result>(
+  db: Database,
+  lock: LockName,
+  options: WaitOptions,
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result>
+// `wait: false`: when another run holds the lock, `otherwise` answers instead, without it.
+export async function withLock<Result, Otherwise>(
+  db: Database,
+  lock: LockName,
+  options: TakeOptions & { otherwise: () => Otherwise | Promise<Otherwise> },
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result | Otherwise>
+export async function withLock<Result, Otherwise>(
+  db: Database,
+  lock: LockName,
+  options: WaitOptions | (TryOptions & { otherwise: () => Otherwise | Promise<Otherwise> }),
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result | Otherwise> {
+  if (options.wait !== false) return runHolding(await takeLock(db, lock, options), work)
+  const held = await takeLock(db, lock, options)
+  return held === undefined ? options.otherwise() : runHolding(held, work)
+}
+
+// Runs `work` holding the lock `held` already, and releases it (abandons it, should `work` fail).
+export async function runHolding<Result>(
+  held: HeldLock,
+  work: (held: HeldLock) => Promise<Result>,
+): Promise<Result> {
+  try {
+    const result = await work(held)
+    await held.release()
+    return result
+  } catch (error) {
+    // After a failed release too: it leaves the lock's connection to be lent back.
+    await held.abandon()
+    throw error
+  }
+}
 
 // Takes the lock. It is tried, and tried again every `pollMs`, rather than waited for in one
 // statement: a waiting statement holds a snapshot (it would hold back VACUUM, and an upgrade that
 // waits for older snapshots would wait for its waiters) and meets any statement timeout.
+export async function takeLock(db: Database, lock: LockName, options?: WaitOptions): Promise<HeldLock>
 export async function takeLock(
   db: Database,
   lock: LockName,
-  { mode = 'exclusive', wait = true, onWait, consequence = 'run it again', pollMs = 100 }: TakeOptions = {},
+  options: TakeOptions,
+): Promise<HeldLock | undefined>
+export async function takeLock(
+  db: Database,
+  lock: LockName,
+  {
+    mode = 'exclusive',
+    wait = true,
+    onWait,
+    consequence = 'run it again',
+    pollMs = 100,
+    along,
+  }: TakeOptions = {},
 ): Promise<HeldLock | undefined> {
-  if (!NAME.test(lock.name)) throw new Error(`not a lock name: ${lock.name}`)
   const client = (db as unknown as { $client: Client }).$client
-  // Sent as text by the simple protocol (the name checked above): a portal of the extended one
+  // Sent as text by the simple protocol (the name checked there): a portal of the extended one
   // would stay open until the next statement, holding its snapshot.
-  const key = `${lock.space}, hashtext('${lock.name}')`
+  const key = lockKeyText(lock.space, lock.name)
   const lost = (cause?: unknown) =>
     new Failure(
       'LOCK_LOST',
@@ -70,7 +130,6 @@ export async function takeLock(
         cause,
       },
     )
-  if (!client.reserve) return sessionLock(db, key, mode, wait, onWait, pollMs)
   const connection = await client.reserve()
   const run = async <Row>(statement: string) => rowsOf<Row>(await connection.unsafe(statement))
   const abandon = async () => {
@@ -81,26 +140,31 @@ export async function takeLock(
     await connection.unsafe('begin isolation level read committed')
     // A DBA's idle_in_transaction_session_timeout would end the lock while its holder works.
     await connection.unsafe('set local idle_in_transaction_session_timeout = 0')
-    const tryTake = async () =>
+    const tryTake = (key: string, mode: LockMode) => async () =>
       (await run<{ taken: boolean }>(`select pg_try_advisory_xact_lock${suffixOf(mode)}(${key}) as taken`))[0]
         ?.taken === true
-    if (!(await tryUntilTaken(tryTake, wait, onWait, pollMs))) {
+    if (!(await tryUntilTaken(tryTake(key, mode), wait, onWait, pollMs))) {
       await abandon()
       return undefined
+    }
+    if (along) {
+      const alongKey = lockKeyText(along.lock.space, along.lock.name)
+      await tryUntilTaken(tryTake(alongKey, along.mode), true, undefined, pollMs)
     }
   } catch (error) {
     await abandon()
     throw error
   }
+  const held = [lock, ...(along ? [along.lock] : [])]
+    .map(({ space, name }) => `(${heldLockCondition(space, `'${name}'`)})`)
+    .join(' or ')
   const prove = async () => {
-    const [row] = await run<{ held: boolean }>(
-      `select exists (select 1 from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()
-         and classid = ${lock.space} and objid = hashtext('${lock.name}')::oid and objsubid = 2
-         and granted) as held`,
+    const [row] = await run<{ held: number }>(
+      `select count(*)::int as held from pg_locks l where l.pid = pg_backend_pid() and (${held})`,
     ).catch((error: unknown) => {
       throw lost(error)
     })
-    if (row?.held !== true) throw lost()
+    if (row?.held !== (along ? 2 : 1)) throw lost()
   }
   return {
     fenced: fencedDatabase(client, connection, prove),
@@ -129,7 +193,7 @@ function fencedDatabase(
   client: Client,
   connection: postgres.ReservedSql,
   prove: () => Promise<void>,
-): Database {
+): PostgresJsDatabase {
   let savepoints = 0
   const fencedClient = {
     options: client.options,
@@ -150,31 +214,10 @@ function fencedDatabase(
   }
   // drizzle drives a client through `unsafe` and `begin` and reads its `options`; a reserved
   // connection has no `begin` of its own, so this one opens a savepoint instead.
-  return drizzle({ client: fencedClient as unknown as postgres.Sql }) as unknown as Database
+  return drizzle({ client: fencedClient as unknown as postgres.Sql })
 }
 
-// A client that reserves no connection (PGlite, which reads a data folder of the previous engine
-// while it is moved) has one session, which lives exactly as long as the process: a session lock,
-// never lost while the process runs. A transaction held open would take in every other statement.
-async function sessionLock(
-  db: Database,
-  key: string,
-  mode: 'shared' | 'exclusive',
-  wait: boolean,
-  onWait: (() => void) | undefined,
-  pollMs: number,
-): Promise<HeldLock | undefined> {
-  const run = async (call: string) =>
-    rowsOf<{ done: boolean }>(await db.execute(sql.raw(`select ${call}${suffixOf(mode)}(${key}) as done`)))[0]
-      ?.done === true
-  if (!(await tryUntilTaken(() => run('pg_try_advisory_lock'), wait, onWait, pollMs))) return undefined
-  const unlock = async () => {
-    await run('pg_advisory_unlock').catch(() => {})
-  }
-  return { fenced: db, prove: async () => {}, release: unlock, abandon: unlock }
-}
-
-const suffixOf = (mode: 'shared' | 'exclusive') => (mode === 'shared' ? '_shared' : '')
+const suffixOf = (mode: LockMode) => (mode === 'shared' ? '_shared' : '')
 
 // Tries `take` until it succeeds, every `pollMs` (`onWait` told once, when the first try fails);
 // false at once when it fails and `wait` is false.

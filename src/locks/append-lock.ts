@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
+import type { PgTable } from 'drizzle-orm/pg-core'
 import type { Database, Transaction } from '../database/database.ts'
-import { events } from '../event-log/schema.ts'
 import { postgresErrorCode } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
 
@@ -22,21 +22,23 @@ export type BlockOptions = {
   lock?: (tx: Transaction) => Promise<void>
 }
 
-const blockAppends = async (tx: Transaction) => {
-  await tx.execute(sql`lock table ${events} in exclusive mode`)
+const blockAppends = (log: PgTable) => async (tx: Transaction) => {
+  await tx.execute(sql`lock table ${log} in exclusive mode`)
 }
 
-// Runs `work` in a transaction that holds the events table EXCLUSIVE (unless `lock` says
-// otherwise). Every append holds the table's ROW EXCLUSIVE lock, as any insert does, at no extra
-// cost: once EXCLUSIVE is granted no append is in flight, none starts until the transaction ends,
-// and every event in the table is committed. Readers carry on. Every lock the transaction waits for
+// Runs `work` in a transaction that holds `log`, the events table (handed in: the locks sit below
+// the log, whose append takes an owner's lock), EXCLUSIVE, unless `lock` says otherwise. Every
+// append holds the table's ROW EXCLUSIVE lock, as any insert does, at no extra cost: once
+// EXCLUSIVE is granted no append is in flight, none starts until the transaction ends, and every
+// event in the table is committed. Readers carry on. Every lock the transaction waits for
 // (this one, and whatever `work` takes, such as a projection swap's) is waited for at most
 // `waitMs`; then the transaction gives way, and is tried again, so that creates never queue behind
 // it for longer.
 export async function whileAppendsBlocked<Result>(
   db: Database,
+  log: PgTable,
   work: (tx: Transaction) => Promise<Result>,
-  { waitMs = 200, attempts = 150, beforeRetry = async () => {}, lock = blockAppends }: BlockOptions = {},
+  { waitMs = 200, attempts = 150, beforeRetry = async () => {}, lock = blockAppends(log) }: BlockOptions = {},
 ): Promise<Result> {
   for (let attempt = 1; ; attempt++) {
     try {

@@ -1,18 +1,23 @@
 import { fileURLToPath } from 'node:url'
-import { drizzle as drizzlePostgres, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import type { KeyEncryptionKeys } from '../crypto/key-encryption-keys.ts'
 import { createKeyring, type Keyring } from '../crypto/keyring.ts'
 import type { Database } from '../database/database.ts'
 import { postgresClient } from '../database/postgres-client.ts'
-import { type HeldLock, takeLock } from '../locks/advisory-lock.ts'
+import { runHolding, takeLock, withLock } from '../locks/advisory-lock.ts'
+import { LOCKS } from '../locks/lock-registry.ts'
+import { LOCK_SPACES } from '../locks/lock-spaces.ts'
 import { unreachableDatabase } from '../shared/database-error.ts'
 import { Failure } from '../shared/errors.ts'
 import { within } from '../shared/time-limit.ts'
 
 export const migrationsFolder = fileURLToPath(new URL('../../db/migrations', import.meta.url))
-// Any constant shared by every instance of the service; 'plmg' in ASCII.
-const MIGRATION_LOCK = { space: 0x706c6d67, name: 'migration', what: 'the migration' }
+const MIGRATION_LOCK = {
+  space: LOCK_SPACES[LOCKS.migration.space],
+  name: LOCKS.migration.name,
+  what: 'the migration',
+}
 
 const CONNECT_TIMEOUT_SECONDS = 10
 // The first statement's answer, connection included: a server that lets the connection through and
@@ -35,10 +40,9 @@ export async function migratePostgresDatabase(
   const options = { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS }
   const lock = postgresClient(url, options)
   const lockDb = drizzlePostgres({ client: lock })
-  const take = (wait: boolean) =>
-    takeLock(lockDb, MIGRATION_LOCK, { wait, consequence: 'the start stopped; start it again' })
+  const holding = { consequence: 'the start stopped; start it again' }
   const first = await within(
-    take(false).then((held) => ({ held })),
+    takeLock(lockDb, MIGRATION_LOCK, { ...holding, wait: false }).then((held) => ({ held })),
     FIRST_ANSWER_SECONDS * 1000,
   ).catch(async (error: unknown) => {
     await lock.end({ timeout: 5 })
@@ -52,18 +56,12 @@ export async function migratePostgresDatabase(
       `DATABASE_URL: cannot use the database: no answer within ${FIRST_ANSWER_SECONDS} s (${serverOf(url)})`,
     )
   const client = postgresClient(url, options)
-  let held: HeldLock | undefined
   try {
-    held = first.held ?? (await take(true))
-    await migratePostgres(held?.fenced as PostgresJsDatabase, { migrationsFolder })
-    await held?.release()
-    held = await take(true)
-    await then(drizzlePostgres({ client }), createKeyring(keys ?? []))
-    await held?.release()
-    held = undefined
-  } catch (error) {
-    await held?.abandon()
-    throw error
+    const held = first.held ?? (await takeLock(lockDb, MIGRATION_LOCK, holding))
+    await runHolding(held, ({ fenced }) => migratePostgres(fenced, { migrationsFolder }))
+    await withLock(lockDb, MIGRATION_LOCK, holding, () =>
+      then(drizzlePostgres({ client }), createKeyring(keys ?? [])),
+    )
   } finally {
     await Promise.all([client.end({ timeout: 5 }), lock.end({ timeout: 5 })])
   }

@@ -4,6 +4,7 @@ import type { Database, Executor } from '../database/database.ts'
 import { foldLog } from '../event-log/plant-rows.ts'
 import { countLogAfter, LOG_START, type LogCursor, logHead } from '../event-log/reading.ts'
 import {
+  events as eventLog,
   events,
   ownerKeys,
   type PlantsTable,
@@ -14,7 +15,7 @@ import {
 import type { UnfitEvent } from '../event-log/sealed-parts.ts'
 import type { HeldLock } from '../locks/advisory-lock.ts'
 import { GiveWay, whileAppendsBlocked } from '../locks/append-lock.ts'
-import { takeRebuildLock } from '../locks/maintenance-lock.ts'
+import { withRebuildLock } from '../locks/maintenance-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../locks/work-tables.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
 import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
@@ -57,17 +58,13 @@ export async function rebuildProjection(
   keyring: Keyring,
   options: RebuildOptions = {},
 ): Promise<RebuildResult> {
-  const lock = await takeRebuildLock(db)
   const name = workTableName('plants_rebuild_')
   let table: HeldLock | undefined
   try {
-    table = await claimWorkTable(db, name, 'nothing was swapped; run it again')
-    const result = await rebuild(db, lock.fenced, table, name, keyring, options)
-    await lock.release()
-    return result
-  } catch (error) {
-    await lock.abandon()
-    throw error
+    return await withRebuildLock(db, async (lock) => {
+      table = await claimWorkTable(db, name, 'nothing was swapped; run it again')
+      return rebuild(db, lock.fenced, table, name, keyring, options)
+    })
   } finally {
     // After the lock's transaction ends: until then the swap it holds would make this wait for it.
     await db.execute(sql`drop table if exists ${sql.identifier(name)}`).catch(() => {})
@@ -134,6 +131,7 @@ async function rebuild(
   await table.prove()
   const outcome = await whileAppendsBlocked(
     fenced,
+    eventLog,
     async (tx) => {
       // A long tail (an import committed just now) is copied without the lock first.
       if ((await countLogAfter(tx, cursor)) > LOCKED_TAIL_LIMIT) throw new GiveWay()

@@ -1,7 +1,9 @@
 import type { Keyring } from '../crypto/keyring.ts'
 import type { Database } from '../database/database.ts'
+import { events as eventLog } from '../event-log/schema.ts'
+import type { HeldLock } from '../locks/advisory-lock.ts'
 import { whileAppendsBlocked } from '../locks/append-lock.ts'
-import { claimWorkTable, clearDeadWorkTables, workTableName } from '../locks/work-tables.ts'
+import { clearDeadWorkTables, withWorkTable, workTableName } from '../locks/work-tables.ts'
 import { projectionStatus } from '../projection/projection-status.ts'
 import { databaseMessage, postgresErrorCode } from '../shared/database-error.ts'
 import { Failure, isFailure } from '../shared/errors.ts'
@@ -57,10 +59,29 @@ export async function importEvents(
   await clearDeadWorkTables(db)
   if (!append && !(await isLogEmpty(db))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
   const name = workTableName('import_staging_')
-  const claim = await claimWorkTable(db, name, 'nothing was imported; run it again')
-  let staging: Staging | undefined
+  const made: { staging?: Staging } = {}
   try {
-    staging = await createStaging(db, name)
+    return await withWorkTable(db, name, 'nothing was imported; run it again', (claim) =>
+      importStaged(db, keyring, lines, { claim, name, made }, { append, batchSize, onStaged, onStep }),
+    )
+  } finally {
+    // After the lock's transaction ends, which holds the table while it appends from it.
+    if (made.staging) await dropStaging(db, made.staging).catch(() => {})
+  }
+}
+
+// Stages the lines in the table `name` (kept in `made`), holding `claim`, its lock, and appends
+// them; a failure, as a refusal.
+async function importStaged(
+  db: Database,
+  keyring: Keyring,
+  lines: AsyncIterable<string>,
+  { claim, name, made }: { claim: HeldLock; name: string; made: { staging?: Staging } },
+  { append = false, batchSize = 500, onStaged, onStep }: ImportOptions,
+): Promise<number> {
+  try {
+    const staging = await createStaging(db, name)
+    made.staging = staging
     const check = lineChecker({ append, keyring })
     let events = 0
     // A batch's lines are checked, and their refusals taken in line order.
@@ -76,7 +97,7 @@ export async function importEvents(
       }
       // The table's lock lost, another command may drop it as a dead run's: said, not guessed.
       await claim.prove()
-      await stageLines(db, staging as Staging, staged)
+      await stageLines(db, staging, staged)
       onStaged?.({ events })
     }
     let batch: { text: string; line: number }[] = []
@@ -109,6 +130,7 @@ export async function importEvents(
     // (erasure/leftovers.ts), they commit with its release, or, the lock lost, not at all.
     const appended = await whileAppendsBlocked(
       claim.fenced,
+      eventLog,
       async (tx) => {
         if (!append && !(await isLogEmpty(tx))) throw new Failure('IMPORT_REFUSED', await nonEmptyStore(db))
         const owner = await firstOwnerClash(tx, checked)
@@ -120,14 +142,9 @@ export async function importEvents(
       },
       { lock: fewOwners ? lockStagedOwners(checked) : undefined },
     )
-    await claim.release()
     return appended
   } catch (error) {
-    await claim.abandon()
     throw asRefusal(error)
-  } finally {
-    // After the lock's transaction ends, which holds the table while it appends from it.
-    if (staging) await dropStaging(db, staging).catch(() => {})
   }
 }
 

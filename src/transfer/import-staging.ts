@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { Keyring } from '../crypto/keyring.ts'
 import { type Database, type Executor, rowsOf, type Transaction } from '../database/database.ts'
 import { erasedOwners, events, ownerKeys, plants } from '../event-log/schema.ts'
+import { lockOwners } from '../locks/owner-lock.ts'
 import { sealPlainOwners } from './plain-owners.ts'
 
 // An import's lines wait in a table of their own until every one has been checked: filled batch by
@@ -221,9 +222,7 @@ export async function countStagedOwners(db: Executor, { table }: Staging): Promi
 // already has is refused, so no create of a staged owner locks a stored key instead.)
 export function lockStagedOwners({ table }: Staging) {
   return async (tx: Transaction): Promise<void> => {
-    await tx.execute(sql`
-      select count(pg_advisory_xact_lock(key))
-      from (select distinct hashtextextended(owner, 0) as key from ${table} where owner is not null order by 1) as keys`)
+    await tx.execute(lockOwners(sql`${table} where owner is not null`))
   }
 }
 

@@ -20,7 +20,9 @@ import { importEvents, readLines } from './import-events.ts'
 // kept with the export under the name returned. A move cut short is done again at the next start;
 // one whose import committed but whose folder was not yet renamed is recognised by the new store
 // holding as many events as the export. Undefined when there is nothing to move. PGlite is loaded
-// only here, and only when such a folder exists.
+// only here, and only when such a folder exists. It takes no lock (locks/advisory-lock.ts holds one
+// on a connection of its own, which PGlite has not): the old folder is this process's alone, as
+// DATA_DIR is, and the import into the new store takes its locks there.
 export async function moveFromPglite(
   db: Database,
   dataDir: string,
