@@ -1,5 +1,6 @@
 import process from 'node:process'
-import { isInSync, type ProjectionDiff, type ProjectionRow } from '../projection/verify-projection.ts'
+import type { ProjectionDiff, ProjectionRow } from '../projection/projection-diff.ts'
+import { isInSync } from '../projection/verify-projection.ts'
 
 // Exit 0 with `inSync`, or exit 1 with `drifted` and a readable account of the drift: counts,
 // then a few rows of each kind.

@@ -18,7 +18,8 @@ import { GiveWay, whileAppendsBlocked } from '../locks/append-lock.ts'
 import { withRebuildLock } from '../locks/maintenance-lock.ts'
 import { claimWorkTable, clearDeadWorkTables, workTableName } from '../locks/work-tables.ts'
 import { bumpChangedOwners, ownersDiffering } from './changed-owners.ts'
-import { diffProjection, type ProjectionDiff } from './verify-projection.ts'
+import type { ProjectionDiff } from './projection-diff.ts'
+import { diffProjection } from './verify-projection.ts'
 
 // At most this many events are folded while creates wait for the swap.
 const LOCKED_TAIL_LIMIT = 2_000

@@ -1,4 +1,4 @@
-import type { Drift, ProjectionDiff, ProjectionRow } from './verify-projection.ts'
+import type { Drift, ProjectionDiff, ProjectionRow } from './projection-diff.ts'
 
 export type RowComparer = {
   // A row of the fold of the log, or of the projection. The rows of one owner come together:

@@ -5,6 +5,7 @@ import { plantRowOf } from '../event-log/plant-rows.ts'
 import { type FoldRowArray, foldRow, openFoldRow, withKeys } from '../event-log/reading.ts'
 import { events as eventsTable, type PlantsTable, plants } from '../event-log/schema.ts'
 import type { UnfitEvent } from '../event-log/sealed-parts.ts'
+import type { Drift, ProjectionDiff } from './projection-diff.ts'
 import { createRowComparer, type RowComparer } from './row-comparer.ts'
 
 // `unfit`: how many events did not open or fit (event-log/sealed-parts.ts); each was handed to
@@ -107,18 +108,6 @@ function compareLines(
     if (planted) comparer.expected({ ...planted, id: BigInt(planted.id), position: event.position })
   }
   return events
-}
-
-export type ProjectionRow = typeof plants.$inferSelect
-
-export type Drift<Example> = { count: number; examples: Example[] }
-
-// How `actual` differs from `expected`, keyed by (owner, id): rows it lacks, rows it should not
-// have, and rows whose values differ, each kind counted in full with the first few by position.
-export type ProjectionDiff = {
-  missing: Drift<ProjectionRow>
-  extra: Drift<ProjectionRow>
-  changed: Drift<{ expected: ProjectionRow; actual: ProjectionRow }>
 }
 
 export function isInSync(diff: ProjectionDiff): boolean {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
+import type { ProjectionRow } from '../../src/projection/projection-diff.ts'
 import { createRowComparer } from '../../src/projection/row-comparer.ts'
-import type { ProjectionRow } from '../../src/projection/verify-projection.ts'
 
 const row = (owner: string, id: number, position: number, name = `plant ${id}`, tag: string | null = null) =>
   ({ owner, id: BigInt(id), name, tag, position: BigInt(position) }) satisfies ProjectionRow
