@@ -1,33 +1,24 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import net from 'node:net'
 import postgres from 'postgres'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { databaseForFile } from '../support/postgres.ts'
 import { settles } from '../support/watched-socket.ts'
 
 // postgres.js 3.4.9's reserved connections (patches/postgres@3.4.9.patch; each test fails without
 // it). The advisory locks (locks/advisory-lock.ts) hold one each, so a DBA ending its backend must
 // fail the lock's statements, not hang them or end the process.
-let database: TestDatabase
-let admin: postgres.Sql
-beforeAll(async () => {
-  database = await createTestDatabase('reserved_closed')
-  admin = postgres(database.url, { max: 1, onnotice: () => {} })
-})
-afterAll(async () => {
-  await admin?.end()
-  await database?.drop()
-})
+const database = databaseForFile('reserved_closed')
 
 // porsager/postgres#1199 (and porsager/postgres#1208: the statement's write on the closed socket
 // threw from a timer, which ends the process).
 test('given a reserved connection whose backend was ended, when it is used and released, then its statements fail and the pool goes on', async () => {
   // given
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(database.url(), { max: 1, onnotice: () => {} })
   const reserved = await sql.reserve()
   const inFlight = settles(reserved`select pg_sleep(30)`, 5000)
   await Bun.sleep(100)
   // when
-  await admin`select pg_terminate_backend(pid) from pg_stat_activity where query = 'select pg_sleep(30)'`
+  await database.admin()`select pg_terminate_backend(pid) from pg_stat_activity where query = 'select pg_sleep(30)'`
   // then
   expect(await inFlight).toBe('CONNECTION_CLOSED')
   expect(await settles(reserved`select 1`, 5000)).toBe('CONNECTION_CLOSED')
@@ -38,7 +29,7 @@ test('given a reserved connection whose backend was ended, when it is used and r
 
 test('given statements waiting on a reserved connection, when its backend is ended, then each of them fails', async () => {
   // given: a statement described first fills the connection, so the next ones wait in its queue
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(database.url(), { max: 1, onnotice: () => {} })
   const reserved = await sql.reserve()
   const waiting = [
     settles(reserved`select pg_sleep(30), ${'described first'}::text as note`, 5000),
@@ -47,7 +38,7 @@ test('given statements waiting on a reserved connection, when its backend is end
   ]
   await Bun.sleep(100)
   // when
-  await admin`select pg_terminate_backend(pid) from pg_stat_activity where query like 'select pg_sleep(30), %'`
+  await database.admin()`select pg_terminate_backend(pid) from pg_stat_activity where query like 'select pg_sleep(30), %'`
   // then
   expect(await Promise.all(waiting)).toEqual(['CONNECTION_CLOSED', 'CONNECTION_CLOSED', 'CONNECTION_CLOSED'])
   reserved.release()
@@ -58,7 +49,7 @@ test('given statements waiting on a reserved connection, when its backend is end
 test('given a reserve whose connection failed, when a busy connection comes free, then a later reserve gets it', async () => {
   // given: a pool of two, one connection busy; the reserve opens the other, which fails while it
   // starts (its error reported before its close, as Bun reports a reset)
-  const { hostname, port } = new URL(database.url)
+  const { hostname, port } = new URL(database.url())
   const silent = net.createServer(() => {})
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
   let attempts = 0
@@ -75,7 +66,7 @@ test('given a reserve whose connection failed, when a busy connection comes free
       socket.once('error', reject)
     })
   // postgres.js documents `socket` but its 3.4 types omit it (test/support/watched-socket.ts)
-  const sql = postgres(database.url, { max: 2, onnotice: () => {}, ...{ socket: open } })
+  const sql = postgres(database.url(), { max: 2, onnotice: () => {}, ...{ socket: open } })
   await sql`select 1`
   const busy = sql`select pg_sleep(0.3)`.then((rows) => rows)
   await Bun.sleep(50)

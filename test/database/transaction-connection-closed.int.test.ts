@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { databaseForFile } from '../support/postgres.ts'
 import { settles } from '../support/watched-socket.ts'
 
 // postgres.js 3.4.9 kept a transaction's statements waiting in a queue of its own while its
@@ -8,20 +8,11 @@ import { settles } from '../support/watched-socket.ts'
 // and the rollback the transaction then sent put the closed connection among the busy ones, where
 // the pool waited for it forever. Drizzle's transactions are postgres.js's `begin`
 // (patches/postgres@3.4.9.patch; fails without it).
-let database: TestDatabase
-let admin: postgres.Sql
-beforeAll(async () => {
-  database = await createTestDatabase('transaction_closed')
-  admin = postgres(database.url, { max: 1, onnotice: () => {} })
-})
-afterAll(async () => {
-  await admin?.end()
-  await database?.drop()
-})
+const database = databaseForFile('transaction_closed')
 
 test('given statements waiting in a transaction, when its backend is ended, then each fails and the pool goes on', async () => {
   // given
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  const sql = postgres(database.url(), { max: 1, onnotice: () => {} })
   let statements: Promise<string>[] = []
   const transaction = settles(
     sql.begin(async (tx) => {
@@ -29,7 +20,7 @@ test('given statements waiting in a transaction, when its backend is ended, then
       // described first, it fills the connection: the next statement waits in the transaction's queue
       statements = [settles(tx`select pg_sleep(30), ${'a'}::text as note`, 5000), settles(tx`select 2`, 5000)]
       // when
-      await admin`select pg_terminate_backend(${row?.pid ?? 0})`
+      await database.admin()`select pg_terminate_backend(${row?.pid ?? 0})`
       await Promise.all(statements)
     }),
     5000,

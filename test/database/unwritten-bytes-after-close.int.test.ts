@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { createTestDatabase, type TestDatabase } from '../support/postgres.ts'
+import { expect, test } from 'bun:test'
+import { databaseForFile } from '../support/postgres.ts'
 import { settles, watchedClient } from '../support/watched-socket.ts'
 
 // postgres.js 3.4.9 gathers a statement's bytes and writes them on the next turn of the event loop
@@ -7,17 +7,11 @@ import { settles, watchedClient } from '../support/watched-socket.ts'
 // so the next connection's startup message waited behind it until connect_timeout: after PgBouncer
 // dropped the feed's leader mid-write, each of its questions took 6 s
 // (patches/postgres@3.4.9.patch; fails without it).
-let database: TestDatabase
-beforeAll(async () => {
-  database = await createTestDatabase('unwritten_bytes')
-})
-afterAll(async () => {
-  await database?.drop()
-})
+const database = databaseForFile('unwritten_bytes')
 
 test('given a statement not yet written, when its connection closes, then the next connection opens at once', async () => {
   // given
-  const { sql, socket } = watchedClient(database.url, 3)
+  const { sql, socket } = watchedClient(database.url(), 3)
   await sql`select 1`
   const first = socket()
   const unwritten = settles(sql`select 2`, 5000)

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'bun:test'
 import postgres from 'postgres'
 
 // Tests always need a real PostgreSQL: a missing server fails the run, it never skips.
@@ -28,4 +29,26 @@ export async function createTestDatabase(label = 'test'): Promise<TestDatabase> 
       await cleanup.end()
     },
   }
+}
+
+export type FileDatabase = { url: () => string; admin: () => postgres.Sql }
+
+// A database of the test file's own, made before its tests and dropped after them, with a client
+// of one connection for what a test does from outside (ending a backend, reading pg_stat_activity).
+export function databaseForFile(label: string): FileDatabase {
+  let database: TestDatabase | undefined
+  let admin: postgres.Sql | undefined
+  beforeAll(async () => {
+    database = await createTestDatabase(label)
+    admin = postgres(database.url, { max: 1, onnotice: () => {} })
+  })
+  afterAll(async () => {
+    await admin?.end()
+    await database?.drop()
+  })
+  const opened = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the file database is made before the tests')
+    return value
+  }
+  return { url: () => opened(database).url, admin: () => opened(admin) }
 }

@@ -48,3 +48,14 @@ export function settles(promise: Promise<unknown>, ms: number): Promise<string> 
     Bun.sleep(ms).then(() => 'pending'),
   ])
 }
+
+// A reset as Bun reports one, under a statement in flight: the socket stops reading, the
+// statement is sent, then the socket reports ECONNRESET (its 'close' is left to the test).
+// Resolves with what the statement came to.
+export async function resetUnderStatement(socket: net.Socket, send: () => Promise<unknown>): Promise<string> {
+  socket.pause()
+  const inFlight = settles(send(), 5000)
+  await Bun.sleep(50)
+  socket.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' }))
+  return inFlight
+}
