@@ -17,6 +17,8 @@ export type ChangeHubOptions = {
 
 export type ChangeHub = ReturnType<typeof createChangeHub>
 
+type StreamsByOwner = Map<string, Set<ChangeStream>>
+
 // The fan-out: the log follower hands every event it reads to the open streams of its owner. An
 // event is turned into text once, however many streams its owner has open.
 export function createChangeHub({
@@ -26,54 +28,11 @@ export function createChangeHub({
   keepAliveMs = 10_000,
   tickMs = 1000,
 }: ChangeHubOptions) {
-  const byOwner = new Map<string, Set<ChangeStream>>()
+  const byOwner: StreamsByOwner = new Map()
   let count = 0
   let closing = false
 
-  const tick = () => {
-    const at = now()
-    for (const streams of byOwner.values()) {
-      for (const stream of streams) {
-        if (at >= stream.expiresAt) stream.end('the token has expired')
-        else if (at - stream.lastSentAt >= keepAliveMs) stream.comment('keep-alive')
-        stream.checkStalled()
-      }
-    }
-  }
-  const timer = setInterval(tick, tickMs)
-
-  const sendPlant = (event: LoggedEvent) => {
-    const { owner, pseudonym } = event.metadata
-    if (owner === null) return
-    const streams = byOwner.get(owner)
-    if (!streams) return
-    let frame: Frame
-    try {
-      frame = encodedChangeFrame(changeOf(event))
-    } catch (error) {
-      logger.error({ err: error, position: String(event.position) }, 'an event could not be sent to streams')
-      return
-    }
-    for (const stream of streams) {
-      // An owner with no key when the stream opened has one from their first plant on.
-      stream.pseudonym ??= pseudonym
-      stream.offer(frame)
-    }
-  }
-  // Erasure (docs/erasure.md): the erased owner's streams end, on every instance. The notice names the owner
-  // while the erasure runs, and only the pseudonym once it has completed: each stream remembers
-  // its owner's. One whose pseudonym is not known yet (its open is still reading it) ends on a
-  // notice that names its owner.
-  const endErased = ({ owner, pseudonym }: LoggedEvent['metadata']) => {
-    const candidates = owner === null ? [...byOwner.values()] : [byOwner.get(owner) ?? new Set()]
-    for (const streams of candidates) {
-      for (const stream of [...streams]) {
-        const known = stream.pseudonym
-        if (known === pseudonym || (known === undefined && owner !== null))
-          stream.end('the owner has been erased')
-      }
-    }
-  }
+  const timer = setInterval(() => tendStreams(byOwner, now(), keepAliveMs), tickMs)
 
   return {
     now,
@@ -98,8 +57,8 @@ export function createChangeHub({
     },
     deliver: (events: LoggedEvent[]) => {
       for (const event of events) {
-        if (event.type === 'OwnerErased') endErased(event.metadata)
-        else if (event.type === 'PlantCreated') sendPlant(event)
+        if (event.type === 'OwnerErased') endErased(byOwner, event.metadata)
+        else if (event.type === 'PlantCreated') sendPlant(byOwner, logger, event)
       }
     },
     count: () => count,
@@ -110,5 +69,52 @@ export function createChangeHub({
       for (const streams of [...byOwner.values()])
         for (const stream of [...streams]) stream.end('shutting down')
     },
+  }
+}
+
+// Each tick: a stream whose token expired ends, one that sent nothing for `keepAliveMs` gets a
+// comment, and one whose client stopped reading is cut off.
+function tendStreams(byOwner: StreamsByOwner, at: number, keepAliveMs: number) {
+  for (const streams of byOwner.values()) {
+    for (const stream of streams) {
+      if (at >= stream.expiresAt) stream.end('the token has expired')
+      else if (at - stream.lastSentAt >= keepAliveMs) stream.comment('keep-alive')
+      stream.checkStalled()
+    }
+  }
+}
+
+// A created plant goes to its owner's open streams, as text encoded once for all of them.
+function sendPlant(byOwner: StreamsByOwner, logger: Logger, event: LoggedEvent) {
+  const { owner, pseudonym } = event.metadata
+  if (owner === null) return
+  const streams = byOwner.get(owner)
+  if (!streams) return
+  let frame: Frame
+  try {
+    frame = encodedChangeFrame(changeOf(event))
+  } catch (error) {
+    logger.error({ err: error, position: String(event.position) }, 'an event could not be sent to streams')
+    return
+  }
+  for (const stream of streams) {
+    // An owner with no key when the stream opened has one from their first plant on.
+    stream.pseudonym ??= pseudonym
+    stream.offer(frame)
+  }
+}
+
+// Erasure (docs/erasure.md): the erased owner's streams end, on every instance. The notice names the owner
+// while the erasure runs, and only the pseudonym once it has completed: each stream remembers
+// its owner's. One whose pseudonym is not known yet (its open is still reading it) ends on a
+// notice that names its owner.
+function endErased(byOwner: StreamsByOwner, { owner, pseudonym }: LoggedEvent['metadata']) {
+  const candidates = owner === null ? [...byOwner.values()] : [byOwner.get(owner) ?? new Set()]
+  for (const streams of candidates) {
+    for (const stream of [...streams]) {
+      const known = stream.pseudonym
+      if (known === pseudonym || (known === undefined && owner !== null))
+        stream.end('the owner has been erased')
+    }
   }
 }

@@ -78,3 +78,24 @@ export function followerHolds(idleAfterMs: number | undefined) {
     },
   }
 }
+
+// Resolves once the follower stands somewhere; parked after it stood, it waits again. The stop
+// resolves it too, standing nowhere.
+export function readiness() {
+  let standing = false
+  let resolve = () => {}
+  let ready = new Promise<void>((resolved) => (resolve = resolved))
+  return {
+    ready: () => ready,
+    stand: () => {
+      standing = true
+      resolve()
+    },
+    release: () => resolve(),
+    park: () => {
+      if (!standing) return
+      standing = false
+      ready = new Promise<void>((resolved) => (resolve = resolved))
+    },
+  }
+}

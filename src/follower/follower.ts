@@ -1,9 +1,23 @@
 import type { Keyring } from '../crypto/keyring.ts'
 import type { Executor } from '../database/database.ts'
-import { type Horizon, probeHorizon } from '../event-log/horizon.ts'
+import { probeHorizon } from '../event-log/horizon.ts'
 import { type LoggedEvent, readSettledEvents } from '../event-log/reading.ts'
 import type { Logger } from '../shared/logger.ts'
-import { advanceWaiters, followerHolds, wakeups } from './follower-signals.ts'
+import { advanceWaiters, followerHolds, readiness, wakeups } from './follower-signals.ts'
+import {
+  type AfterRead,
+  afterFailure,
+  afterPark,
+  afterRead,
+  afterSuccess,
+  firstLoop,
+  nextRead,
+  positionOf,
+  restMs,
+  startingState,
+  wantsProbe,
+  withHorizon,
+} from './follower-state.ts'
 import { asReadNow } from './kept-events.ts'
 import { recentEvents } from './recent-events.ts'
 
@@ -30,11 +44,6 @@ export type LogFollowerDeps = {
 
 export type LogFollower = ReturnType<typeof runLogFollower>
 
-// Horizons probed and not yet settled: more wait for these first (a long transaction holds them).
-const MAX_PENDING = 8
-// How soon a horizon still waiting on a writer is looked at again.
-const SETTLE_RETRY_MS = 20
-
 // The one reader of the log in this process, which the feed and the change streams consume. Each
 // wake-up (a create here, another instance's notice, a poll) is one probe of the horizon and one
 // read of the settled log after where it stands (event-log/horizon.ts): every event once, in position
@@ -44,7 +53,48 @@ const SETTLE_RETRY_MS = 20
 // long; held again, it starts afresh at the horizon of then, as at its first start: events between
 // were handed to nobody, since nobody held it.
 // A failed read is retried until the database answers again, on whichever server it then reaches.
-export function runLogFollower({
+// Where it stands, and how it moves, is follower/follower-state.ts; here are the reads and signals.
+export function runLogFollower(deps: LogFollowerDeps) {
+  const follower = followerParts(deps)
+  const running = readUntilStopped(follower)
+  return {
+    // Resolves once the follower stands somewhere (position() is defined). With `idleAfterMs`,
+    // only once held: hold first.
+    ready: follower.readiness.ready,
+    // The follower reads the log while held; the returned function ends the hold (once).
+    hold: follower.holds.hold,
+    // Every event up to here has been handed to the subscribers; undefined before `ready`.
+    position: () => positionOf(follower.state),
+    // Called with every batch read from now on, in position order.
+    subscribe: (onEvents: (events: LoggedEvent[]) => void) => {
+      follower.subscribers.add(onEvents)
+      return () => {
+        follower.subscribers.delete(onEvents)
+      }
+    },
+    eventsAfter: (after: bigint, count: number) => eventsAfter(follower, after, count),
+    // Resolves when the follower next moves on, or after `ms`, or when `signal` aborts.
+    advanced: follower.waiters.next,
+    // Something may have been appended: read the log now rather than at the next poll.
+    wake: follower.wakeup.wake,
+    // How many reads of the log the loop has made (its catch-up reads for consumers aside).
+    reads: () => follower.reads,
+    stop: async () => {
+      follower.stopped = true
+      follower.wakeup.wake()
+      follower.holds.release()
+      await running
+      follower.readiness.release()
+      follower.waiters.notify()
+    },
+  }
+}
+
+// What the follower's loop works with: its settings, where it stands (`state`, `loop`), and the
+// signals to those who wait on it.
+type Follower = ReturnType<typeof followerParts>
+
+function followerParts({
   db,
   keyring,
   logger,
@@ -54,153 +104,103 @@ export function runLogFollower({
   recentEvents: keep = batchSize,
   idleAfterMs,
 }: LogFollowerDeps) {
-  // Every event up to `position` has been handed out; undefined until the start has settled.
-  let position: bigint | undefined
-  // Below every position (the first is 1), so that even an empty log's horizon is taken.
-  let settled = -1n
-  let pending: Horizon[] = []
-  const recent = recentEvents(keep)
-  const subscribers = new Set<(events: LoggedEvent[]) => void>()
-  const waiters = advanceWaiters()
-  const holds = followerHolds(idleAfterMs)
-  const wakeup = wakeups()
-  let readyResolve = () => {}
-  let ready = new Promise<void>((resolve) => (readyResolve = resolve))
-  // `ready` has resolved.
-  let standing = false
-  let stopped = false
-  let reads = 0
-
-  const advance = (events: LoggedEvent[], to: bigint) => {
-    if (events.length > 0) {
-      recent.add(events)
-      for (const subscriber of subscribers) subscriber(events)
-    }
-    position = to
-    waiters.notify()
-  }
-
-  // The start: nothing before the first horizon is handed out, only what follows it.
-  const start = async () => {
-    const first = pending[0]
-    if (first === undefined) return
-    const read = await readSettledEvents(db, keyring, first.position, settled, [first], 0)
-    reads++
-    settled = read.settled
-    if (settled < first.position) return
-    pending = pending.filter((horizon) => horizon.position > settled)
-    recent.startAt(first.position)
-    advance([], first.position)
-    standing = true
-    readyResolve()
-  }
-
-  // One probe of the horizon (unless a full batch was just read) and one read after `position`;
-  // how many events it read.
-  const step = async (probe: boolean): Promise<number> => {
-    if (probe && pending.length < MAX_PENDING) {
-      const horizon = await probeHorizon(db)
-      const highest = pending.at(-1)?.position ?? settled
-      if (horizon && horizon.position > highest) pending.push(horizon)
-    }
-    if (position === undefined) {
-      await start()
-      return 0
-    }
-    const read = await readSettledEvents(db, keyring, position, settled, pending, batchSize)
-    reads++
-    settled = read.settled
-    pending = pending.filter((horizon) => horizon.position > settled)
-    const full = read.events.length === batchSize
-    const to = full ? (read.events.at(-1)?.position ?? position) : settled
-    if (to > position) advance(read.events, to)
-    return read.events.length
-  }
-
-  // Stands nowhere, reading nothing, until held; then starts as at first.
-  const park = async () => {
-    position = undefined
-    settled = -1n
-    pending = []
-    recent.startAt(0n)
-    if (standing) {
-      standing = false
-      ready = new Promise<void>((resolve) => (readyResolve = resolve))
-    }
-    await holds.untilHeld(() => stopped)
-  }
-
-  const run = async () => {
-    let failing = false
-    let probe = true
-    while (!stopped) {
-      if (holds.idle()) {
-        await park()
-        probe = true
-        continue
-      }
-      wakeup.clear()
-      try {
-        const count = await step(probe)
-        if (failing) logger.info('the log follower reads the log again')
-        failing = false
-        probe = count < batchSize
-        if (!probe) continue
-        await wakeup.rest(pending.length > 0 || position === undefined ? SETTLE_RETRY_MS : pollMs)
-      } catch (error) {
-        if (!failing) logger.warn({ err: error }, 'the log follower cannot read the log; retrying')
-        failing = true
-        probe = true
-        await wakeup.rest(pollMs * 5)
-      }
-      await new Promise((resolve) => setTimeout(resolve, gatherMs))
-    }
-  }
-  const running = run()
-
-  // Up to `count` events after `after` and at or below position(), in position order, as a read
-  // of the log now gives them (fewer than `count`: there are no more): from the latest events
-  // kept, their owners' keys read again, or else read from the log.
-  const eventsAfter = async (after: bigint, count: number): Promise<LoggedEvent[]> => {
-    await ready
-    const upTo = position
-    if (upTo === undefined) return []
-    if (after >= upTo) return []
-    if (after >= recent.from()) return keptAsReadNow(db, recent.after(after), count)
-    return (await readSettledEvents(db, keyring, after, upTo, [], count)).events
-  }
-
   return {
-    // Resolves once the follower stands somewhere (position() is defined). With `idleAfterMs`,
-    // only once held: hold first.
-    ready: () => ready,
-    // The follower reads the log while held; the returned function ends the hold (once).
-    hold: holds.hold,
-    // Every event up to here has been handed to the subscribers; undefined before `ready`.
-    position: () => position,
-    // Called with every batch read from now on, in position order.
-    subscribe: (onEvents: (events: LoggedEvent[]) => void) => {
-      subscribers.add(onEvents)
-      return () => {
-        subscribers.delete(onEvents)
-      }
-    },
-    eventsAfter,
-    // Resolves when the follower next moves on, or after `ms`, or when `signal` aborts.
-    advanced: waiters.next,
-    // Something may have been appended: read the log now rather than at the next poll.
-    wake: wakeup.wake,
-    // How many reads of the log the loop has made (its catch-up reads for consumers aside).
-    reads: () => reads,
-    stop: async () => {
-      stopped = true
-      wakeup.wake()
-      holds.release()
-      await running
-      readyResolve()
-      waiters.notify()
-    },
+    db,
+    keyring,
+    logger,
+    pollMs,
+    gatherMs,
+    batchSize,
+    state: startingState(),
+    loop: firstLoop(),
+    stopped: false,
+    reads: 0,
+    recent: recentEvents(keep),
+    subscribers: new Set<(events: LoggedEvent[]) => void>(),
+    waiters: advanceWaiters(),
+    holds: followerHolds(idleAfterMs),
+    wakeup: wakeups(),
+    readiness: readiness(),
   }
+}
+
+// Reads until stopped: parked while nobody holds it, resting between reads unless a full batch
+// was just read, and gathering wakes that come close together into one read.
+async function readUntilStopped(follower: Follower) {
+  while (!follower.stopped) {
+    if (follower.holds.idle()) {
+      await park(follower)
+      continue
+    }
+    follower.wakeup.clear()
+    await readOrRetry(follower)
+    const rest = restMs(follower.state, follower.loop, follower.pollMs)
+    if (rest === undefined) continue
+    await follower.wakeup.rest(rest)
+    await new Promise((resolve) => setTimeout(resolve, follower.gatherMs))
+  }
+}
+
+// One read; a failure is logged once, when it begins, and once more when the log reads again.
+async function readOrRetry(follower: Follower) {
+  try {
+    const { loop, recovered } = afterSuccess(follower.loop, await readOnce(follower), follower.batchSize)
+    if (recovered) follower.logger.info('the log follower reads the log again')
+    follower.loop = loop
+  } catch (error) {
+    const { loop, first } = afterFailure(follower.loop)
+    if (first) follower.logger.warn({ err: error }, 'the log follower cannot read the log; retrying')
+    follower.loop = loop
+  }
+}
+
+// One probe of the horizon (unless a full batch was just read) and one read of the settled log;
+// how many events it read.
+async function readOnce(follower: Follower): Promise<number> {
+  if (wantsProbe(follower.state, follower.loop)) {
+    follower.state = withHorizon(follower.state, await probeHorizon(follower.db))
+  }
+  const request = nextRead(follower.state, follower.batchSize)
+  if (request === undefined) return 0
+  const { after, settled, horizons, batchSize } = request
+  const read = await readSettledEvents(follower.db, follower.keyring, after, settled, horizons, batchSize)
+  follower.reads++
+  advance(follower, afterRead(follower.state, read, follower.batchSize))
+  return read.events.length
+}
+
+// Takes where a read left the follower. Events are handed out before the position moves past
+// them; then those waiting on the follower are told, and, at the start, it is ready.
+function advance(follower: Follower, { state, moved }: AfterRead) {
+  const started = follower.state.phase === 'starting' && state.phase === 'standing'
+  if (started) follower.recent.startAt(state.position)
+  if (moved && moved.length > 0) {
+    follower.recent.add(moved)
+    for (const subscriber of follower.subscribers) subscriber(moved)
+  }
+  follower.state = state
+  if (moved) follower.waiters.notify()
+  if (started) follower.readiness.stand()
+}
+
+// Stands nowhere, reading nothing, until held; then starts as at first.
+async function park(follower: Follower) {
+  follower.state = startingState()
+  follower.recent.startAt(0n)
+  follower.readiness.park()
+  await follower.holds.untilHeld(() => follower.stopped)
+  follower.loop = afterPark(follower.loop)
+}
+
+// Up to `count` events after `after` and at or below position(), in position order, as a read
+// of the log now gives them (fewer than `count`: there are no more): from the latest events
+// kept, their owners' keys read again, or else read from the log.
+async function eventsAfter(follower: Follower, after: bigint, count: number): Promise<LoggedEvent[]> {
+  await follower.readiness.ready()
+  const upTo = positionOf(follower.state)
+  if (upTo === undefined || after >= upTo) return []
+  if (after >= follower.recent.from()) return keptAsReadNow(follower.db, follower.recent.after(after), count)
+  return (await readSettledEvents(follower.db, follower.keyring, after, upTo, [], count)).events
 }
 
 // Up to `count` of the kept events, as a read of the log now gives them.

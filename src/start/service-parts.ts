@@ -56,15 +56,7 @@ export async function startServiceParts(
   await checkSessionSettings(storage, logger)
   // The embedded server is reached like any PostgreSQL, through its URL.
   const database = { kind: 'postgres' as const, ...storage.settings }
-  // Loads the OpenTelemetry SDK only when an endpoint is set.
-  const tracing = config.tracing && (await createTracing(config.tracing, logger))
-  if (config.tracing) {
-    const { serviceName, sampler } = config.tracing
-    // Without any user, password or query the URL may hold.
-    const url = new URL(config.tracing.url)
-    const traces = `${url.origin}${url.pathname}`
-    logger.info({ traces, serviceName, sampler }, `tracing on: spans go to ${traces}`)
-  }
+  const tracing = await startTracing(config, logger)
   const verifyToken = await verifierFromConfig(config)
   const registry = new Registry()
   collectProcessMetrics({ registry, databaseProcessIds: storage.processIds })
@@ -87,16 +79,7 @@ export async function startServiceParts(
       registry,
       tracing,
     }))
-  const replicaReads =
-    config.readReplicas && config.storage.kind === 'postgres'
-      ? await startReplicaReads({
-          config: config.readReplicas,
-          settings: config.storage,
-          primary: storage.db,
-          logger,
-          registry,
-        })
-      : undefined
+  const replicaReads = await readsFromReplicas(config, storage, logger, registry)
   const changes = await runChanges({
     db: storage.db,
     keyring: storage.keyring,
@@ -134,6 +117,35 @@ export async function startServiceParts(
     await tracing?.shutdown()
   }
   return { app, storage, changes, stop }
+}
+
+// Loads the OpenTelemetry SDK only when an endpoint is set, and says where spans go.
+async function startTracing(config: Config, logger: Logger) {
+  if (!config.tracing) return undefined
+  const tracing = await createTracing(config.tracing, logger)
+  const { serviceName, sampler } = config.tracing
+  // Without any user, password or query the URL may hold.
+  const url = new URL(config.tracing.url)
+  const traces = `${url.origin}${url.pathname}`
+  logger.info({ traces, serviceName, sampler }, `tracing on: spans go to ${traces}`)
+  return tracing
+}
+
+// Pages and change streams read from the replicas, when some are set (PostgreSQL only).
+async function readsFromReplicas(
+  config: Config,
+  storage: DatabaseHandle,
+  logger: Logger,
+  registry: Registry,
+) {
+  if (!config.readReplicas || config.storage.kind !== 'postgres') return undefined
+  return startReplicaReads({
+    config: config.readReplicas,
+    settings: config.storage,
+    primary: storage.db,
+    logger,
+    registry,
+  })
 }
 
 // Whether the sessions have the settings the pool asks for, or, behind a pooler, how the

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { advanceWaiters, followerHolds, wakeups } from '../../src/follower/follower-signals.ts'
+import { advanceWaiters, followerHolds, readiness, wakeups } from '../../src/follower/follower-signals.ts'
 
 test('given a wake during a read, when the loop rests, then the rest ends at once', async () => {
   const wakeup = wakeups()
@@ -59,4 +59,26 @@ test('given an idle follower waiting to be held, when held, then its wait ends',
   holds.hold()
   await waiting
   expect(holds.idle()).toBe(false)
+})
+
+const settledWithin = (promise: Promise<void>) =>
+  Promise.race([promise.then(() => 'ready'), Bun.sleep(20).then(() => 'waiting')])
+
+test('given a follower not yet standing, when it stands, then ready resolves; parked, it waits again', async () => {
+  const ready = readiness()
+  expect(await settledWithin(ready.ready())).toBe('waiting')
+  ready.stand()
+  expect(await settledWithin(ready.ready())).toBe('ready')
+  ready.park()
+  expect(await settledWithin(ready.ready())).toBe('waiting')
+  ready.stand()
+  expect(await settledWithin(ready.ready())).toBe('ready')
+})
+
+test('given a follower that never stood, when parked and then stopped, then the first wait resolves', async () => {
+  const ready = readiness()
+  const waiting = ready.ready()
+  ready.park()
+  ready.release()
+  expect(await settledWithin(waiting)).toBe('ready')
 })
