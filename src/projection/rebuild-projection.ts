@@ -143,21 +143,29 @@ async function rebuild(
       if (dryRun) return { plants: rows, diff: await diffProjection(tx, scratch, plants) }
       await withoutErasingOwners(tx, scratch)
       await bumpChangedOwners(tx, scratch, differing, compared)
-      // Readers queue for the moment the DDL takes, then find the new table under the old name.
-      await tx.execute(sql`drop table plants`)
-      await tx.execute(sql`alter table ${scratch} rename to plants`)
-      for (const suffix of ['owner_id_pk', 'owner_position']) {
-        await tx.execute(sql`alter index ${key(suffix)} rename to ${sql.identifier(`plants_${suffix}`)}`)
-      }
-      await tx
-        .insert(projectionCheckpoints)
-        .values({ projection: 'plants', position })
-        .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
+      await swapIn(tx, name, position)
       return { plants: rows, diff: undefined }
     },
     { beforeRetry: catchUp },
   )
   return { events, position, seconds: (clock() - started) / 1000, swapped: !dryRun, ...outcome }
+}
+
+// The scratch table `name`, filled to `position`, becomes `plants` with the indexes' names the
+// migrations gave it. Readers queue for the moment the DDL takes, then find the new table under the
+// old name.
+async function swapIn(tx: Executor, name: string, position: bigint): Promise<void> {
+  await tx.execute(sql`drop table plants`)
+  await tx.execute(sql`alter table ${sql.identifier(name)} rename to plants`)
+  for (const suffix of ['owner_id_pk', 'owner_position']) {
+    await tx.execute(
+      sql`alter index ${sql.identifier(`${name}_${suffix}`)} rename to ${sql.identifier(`plants_${suffix}`)}`,
+    )
+  }
+  await tx
+    .insert(projectionCheckpoints)
+    .values({ projection: 'plants', position })
+    .onConflictDoUpdate({ target: projectionCheckpoints.projection, set: { position } })
 }
 
 // Defence in depth, should a fence ever fail: the rows of an owner whose erasure has begun, folded

@@ -39,26 +39,32 @@ const READY_KEYS = 1_000
 // must be among them), in today's form or the earlier one, or raw in a version 2 file: it is
 // unwrapped here, the events checked with it, and staged wrapped again, in the service, under the
 // importing store's first key-encryption key, bound to its pseudonym.
+// What the lines read so far said: each pseudonym's key (raw, with its owner and line) or
+// erasure, each owner's key line, and the keys held ready to open events.
+type LinesSeen = {
+  keys: Map<string, { owner: string; key: Uint8Array; line: number }>
+  owners: Map<string, number>
+  erased: Map<string, number>
+  ready: Map<string, ImportedOwnerKey>
+}
+
 export function lineChecker({ append, keyring }: { append: boolean; keyring: Keyring }): LineChecker {
   let version: 1 | 2 | undefined
   let eventsBegun = false
-  const keys = new Map<string, { owner: string; key: Uint8Array; line: number }>()
-  const owners = new Map<string, number>()
-  const erased = new Map<string, number>()
-  const ready = new Map<string, ImportedOwnerKey>()
+  const seen: LinesSeen = { keys: new Map(), owners: new Map(), erased: new Map(), ready: new Map() }
 
   const pseudonymOf = async (pseudonym: string): Promise<Pseudonym | undefined> => {
-    const found = keys.get(pseudonym)
+    const found = seen.keys.get(pseudonym)
     if (found) {
-      let key = ready.get(pseudonym)
+      let key = seen.ready.get(pseudonym)
       if (!key) {
-        if (ready.size >= READY_KEYS) ready.clear()
+        if (seen.ready.size >= READY_KEYS) seen.ready.clear()
         key = ownerKey(found.key)
-        ready.set(pseudonym, key)
+        seen.ready.set(pseudonym, key)
       }
       return { kind: 'key', owner: found.owner, key, line: found.line }
     }
-    if (erased.has(pseudonym)) return { kind: 'erased' }
+    if (seen.erased.has(pseudonym)) return { kind: 'erased' }
     return append ? { kind: 'unresolved' } : undefined
   }
 
@@ -79,78 +85,85 @@ export function lineChecker({ append, keyring }: { append: boolean; keyring: Key
     }
     if (isObjectWith(value, 'key') || isObjectWith(value, 'erased')) {
       if (eventsBegun) return { refused: 'key and erased lines come before the events' }
-      return isObjectWith(value, 'key') ? checkKey(value, line) : checkErased(value, line)
+      return isObjectWith(value, 'key')
+        ? checkKey(seen, keyring, value, line)
+        : checkErased(seen, value, line)
     }
     eventsBegun = true
     const checked = await checkSealedEvent(value, pseudonymOf)
     return 'refused' in checked ? checked : { kind: 'event', line, text, ...checked }
   }
+}
 
-  function checkHeader(value: unknown): undefined | { refused: string } {
-    if (!Value.Check(HeaderLine, value) || value.format !== EXPORT_FORMAT) {
-      return { refused: `the header must be {"format": "${EXPORT_FORMAT}", "version": ${EXPORT_VERSION}}` }
-    }
-    if (value.version !== EXPORT_VERSION && value.version !== RAW_KEYS_VERSION) {
-      return {
-        refused: `export version ${value.version} is unknown (known: ${EXPORT_VERSION}, ${RAW_KEYS_VERSION}, and 1, a file without this header)`,
-      }
-    }
-    return undefined
+function checkHeader(value: unknown): undefined | { refused: string } {
+  if (!Value.Check(HeaderLine, value) || value.format !== EXPORT_FORMAT) {
+    return { refused: `the header must be {"format": "${EXPORT_FORMAT}", "version": ${EXPORT_VERSION}}` }
   }
-
-  function checkKey(value: unknown, line: number): StagedLine | { refused: string } {
-    if (!Value.Check(KeyLine, value)) return schemaRefusal(KeyLine, value)
-    const { pseudonym, owner, key } = value.key
-    if (!isOwner(owner)) return { refused: `key.owner: ${OWNER_RULE}` }
-    const bytes = base64Bytes(key)
-    if (
-      bytes === undefined ||
-      ![KEY_BYTES, WRAPPED_KEY_BYTES, EARLIER_WRAPPED_KEY_BYTES].includes(bytes.length)
-    ) {
-      return {
-        refused: `key.key: an owner's key is ${WRAPPED_KEY_BYTES} (or ${EARLIER_WRAPPED_KEY_BYTES}) bytes in base64, wrapped (${KEY_BYTES}, raw, in a version ${RAW_KEYS_VERSION} export)`,
-      }
-    }
-    const raw = bytes.length === KEY_BYTES ? bytes : unwrapped(bytes, pseudonym)
-    if ('refused' in raw) return raw
-    if ('missing' in raw) {
-      return {
-        refused: `key.key is wrapped under key-encryption key ${raw.missing}, which KEY_ENCRYPTION_KEYS lacks: add the exporting store's after the first (docs/keys.md)`,
-      }
-    }
-    const again = keys.get(pseudonym)?.line ?? erased.get(pseudonym)
-    if (again !== undefined) return { refused: `pseudonym ${pseudonym} is at line ${again} already` }
-    const otherKey = owners.get(owner)
-    if (otherKey !== undefined) {
-      return {
-        refused: `owner ${JSON.stringify(owner)} has a key at line ${otherKey} already: two keys for one sub would collide in plants`,
-      }
-    }
-    keys.set(pseudonym, { owner, key: raw, line })
-    owners.set(owner, line)
-    const wrapped = Buffer.from(keyring.wrap({ pseudonym, raw })).toString('base64')
-    return { kind: 'key', line, pseudonym, owner, key: wrapped }
-  }
-
-  function unwrapped(bytes: Uint8Array, pseudonym: string) {
-    try {
-      return unwrapOwnerKey(bytes, keyring.keks, pseudonym)
-    } catch {
-      return {
-        refused: `key.key does not open with its key-encryption key: changed bytes, or another pseudonym's key`,
-      }
+  if (value.version !== EXPORT_VERSION && value.version !== RAW_KEYS_VERSION) {
+    return {
+      refused: `export version ${value.version} is unknown (known: ${EXPORT_VERSION}, ${RAW_KEYS_VERSION}, and 1, a file without this header)`,
     }
   }
+  return undefined
+}
 
-  function checkErased(value: unknown, line: number): StagedLine | { refused: string } {
-    if (!Value.Check(ErasedLine, value)) return schemaRefusal(ErasedLine, value)
-    const { pseudonym, erasedAt } = value.erased
-    if (!isValidTime(erasedAt)) return { refused: `erased.erasedAt ${erasedAt} is not a valid time` }
-    const again = keys.get(pseudonym)?.line ?? erased.get(pseudonym)
-    if (again !== undefined) return { refused: `pseudonym ${pseudonym} is at line ${again} already` }
-    erased.set(pseudonym, line)
-    return { kind: 'erased', line, pseudonym, erasedAt }
+function checkKey(
+  seen: LinesSeen,
+  keyring: Keyring,
+  value: unknown,
+  line: number,
+): StagedLine | { refused: string } {
+  if (!Value.Check(KeyLine, value)) return schemaRefusal(KeyLine, value)
+  const { pseudonym, owner, key } = value.key
+  if (!isOwner(owner)) return { refused: `key.owner: ${OWNER_RULE}` }
+  const bytes = base64Bytes(key)
+  if (
+    bytes === undefined ||
+    ![KEY_BYTES, WRAPPED_KEY_BYTES, EARLIER_WRAPPED_KEY_BYTES].includes(bytes.length)
+  ) {
+    return {
+      refused: `key.key: an owner's key is ${WRAPPED_KEY_BYTES} (or ${EARLIER_WRAPPED_KEY_BYTES}) bytes in base64, wrapped (${KEY_BYTES}, raw, in a version ${RAW_KEYS_VERSION} export)`,
+    }
   }
+  const raw = bytes.length === KEY_BYTES ? bytes : unwrapped(keyring, bytes, pseudonym)
+  if ('refused' in raw) return raw
+  if ('missing' in raw) {
+    return {
+      refused: `key.key is wrapped under key-encryption key ${raw.missing}, which KEY_ENCRYPTION_KEYS lacks: add the exporting store's after the first (docs/keys.md)`,
+    }
+  }
+  const again = seen.keys.get(pseudonym)?.line ?? seen.erased.get(pseudonym)
+  if (again !== undefined) return { refused: `pseudonym ${pseudonym} is at line ${again} already` }
+  const otherKey = seen.owners.get(owner)
+  if (otherKey !== undefined) {
+    return {
+      refused: `owner ${JSON.stringify(owner)} has a key at line ${otherKey} already: two keys for one sub would collide in plants`,
+    }
+  }
+  seen.keys.set(pseudonym, { owner, key: raw, line })
+  seen.owners.set(owner, line)
+  const wrapped = Buffer.from(keyring.wrap({ pseudonym, raw })).toString('base64')
+  return { kind: 'key', line, pseudonym, owner, key: wrapped }
+}
+
+function unwrapped(keyring: Keyring, bytes: Uint8Array, pseudonym: string) {
+  try {
+    return unwrapOwnerKey(bytes, keyring.keks, pseudonym)
+  } catch {
+    return {
+      refused: `key.key does not open with its key-encryption key: changed bytes, or another pseudonym's key`,
+    }
+  }
+}
+
+function checkErased(seen: LinesSeen, value: unknown, line: number): StagedLine | { refused: string } {
+  if (!Value.Check(ErasedLine, value)) return schemaRefusal(ErasedLine, value)
+  const { pseudonym, erasedAt } = value.erased
+  if (!isValidTime(erasedAt)) return { refused: `erased.erasedAt ${erasedAt} is not a valid time` }
+  const again = seen.keys.get(pseudonym)?.line ?? seen.erased.get(pseudonym)
+  if (again !== undefined) return { refused: `pseudonym ${pseudonym} is at line ${again} already` }
+  seen.erased.set(pseudonym, line)
+  return { kind: 'erased', line, pseudonym, erasedAt }
 }
 
 function schemaRefusal(schema: Parameters<typeof Value.Errors>[0], value: unknown): { refused: string } {
